@@ -1,0 +1,5 @@
+'use strict'
+
+module.exports = require('neostandard')({
+  ignores: ['bench/results/**', 'coverage/**', 'public/**']
+})

@@ -1,0 +1,23 @@
+'use strict'
+
+/**
+ * Random: each pick takes a uniformly random eligible upstream.
+ *
+ * Source: the "Random" strategy of the Rust/Tokio balancer and the regional forwarder
+ * this project grew from (see EXPERIMENTS.md, C and D).
+ *
+ * @param {object} [options] unused; accepted for a uniform factory signature
+ * @param {{ random?: () => number }} [deps] injected random source in [0, 1)
+ * @returns {import('./types').Policy}
+ */
+function createRandom (options = {}, { random = Math.random } = {}) {
+  return {
+    name: 'random',
+    pick (upstreams) {
+      if (!upstreams || upstreams.length === 0) return undefined
+      return upstreams[Math.floor(random() * upstreams.length)]
+    }
+  }
+}
+
+module.exports = { createRandom }
