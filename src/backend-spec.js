@@ -1,0 +1,99 @@
+'use strict'
+
+const { PolistesError } = require('./errors')
+
+/**
+ * A backend as the pool needs it.
+ * @typedef {{ id: string, url: string, weight: number, region?: string }} BackendSpec
+ */
+
+/**
+ * Parse one backend, given as a URL string or an object.
+ *
+ * String form: `http://host:port` with optional fragment tokens joined by `&`:
+ * a bare word is the region (`#eu`), `region=eu`, `w=3` or `weight=3`, `id=name`.
+ * Example: `http://127.0.0.1:9101#eu&w=3`. A string without a scheme (`127.0.0.1:9101`, the
+ * seed config's shape) is read as `http://`.
+ *
+ * @param {string | { url: string, id?: string, weight?: number, region?: string }} input
+ * @param {number} index position in the list, used for error messages
+ * @returns {BackendSpec}
+ * @throws {PolistesError} ERR_POLISTES_BAD_URL when the URL or a fragment token is malformed
+ */
+function parseBackend (input, index = 0) {
+  const where = `backend #${index + 1}`
+  let raw = input
+  let extra = {}
+  if (input !== null && typeof input === 'object') {
+    raw = input.url
+    extra = input
+  }
+  if (typeof raw !== 'string' || raw.trim() === '') {
+    throw new PolistesError('ERR_POLISTES_BAD_URL', `${where}: expected a URL such as http://127.0.0.1:9101, got ${JSON.stringify(raw)}`)
+  }
+  raw = raw.trim()
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`
+  let url
+  try {
+    url = new URL(withScheme)
+  } catch {
+    throw new PolistesError('ERR_POLISTES_BAD_URL', `${where}: malformed URL "${raw}"`)
+  }
+  if (url.protocol !== 'http:') {
+    throw new PolistesError('ERR_POLISTES_BAD_URL', `${where}: only http:// backends are supported, got "${raw}"`)
+  }
+  if (!url.hostname || !url.port) {
+    throw new PolistesError('ERR_POLISTES_BAD_URL', `${where}: "${raw}" needs an explicit host and port`)
+  }
+  if ((url.pathname && url.pathname !== '/') || url.search || url.username || url.password) {
+    throw new PolistesError('ERR_POLISTES_BAD_URL', `${where}: "${raw}" must be an origin (no path, query or credentials)`)
+  }
+  const spec = { id: `${url.hostname}:${url.port}`, url: url.origin, weight: 1 }
+  for (const token of url.hash.replace(/^#/, '').split('&').filter(Boolean)) {
+    const [name, value, rest] = token.split('=')
+    if (rest !== undefined) throw badToken(where, token)
+    if (value === undefined) spec.region = decodeURIComponent(name)
+    else if (name === 'w' || name === 'weight') spec.weight = parseWeight(where, value)
+    else if (name === 'region') spec.region = decodeURIComponent(value)
+    else if (name === 'id') spec.id = decodeURIComponent(value)
+    else throw badToken(where, token)
+  }
+  if (extra.id !== undefined) spec.id = String(extra.id)
+  if (extra.region !== undefined) spec.region = String(extra.region)
+  if (extra.weight !== undefined) spec.weight = parseWeight(where, extra.weight)
+  return spec
+}
+
+function parseWeight (where, value) {
+  const weight = Number(value)
+  if (!Number.isFinite(weight) || weight <= 0) {
+    throw new PolistesError('ERR_POLISTES_BAD_URL', `${where}: weight must be a positive number, got "${value}"`)
+  }
+  return weight
+}
+
+function badToken (where, token) {
+  return new PolistesError('ERR_POLISTES_BAD_URL', `${where}: unknown fragment token "${token}" (expected a region word, region=, w=, weight= or id=)`)
+}
+
+/**
+ * Parse a list of backends: an array, or one comma-separated string.
+ * @param {string | Array<string | object>} list
+ * @returns {BackendSpec[]}
+ * @throws {PolistesError} on a malformed entry or duplicate ids
+ */
+function parseBackends (list) {
+  const items = typeof list === 'string' ? list.split(',').filter((s) => s.trim() !== '') : list
+  if (!Array.isArray(items) || items.length === 0) {
+    throw new PolistesError('ERR_POLISTES_NO_BACKENDS', 'no backends given: pass --backends http://127.0.0.1:9101,... or leave it out to use the embedded fleet')
+  }
+  const specs = items.map(parseBackend)
+  const seen = new Set()
+  for (const spec of specs) {
+    if (seen.has(spec.id)) throw new PolistesError('ERR_POLISTES_BAD_URL', `duplicate backend id "${spec.id}"`)
+    seen.add(spec.id)
+  }
+  return specs
+}
+
+module.exports = { parseBackend, parseBackends }

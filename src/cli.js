@@ -1,0 +1,141 @@
+#!/usr/bin/env node
+'use strict'
+
+const path = require('node:path')
+const yargs = require('yargs/yargs')
+const { PolistesError } = require('./errors')
+const { policyNames } = require('./policies')
+const { DEFAULTS, readConfigFile, resolveConfig } = require('./config')
+const { startBalancer } = require('./balancer')
+const { createLogger } = require('./logger')
+
+const ROOT = path.join(__dirname, '..')
+
+/**
+ * Parse argv into the flags that were actually given (so a config file can supply the rest).
+ * @param {string[]} argv
+ * @returns {{ flags: object, configFile?: string, logLevel: string, logFormat?: string }}
+ */
+function parseArgs (argv) {
+  const args = yargs(argv)
+    .scriptName('polistes')
+    .usage('$0 [options]\n\nAn HTTP load balancer. Without --backends it starts an embedded fleet of cache-warming backends.')
+    .option('algo', { alias: 'a', type: 'string', describe: `routing policy: ${policyNames().join(', ')}`, defaultDescription: DEFAULTS.algo })
+    .option('port', { alias: 'p', type: 'number', describe: 'listen port (0: any free port)', defaultDescription: String(DEFAULTS.port) })
+    .option('host', { type: 'string', describe: 'listen address', defaultDescription: DEFAULTS.host })
+    .option('backends', { alias: 'b', type: 'string', describe: 'comma-separated backend URLs, e.g. http://127.0.0.1:9101#eu&w=2 (fragment: region, w=weight, id=)' })
+    .option('config', { alias: 'c', type: 'string', describe: 'JSON config file ({ address, strategy, backends, ... }); flags override it' })
+    .option('keep-alive', { type: 'boolean', describe: 'reuse upstream connections (--no-keep-alive: one connection per request)', defaultDescription: 'true' })
+    .option('timeout', { type: 'number', describe: 'upstream inactivity timeout in ms (answered with 504)', defaultDescription: String(DEFAULTS.timeoutMs) })
+    .option('retries', { type: 'number', describe: 'extra attempts on other upstreams for idempotent requests without a body', defaultDescription: String(DEFAULTS.retries) })
+    .option('max-fails', { type: 'number', describe: 'consecutive failures that eject an upstream', defaultDescription: String(DEFAULTS.maxFails) })
+    .option('fail-timeout', { type: 'number', describe: 'ms an ejected upstream is left out', defaultDescription: String(DEFAULTS.failTimeoutMs) })
+    .option('policy-options', { type: 'string', describe: 'policy options as JSON, e.g. \'{"maxRounds":4}\'' })
+    .option('fleet-size', { type: 'number', describe: 'embedded fleet: number of backends', defaultDescription: String(DEFAULTS.fleet.count) })
+    .option('fleet-base-port', { type: 'number', describe: 'embedded fleet: first port (0: any free ports)', defaultDescription: String(DEFAULTS.fleet.basePort) })
+    .option('cache-pages', { type: 'number', describe: 'embedded fleet: pages each backend caches', defaultDescription: String(DEFAULTS.fleet.cachePages) })
+    .option('miss-ms', { type: 'number', describe: 'embedded fleet: emulated cost of a cache miss in ms', defaultDescription: String(DEFAULTS.fleet.missMs) })
+    .option('log-level', { type: 'string', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', describe: 'log level (debug logs every request)' })
+    .option('log-format', { type: 'string', choices: ['pretty', 'json'], describe: 'log format', defaultDescription: 'pretty on a terminal, json otherwise' })
+    .strict()
+    .help()
+    .version(require('../package.json').version)
+    .exitProcess(false)
+    .fail((message, err) => {
+      throw new PolistesError('ERR_POLISTES_BAD_OPTION', err ? err.message : message)
+    })
+    .wrap(Math.min(110, process.stdout.columns || 110))
+  const argvParsed = args.parse()
+  if (argvParsed.help || argvParsed.version) return { exit: true }
+  const numberFlags = { port: 'port', timeout: 'timeoutMs', retries: 'retries', 'max-fails': 'maxFails', 'fail-timeout': 'failTimeoutMs' }
+  const flags = {}
+  for (const [flag, key] of Object.entries(numberFlags)) {
+    if (argvParsed[flag] !== undefined) flags[key] = requireNumber(flag, argvParsed[flag])
+  }
+  if (argvParsed.algo !== undefined) flags.algo = argvParsed.algo
+  if (argvParsed.host !== undefined) flags.host = argvParsed.host
+  if (argvParsed.backends !== undefined) flags.backends = argvParsed.backends
+  if (argvParsed['keep-alive'] !== undefined) flags.keepAlive = argvParsed['keep-alive']
+  if (argvParsed['policy-options'] !== undefined) {
+    try {
+      flags.policyOptions = JSON.parse(argvParsed['policy-options'])
+    } catch (err) {
+      throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--policy-options is not valid JSON: ${err.message}`)
+    }
+  }
+  const fleetFlags = { 'fleet-size': 'count', 'fleet-base-port': 'basePort', 'cache-pages': 'cachePages', 'miss-ms': 'missMs' }
+  for (const [flag, key] of Object.entries(fleetFlags)) {
+    if (argvParsed[flag] !== undefined) (flags.fleet ||= {})[key] = requireNumber(flag, argvParsed[flag])
+  }
+  return { flags, configFile: argvParsed.config, logLevel: argvParsed['log-level'], logFormat: argvParsed['log-format'] }
+}
+
+function requireNumber (flag, value) {
+  if (typeof value !== 'number' || Number.isNaN(value)) throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${flag} must be a number`)
+  return value
+}
+
+/**
+ * Run the balancer (and the embedded fleet when no backends are given) until SIGINT/SIGTERM.
+ * @param {string[]} argv
+ */
+async function main (argv) {
+  const parsed = parseArgs(argv)
+  if (parsed.exit) return
+  const file = parsed.configFile ? readConfigFile(parsed.configFile) : {}
+  const config = resolveConfig(parsed.flags, file)
+  const logger = createLogger({ level: parsed.logLevel, pretty: parsed.logFormat ? parsed.logFormat === 'pretty' : undefined })
+
+  let fleet = null
+  let backends = config.backends
+  if (!backends) {
+    const { startFleet } = require('../servers/fleet')
+    fleet = await startFleet({ ...config.fleet, host: '127.0.0.1', root: path.join(ROOT, 'public') })
+    backends = fleet.backends.map((b) => ({ id: b.id, url: b.url }))
+    logger.info({ backends: fleet.backends.map((b) => `${b.id}=${b.url}`) }, `embedded fleet of ${fleet.backends.length} backends (cache ${config.fleet.cachePages} pages, miss ${config.fleet.missMs} ms)`)
+  }
+
+  let balancer
+  try {
+    balancer = await startBalancer({ ...config, backends, logger })
+  } catch (err) {
+    if (fleet) await fleet.close()
+    throw err
+  }
+  logger.info({ algo: config.algo, url: balancer.url, keepAlive: config.keepAlive }, `polistes listening on ${balancer.url} (algo ${config.algo})`)
+  process.stdout.isTTY && console.log(`try: curl -i ${balancer.url}/page1.html    stats: ${balancer.url}/_polistes/stats`)
+
+  let stopping = false
+  const stop = async (signal) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now')
+      process.exit(1)
+    }
+    stopping = true
+    logger.info({ signal }, 'shutting down: no new connections, waiting for in-flight requests')
+    await balancer.close({ graceMs: config.graceMs })
+    if (fleet) await fleet.close()
+    logger.info('stopped')
+    process.exitCode = 0
+  }
+  process.on('SIGINT', stop)
+  process.on('SIGTERM', stop)
+}
+
+/** Print one line for a known error and exit 2; anything else is a bug and keeps its stack. */
+function onError (err) {
+  if (err instanceof PolistesError || (err && typeof err.code === 'string' && err.code.startsWith('ERR_POLISTES_'))) {
+    process.stderr.write(`polistes: ${err.message}\n`)
+    process.exit(err.exitCode || 2)
+  }
+  if (err && err.code === 'EADDRINUSE') {
+    process.stderr.write(`polistes: cannot listen: ${err.address || ''}:${err.port || ''} is in use\n`)
+    process.exit(2)
+  }
+  process.stderr.write(`polistes: unexpected error: ${err && err.stack}\n`)
+  process.exit(1)
+}
+
+if (require.main === module) main(process.argv.slice(2)).catch(onError)
+
+module.exports = { main, parseArgs }

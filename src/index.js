@@ -1,0 +1,22 @@
+'use strict'
+
+/**
+ * polistes: an HTTP reverse-proxy load balancer with pluggable, pure routing policies.
+ * The wasp policy alone is also published as `polistes/wasp`.
+ */
+const { createBalancer, startBalancer, routingKey } = require('./balancer')
+const { createPolicy, policyNames } = require('./policies')
+const { parseBackend, parseBackends } = require('./backend-spec')
+const { PolistesError, codes } = require('./errors')
+
+module.exports = {
+  createBalancer,
+  startBalancer,
+  createPolicy,
+  policyNames,
+  parseBackend,
+  parseBackends,
+  routingKey,
+  PolistesError,
+  errorCodes: codes
+}

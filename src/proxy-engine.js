@@ -1,0 +1,131 @@
+'use strict'
+
+const http = require('node:http')
+const { Readable } = require('node:stream')
+
+/**
+ * The one module that owns the proxy library. Swapping http-proxy for its API-compatible
+ * successor http-proxy-3 is the `library` default below: nothing else in polistes requires either.
+ * (The README's "Proxy library" section gives the measurements behind the choice.)
+ */
+const DEFAULT_LIBRARY = 'http-proxy'
+const LIBRARIES = new Set(['http-proxy', 'http-proxy-3'])
+
+/**
+ * How one attempt ended badly.
+ * - `connect`: refused, reset or closed before any response byte came back (safe to retry for
+ *   idempotent requests);
+ * - `timeout`: the upstream said nothing for `timeoutMs`;
+ * - `stream`: the upstream broke off after its response had begun.
+ * @typedef {'connect' | 'timeout' | 'stream'} FailureKind
+ */
+
+/**
+ * @typedef {object} AttemptHandlers
+ * @property {(proxyRes: import('http').IncomingMessage) => void} onResponse response headers arrived
+ * @property {(err: Error, kind: FailureKind) => void} onFailure the attempt failed; called at most once
+ */
+
+/**
+ * Create the proxy engine: moves bytes to a chosen upstream, never picks one.
+ *
+ * @param {object} [options]
+ * @param {boolean} [options.keepAlive=true] reuse upstream connections; false opens one per request
+ *   and sends `Connection: close`
+ * @param {number} [options.timeoutMs=30000] upstream inactivity timeout (connect, headers or body)
+ * @param {'http-proxy' | 'http-proxy-3'} [options.library] the proxy library (for measurement)
+ * @param {number} [options.maxSockets=Infinity] per-upstream connection cap when keep-alive is on
+ * @returns {{ forward: Function, close: () => void, library: string }}
+ */
+function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEFAULT_LIBRARY, maxSockets = Infinity } = {}) {
+  if (!LIBRARIES.has(library)) throw new Error(`unknown proxy library "${library}"`)
+  const lib = require(library)
+  const createProxyServer = lib.createProxyServer || lib.createProxy || (lib.default && lib.default.createProxyServer)
+  const agent = keepAlive
+    ? new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 256, scheduling: 'lifo' })
+    : false
+  const proxy = createProxyServer({ xfwd: true, agent })
+  const kAttempt = Symbol('polistes.attempt')
+
+  // The library emits 'proxyReq' once the upstream socket is assigned: arm the timeout there, and
+  // honour an abort that came first.
+  proxy.on('proxyReq', (proxyReq, req) => {
+    const attempt = req[kAttempt]
+    if (!attempt) return
+    attempt.proxyReq = proxyReq
+    if (attempt.aborted) {
+      proxyReq.destroy()
+      return
+    }
+    proxyReq.setTimeout(timeoutMs, () => {
+      attempt.timedOut = true
+      proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
+    })
+  })
+
+  proxy.on('proxyRes', (proxyRes, req) => {
+    const attempt = req[kAttempt]
+    if (!attempt || attempt.ended) return
+    attempt.responded = true
+    // An upstream that breaks off mid-body: without this the client would wait forever on a
+    // response that never ends, because the library just unpipes.
+    proxyRes.on('close', () => {
+      if (!proxyRes.complete) attempt.fail(new Error('upstream closed the response early'), 'stream')
+    })
+    attempt.handlers.onResponse(proxyRes)
+  })
+
+  // Every web() call passes a callback; this listener only guards against a library path that
+  // would emit instead (an unhandled 'error' event would crash the balancer).
+  proxy.on('error', () => {})
+
+  /**
+   * Forward one attempt of `req` to `upstream`. Bodiless retries pass `replay: true`: the original
+   * request stream has already been consumed, so an empty body is sent instead.
+   *
+   * @param {import('http').IncomingMessage} req
+   * @param {import('http').ServerResponse} res
+   * @param {{ target: URL }} upstream
+   * @param {AttemptHandlers} handlers
+   * @param {{ replay?: boolean }} [options]
+   * @returns {{ abort: () => void }} abort the upstream request (client went away)
+   */
+  function forward (req, res, upstream, handlers, { replay = false } = {}) {
+    const attempt = {
+      handlers,
+      proxyReq: null,
+      aborted: false,
+      timedOut: false,
+      responded: false,
+      ended: false,
+      fail (err, kind) {
+        if (attempt.ended) return
+        attempt.ended = true
+        handlers.onFailure(err, kind)
+      },
+      abort () {
+        attempt.aborted = true
+        attempt.ended = true
+        if (attempt.proxyReq) attempt.proxyReq.destroy()
+      }
+    }
+    req[kAttempt] = attempt
+    const options = { target: upstream.target }
+    if (replay) options.buffer = Readable.from([])
+    proxy.web(req, res, options, (err) => {
+      if (req[kAttempt] !== attempt) return // a stale attempt's listener
+      const kind = attempt.timedOut ? 'timeout' : attempt.responded ? 'stream' : 'connect'
+      attempt.fail(err, kind)
+    })
+    return attempt
+  }
+
+  function close () {
+    if (agent) agent.destroy()
+    proxy.close && proxy.close()
+  }
+
+  return { forward, close, library }
+}
+
+module.exports = { createProxyEngine, DEFAULT_LIBRARY }
