@@ -2,6 +2,16 @@
 
 const { createRoundRobin } = require('./round-robin')
 const { createRandom } = require('./random')
+const { createWeightedRoundRobin } = require('./weighted-round-robin')
+const { createLeastConnections } = require('./least-connections')
+const { createIpHash } = require('./ip-hash')
+const { createSma } = require('./sma')
+const { createEwma } = require('./ewma')
+const { createLowestLatency } = require('./lowest-latency')
+const { createLatencyWeighted } = require('./latency-weighted')
+const { createEqualRegions } = require('./equal-regions')
+const { createP2cPeakEwma } = require('./p2c-peak-ewma')
+const { createChashBounded } = require('./chash-bounded')
 const { createWasp } = require('./wasp')
 
 /**
@@ -12,6 +22,16 @@ const { createWasp } = require('./wasp')
 const policies = {
   'round-robin': createRoundRobin,
   random: createRandom,
+  'weighted-round-robin': createWeightedRoundRobin,
+  'least-connections': createLeastConnections,
+  'ip-hash': createIpHash,
+  sma: createSma,
+  ewma: createEwma,
+  'lowest-latency': createLowestLatency,
+  'latency-weighted': createLatencyWeighted,
+  'equal-regions': createEqualRegions,
+  'p2c-peak-ewma': createP2cPeakEwma,
+  'chash-bounded': createChashBounded,
   wasp: createWasp
 }
 

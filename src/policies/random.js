@@ -15,9 +15,21 @@ function createRandom (options = {}, { random = Math.random } = {}) {
     name: 'random',
     pick (upstreams) {
       if (!upstreams || upstreams.length === 0) return undefined
-      return upstreams[Math.floor(random() * upstreams.length)]
+      return upstreams[randomIndex(random, upstreams.length)]
     }
   }
 }
 
-module.exports = { createRandom }
+/**
+ * A uniform index in [0, n). Clamped, so that a source returning exactly 1 (out of contract)
+ * still yields a member instead of `undefined`.
+ * @param {() => number} random
+ * @param {number} n
+ * @returns {number}
+ */
+function randomIndex (random, n) {
+  const i = Math.floor(random() * n)
+  return i >= 0 && i < n ? i : (i >= n ? n - 1 : 0)
+}
+
+module.exports = { createRandom, randomIndex }

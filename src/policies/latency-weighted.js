@@ -1,0 +1,72 @@
+'use strict'
+
+/**
+ * Latency-weighted: each upstream's share of requests is proportional to its speed, 1 / latency
+ * (times `upstream.weight`): an upstream three times faster gets three times the requests.
+ *
+ * Source: EXPERIMENTS.md C, the "Smart" algorithm of the regional forwarder ("share proportional to
+ * speed"). Latency is the EWMA of `./ewma.js` (same failure rule); the split is made deterministic
+ * with nginx's smooth weighted round-robin (`./weighted-round-robin.js`) over the weights
+ * `weight / latencyEwma`, recomputed at every pick, so no random source is needed and the shares hold
+ * exactly over any window, not only on average.
+ *
+ * Choices:
+ * - Unsampled upstreams get the mean speed of the sampled ones (neutral: probed within a round or two,
+ *   never flooded); with no sample anywhere every upstream has speed 1, i.e. weighted round-robin.
+ * - Latencies are floored at `minLatencyMs` so that a 0 ms sample does not make an infinite weight.
+ */
+
+const { PolistesError } = require('../errors')
+const { smoothPick, weightOf, forgetAbsent } = require('./weighted-round-robin')
+const { createEwmaTable, latencySample, checkAlpha } = require('./ewma')
+
+/**
+ * Create a latency-weighted policy.
+ * @param {object} [options]
+ * @param {number} [options.alpha=0.2] weight of the newest latency sample in the EWMA, in (0, 1]
+ * @param {number} [options.minLatencyMs=0.01] floor under latency estimates (> 0), against division by zero
+ * @returns {import('./types').Policy}
+ */
+function createLatencyWeighted ({ alpha = 0.2, minLatencyMs = 0.01 } = {}) {
+  checkAlpha(alpha, 'latency-weighted')
+  if (!(typeof minLatencyMs === 'number' && minLatencyMs > 0 && Number.isFinite(minLatencyMs))) {
+    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `latency-weighted: minLatencyMs must be a positive number, got ${minLatencyMs}`)
+  }
+  const table = createEwmaTable(alpha)
+  /** @type {Map<string, { current: number, effective: number }>} */
+  const rotation = new Map()
+
+  return {
+    name: 'latency-weighted',
+    pick (upstreams) {
+      if (!upstreams || upstreams.length === 0) return undefined
+      table.forget(upstreams)
+      forgetAbsent(rotation, upstreams)
+      if (upstreams.length === 1) return upstreams[0]
+      const speed = new Map()
+      let sum = 0
+      let sampled = 0
+      for (const u of upstreams) {
+        const e = table.get(u.id)
+        if (e !== undefined) {
+          const s = 1 / Math.max(e, minLatencyMs)
+          speed.set(u.id, s)
+          sum += s
+          sampled++
+        }
+      }
+      const neutral = sampled === 0 ? 1 : sum / sampled
+      return smoothPick(upstreams, (u) => weightOf(u) * (speed.get(u.id) ?? neutral), rotation)
+    },
+    onEnd (upstream, ctx, outcome) {
+      if (!upstream) return
+      const sample = latencySample(outcome, table.worst())
+      if (sample !== undefined) table.observe(upstream.id, sample)
+    },
+    snapshot () {
+      return { alpha, upstreams: table.toJSON() }
+    }
+  }
+}
+
+module.exports = { createLatencyWeighted }
