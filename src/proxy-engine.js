@@ -57,6 +57,7 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
       proxyReq.destroy()
       return
     }
+    if (agent) stripHopByHop(proxyReq, req)
     proxyReq.setTimeout(timeoutMs, () => {
       attempt.timedOut = true
       proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
@@ -126,6 +127,27 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
   }
 
   return { forward, close, library }
+}
+
+/**
+ * Connection headers are hop-by-hop (RFC 9110 §7.6.1): the client's `Connection: close` concerns
+ * its own connection to us, but the library copies it upstream, which silently closes every pooled
+ * upstream connection after one request. Remove it and the headers it names, so the agent's
+ * keep-alive holds whatever the client does.
+ * @param {import('http').ClientRequest} proxyReq
+ * @param {import('http').IncomingMessage} req
+ */
+function stripHopByHop (proxyReq, req) {
+  const connection = req.headers.connection
+  if (connection) {
+    for (const name of connection.split(',')) {
+      const header = name.trim().toLowerCase()
+      if (header && header !== 'upgrade') proxyReq.removeHeader(header)
+    }
+  }
+  proxyReq.removeHeader('connection')
+  proxyReq.removeHeader('keep-alive')
+  proxyReq.removeHeader('proxy-connection')
 }
 
 module.exports = { createProxyEngine, DEFAULT_LIBRARY }

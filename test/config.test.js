@@ -1,0 +1,90 @@
+'use strict'
+
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { readConfigFile, resolveConfig, normalizeAlgo, parseAddress } = require('../src/config')
+const { parseBackend, parseBackends } = require('../src/backend-spec')
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-config-'))
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }))
+const write = (name, text) => {
+  const file = path.join(tmp, name)
+  fs.writeFileSync(file, text)
+  return file
+}
+
+describe('config file', () => {
+  test("the seed's shape (address, strategy, receiver_addresses) is accepted", () => {
+    const file = write('seed.json', JSON.stringify({ address: 'localhost:8090', strategy: 'RoundRobin', receiver_addresses: ['127.0.0.1:9101', '127.0.0.1:9102'] }))
+    const config = resolveConfig({}, readConfigFile(file))
+    expect(config).toMatchObject({ host: '127.0.0.1', port: 8090, algo: 'round-robin' })
+    expect(config.backends.map((b) => b.url)).toEqual(['http://127.0.0.1:9101', 'http://127.0.0.1:9102'])
+  })
+
+  test('flags override the file', () => {
+    const file = write('f.json', JSON.stringify({ address: '127.0.0.1:8090', strategy: 'random', backends: ['http://127.0.0.1:9101'] }))
+    const config = resolveConfig({ port: 9999, algo: 'round-robin' }, readConfigFile(file))
+    expect(config).toMatchObject({ port: 9999, algo: 'round-robin' })
+  })
+
+  test.each([
+    ['missing file', null, /cannot read config file/],
+    ['malformed JSON', '{"address": ', /not valid JSON/],
+    ['not an object', '[1,2]', /must hold a JSON object/],
+    ['unknown key', '{"adress": "x:1"}', /unknown key\(s\) adress/],
+    ['bad address', '{"address": "nowhere"}', /address must look like/]
+  ])('%s is a clear error', (_name, text, message) => {
+    const file = text === null ? path.join(tmp, 'absent.json') : write(`bad-${_name}.json`, text)
+    expect(() => readConfigFile(file)).toThrow(message)
+    try { readConfigFile(file) } catch (err) { expect(err.code).toBe('ERR_POLISTES_BAD_CONFIG') }
+  })
+
+  test('an unknown strategy in the file is rejected with the list of algorithms', () => {
+    const file = write('algo.json', JSON.stringify({ strategy: 'Fastest' }))
+    expect(() => resolveConfig({}, readConfigFile(file))).toThrow(/unknown algorithm "fastest"; expected one of: .*round-robin/)
+  })
+
+  test('out-of-range values are rejected', () => {
+    expect(() => resolveConfig({ port: 70000 })).toThrow(/port must be an integer/)
+    expect(() => resolveConfig({ timeoutMs: -1 })).toThrow(/timeoutMs must be a positive number/)
+    expect(() => resolveConfig({ retries: 1.5 })).toThrow(/retries must be an integer/)
+    expect(() => resolveConfig({ keepAlive: 'yes' })).toThrow(/keepAlive must be true or false/)
+  })
+})
+
+describe('names and addresses', () => {
+  test.each([['RoundRobin', 'round-robin'], ['IpHash', 'ip-hash'], ['round-robin', 'round-robin'], ['LeastConnections', 'least-connections'], ['wasp', 'wasp']])('%s normalizes to %s', (input, output) => {
+    expect(normalizeAlgo(input)).toBe(output)
+  })
+
+  test.each([['localhost:80', { host: '127.0.0.1', port: 80 }], ['[::1]:8080', { host: '::1', port: 8080 }], [':8080', { host: '127.0.0.1', port: 8080 }]])('address %s', (input, output) => {
+    expect(parseAddress(input, 'x')).toEqual(output)
+  })
+})
+
+describe('backend URLs', () => {
+  test('fragment carries region, weight and id', () => {
+    expect(parseBackend('http://127.0.0.1:9101#eu&w=3')).toEqual({ id: '127.0.0.1:9101', url: 'http://127.0.0.1:9101', weight: 3, region: 'eu' })
+    expect(parseBackend('http://127.0.0.1:9101#region=asia&id=tokyo')).toMatchObject({ id: 'tokyo', region: 'asia', weight: 1 })
+    expect(parseBackend({ url: 'http://[::1]:9101', weight: 2, region: 'us' })).toMatchObject({ url: 'http://[::1]:9101', weight: 2, region: 'us' })
+  })
+
+  test.each([
+    ['http://x:abc', /malformed URL/],
+    ['https://127.0.0.1:9101', /only http:\/\//],
+    ['http://127.0.0.1', /explicit host and port/],
+    ['http://127.0.0.1:9101/path', /must be an origin/],
+    ['http://127.0.0.1:9101#w=0', /weight must be a positive number/],
+    ['http://127.0.0.1:9101#colour=red', /unknown fragment token/],
+    ['', /expected a URL/]
+  ])('%s is rejected', (input, message) => {
+    expect(() => parseBackend(input)).toThrow(message)
+  })
+
+  test('a list is comma-separated; duplicates and empty lists are rejected', () => {
+    expect(parseBackends('http://127.0.0.1:1,http://127.0.0.1:2')).toHaveLength(2)
+    expect(() => parseBackends('http://127.0.0.1:1,http://127.0.0.1:1')).toThrow(/duplicate backend id/)
+    expect(() => parseBackends([])).toThrow(/no backends given/)
+  })
+})

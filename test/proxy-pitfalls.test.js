@@ -1,0 +1,143 @@
+'use strict'
+
+const net = require('node:net')
+const { Writable } = require('node:stream')
+const pino = require('pino')
+const { startBalancer } = require('../src/balancer')
+const { request, startUpstream, closedPort, waitFor } = require('./http-helper')
+
+/** A pino logger whose JSON lines the test can read back. */
+function logSink () {
+  const lines = []
+  const stream = new Writable({
+    write (chunk, _enc, cb) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line))
+      cb()
+    }
+  })
+  return { logger: pino({ level: 'debug' }, stream), lines }
+}
+
+// Both libraries run the same pitfalls: the README's choice rests on these results.
+describe.each(['http-proxy', 'http-proxy-3'])('proxy pitfalls with %s', (library) => {
+  const open = []
+  const start = async (options) => {
+    const lb = await startBalancer({ algo: 'round-robin', port: 0, library, ...options })
+    open.push(lb)
+    return lb
+  }
+  const upstream = async (handler) => {
+    const u = await startUpstream(handler)
+    open.push(u)
+    return u
+  }
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((x) => x.close()))
+  })
+
+  test('a refused upstream is answered with 502 and the balancer keeps running', async () => {
+    const lb = await start({ backends: [`http://127.0.0.1:${await closedPort()}`] })
+    const res = await request(`${lb.url}/a`)
+    expect(res.status).toBe(502)
+    expect(res.headers['x-polistes-error']).toBe('connect')
+    const again = await request(`${lb.url}/a`)
+    expect(again.status).toBe(502)
+    expect(lb.stats().failures.connect).toBe(2)
+  })
+
+  test('a GET refused by one upstream is retried on another and answered 200', async () => {
+    const good = await upstream((req, res) => res.end('good'))
+    const lb = await start({ backends: [`http://127.0.0.1:${await closedPort()}`, good.url] })
+    const res = await request(`${lb.url}/a`) // round-robin sends the first to the dead one
+    expect(res.status).toBe(200)
+    expect(res.body).toBe('good')
+    expect(lb.stats().retries).toBe(1)
+  })
+
+  test('an upstream that resets before any byte gets a GET retried elsewhere', async () => {
+    const resetting = await upstream((req) => req.socket.destroy())
+    const good = await upstream((req, res) => res.end('good'))
+    const lb = await start({ backends: [resetting.url, good.url] })
+    const res = await request(`${lb.url}/x`)
+    expect(res.status).toBe(200)
+    expect(resetting.requests).toBe(1)
+    expect(good.requests).toBe(1)
+  })
+
+  test('a POST with a body is not retried after a reset: 502, sent once', async () => {
+    const resetting = await upstream((req) => req.socket.destroy())
+    const good = await upstream((req, res) => res.end('good'))
+    const lb = await start({ backends: [resetting.url, good.url] })
+    const res = await request(`${lb.url}/x`, { method: 'POST', body: 'payload', headers: { 'content-type': 'text/plain' } })
+    expect(res.status).toBe(502)
+    expect(resetting.requests).toBe(1)
+    expect(good.requests).toBe(0)
+  })
+
+  test('an upstream timeout gives 504, told apart from a reset (502)', async () => {
+    const hanging = await upstream(() => {})
+    const lb = await start({ backends: [hanging.url], timeoutMs: 200 })
+    const t0 = Date.now()
+    const res = await request(`${lb.url}/slow`)
+    expect(res.status).toBe(504)
+    expect(res.headers['x-polistes-error']).toBe('timeout')
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(190)
+    expect(lb.stats().failures).toMatchObject({ timeout: 1, connect: 0 })
+
+    const resetting = await upstream((req) => req.socket.destroy())
+    const lb2 = await start({ backends: [resetting.url], timeoutMs: 200 })
+    const reset = await request(`${lb2.url}/x`)
+    expect(reset.status).toBe(502)
+    expect(reset.headers['x-polistes-error']).toBe('connect')
+  })
+
+  test('an upstream that breaks off mid-body: the client sees a broken response, no second writeHead', async () => {
+    const breaking = await upstream((req, res) => {
+      res.writeHead(200, { 'content-length': '1000' })
+      res.write('x'.repeat(100))
+      setTimeout(() => req.socket.destroy(), 20)
+    })
+    const { logger, lines } = logSink()
+    const lb = await start({ backends: [breaking.url], logger })
+    await expect(request(`${lb.url}/x`)).rejects.toThrow()
+    await waitFor(() => lines.some((l) => l.msg === 'upstream failed'))
+    expect(lines.find((l) => l.msg === 'upstream failed')).toMatchObject({ kind: 'stream' })
+    expect(lines.some((l) => /ERR_HTTP_HEADERS_SENT/.test(JSON.stringify(l)))).toBe(false)
+    // still serving
+    const good = await upstream((req, res) => res.end('ok'))
+    const lb2 = await start({ backends: [good.url], logger })
+    expect((await request(`${lb2.url}/y`)).status).toBe(200)
+    expect(lb.stats().inflight).toBe(0)
+  })
+
+  test('a client that disconnects aborts the upstream request', async () => {
+    let upstreamClosed = false
+    const hanging = await upstream((req, res) => {
+      res.on('close', () => { upstreamClosed = true })
+    })
+    const lb = await start({ backends: [hanging.url] })
+    const socket = net.connect(lb.port, '127.0.0.1')
+    socket.write('GET /hang HTTP/1.1\r\nHost: x\r\n\r\n')
+    await waitFor(() => hanging.requests === 1)
+    expect(lb.stats().inflight).toBe(1)
+    socket.destroy()
+    await waitFor(() => upstreamClosed)
+    await waitFor(() => lb.stats().inflight === 0)
+    expect(lb.stats().clientAborts).toBe(1)
+  })
+
+  test('keep-alive reuses one upstream connection; --no-keep-alive opens one per request', async () => {
+    const seen = []
+    const u = await upstream((req, res) => { seen.push(req.headers.connection); res.end('ok') })
+    const lb = await start({ backends: [u.url] })
+    for (let i = 0; i < 5; i++) expect((await request(`${lb.url}/k`)).status).toBe(200)
+    expect(u.connections).toBe(1)
+
+    const v = await upstream((req, res) => { seen.push(req.headers.connection); res.end('ok') })
+    const lb2 = await start({ backends: [v.url], keepAlive: false })
+    seen.length = 0
+    for (let i = 0; i < 5; i++) expect((await request(`${lb2.url}/k`)).status).toBe(200)
+    expect(v.connections).toBe(5)
+    expect(seen).toEqual(['close', 'close', 'close', 'close', 'close'])
+  })
+})
