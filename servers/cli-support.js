@@ -27,6 +27,10 @@ function yargsFor (argv, description) {
     })
 }
 
+function bounds (min, max) {
+  return max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`
+}
+
 /**
  * Parse an integer option given as text.
  *
@@ -38,7 +42,7 @@ function yargsFor (argv, description) {
 function intOption (name, text, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}) {
   const value = Number(String(text).trim())
   if (String(text).trim() === '' || !Number.isInteger(value) || value < min || value > max) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${name} must be an integer from ${min} to ${max}, got "${text}"`)
+    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${name} must be an integer ${bounds(min, max)}, got "${text}"`)
   }
   return value
 }
@@ -54,7 +58,7 @@ function intOption (name, text, { min = 0, max = Number.MAX_SAFE_INTEGER } = {})
 function numberOption (name, text, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}) {
   const value = Number(String(text).trim())
   if (String(text).trim() === '' || !Number.isFinite(value) || value < min || value > max) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${name} must be a number from ${min} to ${max}, got "${text}"`)
+    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${name} must be a number ${bounds(min, max)}, got "${text}"`)
   }
   return value
 }
