@@ -1,0 +1,115 @@
+'use strict'
+
+const path = require('node:path')
+const { createBackend } = require('../servers/static-server')
+const { startBalancer } = require('../src/balancer')
+const { request } = require('./http-helper')
+
+const ROOT = path.join(__dirname, '..', 'public')
+const IDS = ['a', 'b', 'c', 'd', 'e', 'f', 'g']
+
+/** Seven real backends on loopback port 0, as the embedded fleet runs them. */
+async function startSeven (options = {}) {
+  const backends = IDS.map((id) => createBackend({ id, root: ROOT, cachePages: 4, missMs: 2, ...options }))
+  const urls = []
+  for (const b of backends) urls.push((await b.listen(0, '127.0.0.1')).url)
+  return { backends, urls }
+}
+
+const stats = async (url) => JSON.parse((await request(`${url}/_stats`)).body)
+
+describe('balancer in front of seven node-static backends', () => {
+  let seven
+  let lb
+  afterEach(async () => {
+    if (lb) await lb.close()
+    if (seven) await Promise.all(seven.backends.map((b) => b.close()))
+    lb = seven = undefined
+  })
+
+  test('round-robin spreads requests exactly evenly, in order, over the seven', async () => {
+    seven = await startSeven()
+    lb = await startBalancer({ backends: seven.urls.map((url, i) => ({ url, id: IDS[i] })), algo: 'round-robin', port: 0 })
+    const order = []
+    for (let i = 0; i < 70; i++) {
+      const res = await request(`${lb.url}/page${(i % 25) + 1}.html`)
+      expect(res.status).toBe(200)
+      order.push(res.headers['x-server'])
+    }
+    expect(order).toEqual(Array.from({ length: 70 }, (_, i) => IDS[i % 7]))
+    const perUpstream = lb.stats().upstreams.map((u) => u.requests)
+    expect(perUpstream).toEqual([10, 10, 10, 10, 10, 10, 10])
+  })
+
+  test('X-Server and X-Cache reach the client, and its hit/miss counts match each backend\'s /_stats', async () => {
+    seven = await startSeven()
+    lb = await startBalancer({ backends: seven.urls.map((url, i) => ({ url, id: IDS[i] })), algo: 'random', port: 0, random: mulberry32(7) })
+    const seen = Object.fromEntries(IDS.map((id) => [id, { HIT: 0, MISS: 0 }]))
+    for (let i = 0; i < 120; i++) {
+      const res = await request(`${lb.url}/page${(i * 7) % 6 + 1}.html`)
+      expect(res.status).toBe(200)
+      expect(IDS).toContain(res.headers['x-server'])
+      expect(['HIT', 'MISS']).toContain(res.headers['x-cache'])
+      expect(res.body).toMatch(/<html/i)
+      seen[res.headers['x-server']][res.headers['x-cache']]++
+    }
+    let hits = 0
+    for (let i = 0; i < 7; i++) {
+      const s = await stats(seven.urls[i])
+      expect({ id: s.id, hits: s.hits, misses: s.misses }).toEqual({ id: IDS[i], hits: seen[IDS[i]].HIT, misses: seen[IDS[i]].MISS })
+      hits += s.hits
+    }
+    expect(hits).toBeGreaterThan(0) // 6 pages over 4-page caches: some hits must occur
+  })
+
+  test('a backend killed mid-test: every request is still answered 200', async () => {
+    seven = await startSeven()
+    lb = await startBalancer({ backends: seven.urls.map((url, i) => ({ url, id: IDS[i] })), algo: 'round-robin', port: 0 })
+    const statuses = []
+    const servedBy = []
+    for (let i = 0; i < 140; i++) {
+      if (i === 30) await seven.backends[2].close() // 'c' dies
+      const res = await request(`${lb.url}/page${(i % 25) + 1}.html`)
+      statuses.push(res.status)
+      servedBy.push(res.headers['x-server'])
+    }
+    expect(statuses.every((s) => s === 200)).toBe(true)
+    expect(servedBy.slice(31).includes('c')).toBe(false)
+    const s = lb.stats()
+    expect(s.failures.connect).toBeGreaterThanOrEqual(1)
+    expect(s.retries).toBe(s.failures.connect)
+    expect(s.upstreams.find((u) => u.id === 'c').healthy).toBe(false)
+  })
+
+  test('the balancer reports its own stats at /_polistes/stats', async () => {
+    seven = await startSeven()
+    lb = await startBalancer({ backends: seven.urls.map((url, i) => ({ url, id: IDS[i] })), algo: 'round-robin', port: 0 })
+    for (let i = 0; i < 14; i++) await request(`${lb.url}/page1.html`)
+    const res = await request(`${lb.url}/_polistes/stats`)
+    expect(res.status).toBe(200)
+    const body = JSON.parse(res.body)
+    expect(body).toMatchObject({ requests: 14, responses: 14, inflight: 0, policy: { name: 'round-robin' } })
+    expect(body.upstreams.map((u) => [u.id, u.requests])).toEqual(IDS.map((id) => [id, 2]))
+  })
+
+  test('wasp is selectable by name and serves every page', async () => {
+    seven = await startSeven()
+    lb = await startBalancer({ backends: seven.urls.map((url, i) => ({ url, id: IDS[i] })), algo: 'wasp', port: 0, random: mulberry32(1) })
+    for (let i = 0; i < 50; i++) {
+      const res = await request(`${lb.url}/page${(i % 25) + 1}.html`)
+      expect(res.status).toBe(200)
+    }
+    expect(lb.stats().policy.name).toBe('wasp')
+  })
+})
+
+function mulberry32 (seed) {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6D2B79F5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}

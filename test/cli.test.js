@@ -1,0 +1,148 @@
+'use strict'
+
+const { spawn } = require('node:child_process')
+const path = require('node:path')
+const fs = require('node:fs')
+const os = require('node:os')
+const http = require('node:http')
+const { once } = require('node:events')
+const { request, startUpstream, waitFor } = require('./http-helper')
+
+const CLI = path.join(__dirname, '..', 'src', 'cli.js')
+
+/** Run the CLI to completion (bounded) and collect its output. */
+function run (args, { timeoutMs = 10000 } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => { stdout += d })
+    child.stderr.on('data', (d) => { stderr += d })
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`cli did not exit: ${args.join(' ')}`)) }, timeoutMs)
+    child.on('exit', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }) })
+  })
+}
+
+/** Start the CLI as a server; resolve once it logs where it listens. */
+function startCli (args, { timeoutMs = 10000 } = {}) {
+  const child = spawn(process.execPath, [CLI, '--log-format', 'json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const lines = []
+  let buffer = ''
+  child.stdout.on('data', (d) => {
+    buffer += d
+    const parts = buffer.split('\n')
+    buffer = parts.pop()
+    for (const part of parts) if (part.trim()) lines.push(JSON.parse(part))
+  })
+  let stderr = ''
+  child.stderr.on('data', (d) => { stderr += d })
+  const exited = once(child, 'exit').then(([code, signal]) => ({ code, signal }))
+  const ready = waitFor(() => lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('polistes listening')), { timeoutMs })
+    .catch((err) => { child.kill('SIGKILL'); throw new Error(`${err.message}; stderr: ${stderr}`) })
+  return { child, lines, exited, ready }
+}
+
+const oneLine = (text) => text.trim().split('\n').length === 1 && !/\n\s+at /.test(text)
+
+describe('bad input: one clear line on stderr and exit code 2', () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-cli-'))
+  afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }))
+
+  test.each([
+    ['unknown algorithm', ['--algo', 'fastest'], /unknown algorithm "fastest"/],
+    ['malformed backend URL', ['--backends', 'http://127.0.0.1:notaport'], /malformed URL/],
+    ['unknown flag', ['--colour', 'red'], /Unknown argument/],
+    ['non-numeric port', ['--port', 'eighty'], /--port must be a number/],
+    ['out-of-range port', ['--port', '70000'], /port must be an integer in \[0, 65535\]/],
+    ['bad policy options', ['--policy-options', '{nope'], /--policy-options is not valid JSON/]
+  ])('%s', async (_name, args, message) => {
+    const { code, stderr, stdout } = await run(args)
+    expect(code).toBe(2)
+    expect(stderr).toMatch(message)
+    expect(stderr).toMatch(/^polistes: /)
+    expect(oneLine(stderr)).toBe(true)
+    expect(stdout).toBe('')
+  })
+
+  test('malformed JSON config', async () => {
+    const file = path.join(tmp, 'broken.json')
+    fs.writeFileSync(file, '{ "address": "127.0.0.1:8080", ')
+    const { code, stderr } = await run(['--config', file])
+    expect(code).toBe(2)
+    expect(stderr).toMatch(/is not valid JSON/)
+    expect(oneLine(stderr)).toBe(true)
+  })
+
+  test('invalid JSON config', async () => {
+    const file = path.join(tmp, 'invalid.json')
+    fs.writeFileSync(file, JSON.stringify({ address: '127.0.0.1:8080', strategy: 'RoundRobin', backends: ['ftp://127.0.0.1:21'] }))
+    const { code, stderr } = await run(['--config', file])
+    expect(code).toBe(2)
+    expect(stderr).toMatch(/only http:\/\/ backends are supported/)
+    expect(oneLine(stderr)).toBe(true)
+  })
+
+  test('port in use', async () => {
+    const blocker = http.createServer()
+    blocker.listen(0, '127.0.0.1')
+    await once(blocker, 'listening')
+    const upstream = await startUpstream((req, res) => res.end('ok'))
+    try {
+      const { code, stderr } = await run(['--port', String(blocker.address().port), '--backends', upstream.url])
+      expect(code).toBe(2)
+      expect(stderr).toMatch(/port is in use/)
+      expect(oneLine(stderr)).toBe(true)
+    } finally {
+      blocker.close()
+      await upstream.close()
+    }
+  })
+
+  test('--help prints usage and exits 0', async () => {
+    const { code, stdout } = await run(['--help'])
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/--algo/)
+    expect(stdout).toMatch(/--no-keep-alive|--keep-alive/)
+  })
+})
+
+describe('running', () => {
+  test('serves through external backends and stops cleanly on SIGTERM, finishing in-flight requests', async () => {
+    const upstream = await startUpstream((req, res) => setTimeout(() => res.end('slow'), 300))
+    const cli = startCli(['--port', '0', '--backends', upstream.url, '--algo', 'round-robin'])
+    try {
+      const ready = await cli.ready
+      expect(ready.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+      const pending = request(`${ready.url}/x`)
+      await waitFor(() => upstream.requests === 1)
+      cli.child.kill('SIGTERM')
+      const res = await pending
+      expect(res.status).toBe(200)
+      expect(res.body).toBe('slow')
+      const { code } = await cli.exited
+      expect(code).toBe(0)
+      expect(cli.lines.map((l) => l.msg)).toContain('stopped')
+    } finally {
+      cli.child.kill('SIGKILL')
+      await upstream.close()
+    }
+  })
+
+  test('without --backends it starts the embedded fleet of seven and serves pages', async () => {
+    const cli = startCli(['--port', '0', '--fleet-base-port', '0', '--algo', 'round-robin'])
+    try {
+      const ready = await cli.ready
+      const servers = new Set()
+      for (let i = 0; i < 7; i++) {
+        const res = await request(`${ready.url}/page1.html`)
+        expect(res.status).toBe(200)
+        servers.add(res.headers['x-server'])
+      }
+      expect(servers.size).toBe(7)
+      cli.child.kill('SIGINT')
+      expect((await cli.exited).code).toBe(0)
+    } finally {
+      cli.child.kill('SIGKILL')
+    }
+  })
+})
