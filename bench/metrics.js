@@ -1,0 +1,91 @@
+'use strict'
+
+/**
+ * Figures derived from snapshots: hit rates from the backends' `/_stats` counters, the
+ * specialization index from per-key per-backend counts, the balancer's CPU per 10k requests.
+ * Pure functions, no I/O.
+ */
+
+/**
+ * @typedef {{ id: string, requests: number, hits: number, misses: number, evictions: number }} BackendStats
+ */
+
+function delta (after, before, field) {
+  return (after[field] || 0) - ((before && before[field]) || 0)
+}
+
+/**
+ * Overall hit rate between two fleet snapshots (arrays of `/_stats`, same order).
+ * @param {BackendStats[] | undefined} before
+ * @param {BackendStats[]} after
+ * @returns {number} hits / (hits + misses), NaN when no page was served
+ */
+function hitRate (before, after) {
+  let hits = 0
+  let total = 0
+  after.forEach((b, i) => {
+    const h = delta(b, before && before[i], 'hits')
+    hits += h
+    total += h + delta(b, before && before[i], 'misses')
+  })
+  return total ? hits / total : NaN
+}
+
+/**
+ * Per-backend figures between two snapshots.
+ * @param {BackendStats[] | undefined} before
+ * @param {BackendStats[]} after
+ * @param {Record<string, number>} [clientCounts] responses per X-Server seen by the client
+ * @returns {Array<{ id: string, requests: number, share: number, hits: number, misses: number, hitRate: number, evictions: number, clientRequests: number }>}
+ */
+function perBackend (before, after, clientCounts = {}) {
+  const rows = after.map((b, i) => {
+    const hits = delta(b, before && before[i], 'hits')
+    const misses = delta(b, before && before[i], 'misses')
+    return {
+      id: b.id,
+      requests: hits + misses,
+      share: 0,
+      hits,
+      misses,
+      hitRate: hits + misses ? hits / (hits + misses) : NaN,
+      evictions: delta(b, before && before[i], 'evictions'),
+      clientRequests: clientCounts[b.id] || 0
+    }
+  })
+  const total = rows.reduce((a, r) => a + r.requests, 0)
+  for (const r of rows) r.share = total ? r.requests / total : NaN
+  return rows
+}
+
+/**
+ * Specialization index: the mean over keys of the share of the key's requests served by the
+ * backend that served it most. 1 when every key always goes to one backend; 1/n for an even
+ * spread over n backends (round-robin).
+ * @param {Record<string, Record<string, number>>} keys per key, requests per backend
+ * @returns {number} NaN when there are no keys
+ */
+function specialization (keys) {
+  const shares = []
+  for (const counts of Object.values(keys)) {
+    const values = Object.values(counts)
+    const total = values.reduce((a, b) => a + b, 0)
+    if (total) shares.push(Math.max(...values) / total)
+  }
+  return shares.length ? shares.reduce((a, b) => a + b, 0) / shares.length : NaN
+}
+
+/**
+ * Balancer CPU-seconds per 10,000 requests.
+ * @param {{ user: number, system: number }} before process.cpuUsage(), microseconds
+ * @param {{ user: number, system: number }} after
+ * @param {number} requests requests served in between
+ * @returns {number}
+ */
+function cpuPer10k (before, after, requests) {
+  if (!requests) return NaN
+  const seconds = ((after.user - before.user) + (after.system - before.system)) / 1e6
+  return seconds * 10000 / requests
+}
+
+module.exports = { hitRate, perBackend, specialization, cpuPer10k }

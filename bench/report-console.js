@@ -1,0 +1,120 @@
+'use strict'
+
+/**
+ * Console output: the results table (medians over trials, with ratio columns against the
+ * baseline) and the single progress line shown while the bench runs.
+ */
+
+const fmt = (digits) => (x) => (typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : '-')
+const ms = fmt(2)
+
+/** Known columns; a scenario lists the ones it shows. `ratio` adds a column "x<baseline>". */
+const COLUMNS = {
+  rps: { header: 'req/s', get: (s) => s.rps, format: fmt(1), ratio: 'rps' },
+  mean: { header: 'mean ms', get: (s) => s.mean, format: ms, ratio: 'mean' },
+  p50: { header: 'p50 ms', get: (s) => s.p50, format: ms },
+  p90: { header: 'p90 ms', get: (s) => s.p90, format: ms },
+  p95: { header: 'p95 ms', get: (s) => s.p95, format: ms },
+  p99: { header: 'p99 ms', get: (s) => s.p99, format: ms, ratio: 'p99' },
+  max: { header: 'max ms', get: (s) => s.max, format: ms },
+  hitRate: { header: 'hit rate', get: (s) => s.hitRate, format: fmt(3) },
+  specialization: { header: 'special.', get: (s) => s.specialization, format: fmt(3) },
+  cpuPer10k: { header: 'cpu s/10k', get: (s) => s.cpuPer10k, format: fmt(3) },
+  errors: { header: 'errors', get: (s) => s.errors + s.non2xx, format: (x) => String(x) },
+  share: { header: 'share %', get: (s) => s.share, format: (xs) => xs.map((x) => (x * 100).toFixed(0)).join('/') }
+}
+
+function pad (text, width, left) {
+  return left ? text.padEnd(width) : text.padStart(width)
+}
+
+/**
+ * @param {object} doc the result document (summary.js buildDocument)
+ * @param {string[]} columns column keys
+ * @returns {string} the table, targets and a legend, several lines
+ */
+function formatTable (doc, columns) {
+  const base = doc.settings.baseline
+  const short = base === 'round-robin' ? 'rr' : base
+  const header = ['algo']
+  for (const c of columns) {
+    const def = COLUMNS[c]
+    if (!def) continue
+    header.push(def.header)
+    if (def.ratio) header.push(`x${short}`)
+  }
+  const rows = [header]
+  for (const [label, s] of Object.entries(doc.summary)) {
+    const row = [label]
+    for (const c of columns) {
+      const def = COLUMNS[c]
+      if (!def) continue
+      row.push(def.format(def.get(s)))
+      if (def.ratio) row.push(fmt(2)(s.vsBaseline[def.ratio]))
+    }
+    rows.push(row)
+  }
+  const widths = header.map((_, i) => Math.max(...rows.map((r) => r[i].length)))
+  const lines = rows.map((r) => r.map((cell, i) => pad(cell, widths[i], i === 0)).join('  '))
+  lines.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '))
+
+  const st = doc.settings
+  const title = `scenario ${doc.scenario}: ${doc.description}\n` +
+    `${st.trials} trial(s) x (${st.warmup} s learning + ${st.duration} s measured), ${st.connections} connections, ` +
+    `${st.popularity}${st.rate ? `, ${st.rate} req/s` : ''}, ${st.pages} pages, cache ${st.cachePages} pages, miss ${st.missMs} ms` +
+    `, keep-alive ${st.keepAlive}; medians over trials`
+  const out = [title, '', ...lines]
+
+  const learning = Object.entries(doc.summary)
+    .map(([label, s]) => `${label} ${fmt(1)(s.learningRps)} req/s hit ${fmt(3)(s.learningHitRate)}`)
+  if (st.warmup > 0) out.push('', `learning phase (first ${st.warmup} s): ${learning.join('; ')}`)
+
+  if (doc.targets && doc.targets.length) {
+    out.push('', 'targets:')
+    for (const t of doc.targets) {
+      const mark = t.pass === undefined ? '?' : t.pass ? 'ok  ' : 'MISS'
+      const what = t.ratio ? `${t.metric} ${t.algo}/${base}` : `${t.metric} ${t.algo}`
+      const bound = [t.min !== undefined ? `>= ${t.min}` : '', t.max !== undefined ? `<= ${t.max}` : ''].filter(Boolean).join(' ')
+      const value = typeof t.value === 'number' ? String(Math.round(t.value * 1000) / 1000) : 'n/a'
+      out.push(`  ${mark} ${what} = ${value} (target ${bound})`)
+    }
+  }
+  return out.join('\n')
+}
+
+/**
+ * A progress reporter: one line rewritten with \r on a TTY; on anything else, one plain line
+ * per run (start and end), so logs stay short.
+ * @param {NodeJS.WriteStream} stream
+ * @param {{ quiet?: boolean }} [options]
+ */
+function createProgress (stream, { quiet = false } = {}) {
+  const tty = Boolean(stream.isTTY)
+  let width = 0
+  return {
+    /** Per-second update while a run is going. */
+    tick ({ arm, trial, trials, second, total, phase, rps, hitRate, index, runs }) {
+      if (quiet || !tty) return
+      const line = `[${index}/${runs}] ${arm.label} trial ${trial}/${trials}  ${second}/${total} s ${phase}  ` +
+        `${rps} req/s  hit ${Number.isFinite(hitRate) ? hitRate.toFixed(2) : '-'}`
+      stream.write('\r' + line.padEnd(width))
+      width = line.length
+    },
+    /** A line that stays (a run started or ended). */
+    line (text) {
+      if (quiet) return
+      if (tty) {
+        stream.write('\r' + text.padEnd(width) + '\n')
+        width = 0
+      } else {
+        stream.write(text + '\n')
+      }
+    },
+    clear () {
+      if (!quiet && tty && width) stream.write('\r' + ' '.repeat(width) + '\r')
+      width = 0
+    }
+  }
+}
+
+module.exports = { formatTable, createProgress, COLUMNS }

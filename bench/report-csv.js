@@ -1,0 +1,49 @@
+'use strict'
+
+/** CSV of the runs, one line per run, for spreadsheets and R. */
+
+const FIELDS = [
+  ['scenario', (r, doc) => doc.scenario],
+  ['algo', (r) => r.algo],
+  ['policy', (r) => r.policy],
+  ['keepAlive', (r) => r.keepAlive],
+  ['trial', (r) => r.trial],
+  ['requests', (r) => r.requests],
+  ['rps', (r) => r.rps],
+  ['mean', (r) => r.latency.mean],
+  ['p50', (r) => r.latency.p50],
+  ['p90', (r) => r.latency.p90],
+  ['p95', (r) => r.latency.p95],
+  ['p99', (r) => r.latency.p99],
+  ['max', (r) => r.latency.max],
+  ['stdev', (r) => r.latency.stdev],
+  ['errors', (r) => r.errors],
+  ['non2xx', (r) => r.non2xx],
+  ['bytesPerSec', (r) => r.bytesPerSec],
+  ['hitRate', (r) => r.hitRate],
+  ['clientHitRate', (r) => r.clientHitRate],
+  ['specialization', (r) => r.specialization],
+  ['cpuPer10k', (r) => r.cpuPer10k],
+  ['learningRps', (r) => r.learning.rps],
+  ['learningHitRate', (r) => r.learning.hitRate],
+  ['backendShares', (r) => r.perBackend.map((b) => b.share).join(';')],
+  ['backendHitRates', (r) => r.perBackend.map((b) => b.hitRate).join(';')]
+]
+
+function cell (value) {
+  if (value === undefined || value === null || (typeof value === 'number' && Number.isNaN(value))) return ''
+  const text = String(value)
+  return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text
+}
+
+/**
+ * @param {object} doc the result document
+ * @returns {string} CSV text with a header line
+ */
+function formatCsv (doc) {
+  const lines = [FIELDS.map(([name]) => name).join(',')]
+  for (const run of doc.runs) lines.push(FIELDS.map(([, get]) => cell(get(run, doc))).join(','))
+  return lines.join('\n') + '\n'
+}
+
+module.exports = { formatCsv }

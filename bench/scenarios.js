@@ -1,0 +1,127 @@
+'use strict'
+
+/**
+ * Bench scenarios as data. A scenario names the fleet to start, the algorithms it compares by
+ * default, the load, the columns its table shows and the targets it checks. Command-line
+ * options override the load and fleet fields; nothing else in the bench knows a scenario by name.
+ *
+ * Fields:
+ * - `fleet`: options for `startFleet()` (servers/fleet.js), minus host and ports.
+ * - `backendLabels`: optional extra fields per backend index merged into the balancer's backend
+ *   list (e.g. `region`), for policies that read them.
+ * - `algos`, `baseline`: default algorithms, and the one ratios are taken against.
+ * - `keepAliveVariants`: run each algorithm with these balancer keep-alive settings.
+ * - `columns`: table columns (see report-console.js for the known ones).
+ * - `targets`: checks printed under the table, on medians over trials.
+ */
+
+const LOREM_PAGES = 25
+
+/** @type {Record<string, object>} */
+const scenarios = {
+  cache: {
+    description: 'cache affinity: 7 backends with 4-page caches, 25 pages, 20 ms per miss',
+    fleet: { count: 7, cachePages: 4, missMs: 20 },
+    pages: LOREM_PAGES,
+    popularity: 'uniform',
+    connections: 32,
+    algos: ['round-robin', 'wasp'],
+    baseline: 'round-robin',
+    keepAliveVariants: [true],
+    columns: ['rps', 'mean', 'p50', 'p90', 'p99', 'max', 'hitRate', 'specialization', 'cpuPer10k', 'errors'],
+    targets: [
+      { algo: 'wasp', metric: 'hitRate', min: 0.90 },
+      { algo: 'wasp', metric: 'rps', ratio: true, min: 2.0 },
+      { algo: 'wasp', metric: 'p99', ratio: true, max: 0.5 },
+      { algo: 'wasp', metric: 'mean', ratio: true, max: 0.35 },
+      { algo: '*', metric: 'errors', max: 0 }
+    ]
+  },
+
+  // EXPERIMENTS.md A: latency-aware routing, no cache effect (every page cached after its first miss).
+  'latency-profiles': {
+    description: 'latency profiles A 10,15,20,400x3,10,15,20 / B 200 / C 250 ms, no cache effect',
+    fleet: {
+      count: 3,
+      cachePages: 1000,
+      missMs: 0,
+      perBackend: [
+        { latencyProfile: [10, 15, 20, 400, 400, 400, 10, 15, 20] },
+        { latencyProfile: [200] },
+        { latencyProfile: [250] }
+      ]
+    },
+    pages: LOREM_PAGES,
+    popularity: 'uniform',
+    connections: 100,
+    algos: ['round-robin', 'sma', 'ewma', 'p2c-peak-ewma'],
+    baseline: 'round-robin',
+    keepAliveVariants: [true, false],
+    columns: ['rps', 'mean', 'p50', 'p95', 'p99', 'share', 'errors'],
+    targets: []
+  },
+
+  // Caches of unequal size and one backend twice as slow on a miss.
+  heterogeneous: {
+    description: 'caches 2,2,4,4,8,8,8 pages; the last backend pays 40 ms per miss, the others 20',
+    fleet: {
+      count: 7,
+      cachePages: 4,
+      missMs: 20,
+      perBackend: [
+        { cachePages: 2 }, { cachePages: 2 }, { cachePages: 4 }, { cachePages: 4 },
+        { cachePages: 8 }, { cachePages: 8 }, { cachePages: 8, missMs: 40 }
+      ]
+    },
+    pages: LOREM_PAGES,
+    popularity: 'uniform',
+    connections: 32,
+    algos: ['round-robin', 'chash-bounded', 'wasp'],
+    baseline: 'round-robin',
+    keepAliveVariants: [true],
+    columns: ['rps', 'mean', 'p50', 'p99', 'hitRate', 'specialization', 'share', 'errors'],
+    targets: []
+  },
+
+  // EXPERIMENTS.md C: workers in regions at different distances.
+  regions: {
+    description: 'two backends per region with added latency eu 300, us 350, asia 550 ms',
+    fleet: {
+      count: 6,
+      cachePages: 1000,
+      missMs: 0,
+      perBackend: [
+        { latencyProfile: [300] }, { latencyProfile: [300] },
+        { latencyProfile: [350] }, { latencyProfile: [350] },
+        { latencyProfile: [550] }, { latencyProfile: [550] }
+      ]
+    },
+    backendLabels: [
+      { region: 'eu' }, { region: 'eu' }, { region: 'us' }, { region: 'us' },
+      { region: 'asia' }, { region: 'asia' }
+    ],
+    pages: LOREM_PAGES,
+    popularity: 'uniform',
+    connections: 100,
+    algos: ['round-robin', 'equal-regions', 'latency-weighted'],
+    baseline: 'round-robin',
+    keepAliveVariants: [true],
+    columns: ['rps', 'mean', 'p50', 'p95', 'p99', 'share', 'errors'],
+    targets: []
+  }
+}
+
+/** @returns {string[]} scenario names */
+function scenarioNames () {
+  return Object.keys(scenarios)
+}
+
+/**
+ * @param {string} name
+ * @returns {object | undefined} the scenario, or undefined when unknown
+ */
+function getScenario (name) {
+  return Object.hasOwn(scenarios, name) ? scenarios[name] : undefined
+}
+
+module.exports = { scenarios, scenarioNames, getScenario }

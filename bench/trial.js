@@ -1,0 +1,152 @@
+'use strict'
+
+/**
+ * One bench run: a fresh fleet (cold caches) and balancer for one algorithm, driven by the load
+ * child for a learning phase and a measured window, all in separate processes. At every whole
+ * second of load the run snapshots the backends' `/_stats` and the balancer's CPU, so the
+ * timeline shows the learning curve and the window's figures are deltas between snapshots.
+ */
+
+const path = require('node:path')
+const fs = require('node:fs')
+const { Child } = require('./child')
+const { round } = require('./stats')
+const metrics = require('./metrics')
+
+const HOST = '127.0.0.1'
+
+function roundLatency (l) {
+  const out = {}
+  for (const k of ['mean', 'p50', 'p90', 'p95', 'p99', 'max', 'stdev']) if (k in l) out[k] = round(l[k], 3)
+  return out
+}
+
+/**
+ * @param {object} params
+ * @param {{ label: string, algo: string, keepAlive: boolean }} params.arm
+ * @param {number} params.trial 1-based trial number (0 for the JIT warm-up)
+ * @param {object} params.settings from options.js (fleet, pages, connections, warmup, duration, ...)
+ * @param {(p: object) => void} [params.onProgress] called each second
+ * @param {string} [params.profileDir] when set, the balancer child runs with --cpu-prof into it
+ * @returns {Promise<object>} the run record (see README, "Benchmarks")
+ */
+async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDir }) {
+  const { warmup, duration } = settings
+  const execArgv = []
+  if (profileDir) {
+    fs.mkdirSync(profileDir, { recursive: true })
+    execArgv.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=balancer-${arm.label.replace(/\W+/g, '_')}-t${trial}-${process.pid}-${Date.now()}.cpuprofile`)
+  }
+  const fleet = new Child(path.join(__dirname, 'fleet-child.js'), { name: 'fleet child' })
+  const balancer = new Child(path.join(__dirname, 'balancer-child.js'), { name: 'balancer child', execArgv })
+  const load = new Child(path.join(__dirname, 'load-child.js'), { name: 'load child' })
+  try {
+    const { backends } = await fleet.request('start', { fleet: settings.fleet, pages: settings.pages, host: HOST })
+    const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
+    const { url } = await balancer.request('start', {
+      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, host: HOST
+    })
+
+    const snapshot = async () => {
+      const [stats, cpu] = await Promise.all([fleet.request('stats'), balancer.request('cpu')])
+      return { stats, cpu }
+    }
+    const snaps = [await snapshot()]
+    const buckets = []
+    const pending = []
+    load.on((msg) => {
+      if (msg.type !== 'tick') return
+      const { bucket } = msg
+      buckets[bucket.second] = bucket
+      pending.push(snapshot().then((s) => {
+        snaps[bucket.second] = s
+        const prev = snaps[bucket.second - 1]
+        onProgress({
+          arm,
+          trial,
+          second: bucket.second,
+          phase: bucket.phase,
+          total: warmup + duration,
+          rps: bucket.requests,
+          hitRate: prev ? metrics.hitRate(prev.stats, s.stats) : NaN
+        })
+      }))
+    })
+    const done = load.waitFor('done', (warmup + duration + 60) * 1000)
+    await load.request('start', {
+      url,
+      connections: settings.connections,
+      rate: settings.rate,
+      warmup,
+      duration,
+      pages: settings.pages,
+      popularity: settings.popularity,
+      seed: settings.seed + trial
+    })
+    const { result } = await done
+    await Promise.all(pending)
+    const lbStats = await balancer.request('stats').catch(() => undefined)
+
+    const end = warmup + duration
+    const start = snaps[warmup]
+    const last = snaps[end]
+    if (!start || !last) throw new Error(`missing stats snapshot at second ${start ? end : warmup}`)
+    const m = result.measured
+    const l = result.learning
+
+    const timeline = []
+    for (let s = 1; s <= end; s++) {
+      const b = buckets[s]
+      const prev = snaps[s - 1]
+      const cur = snaps[s]
+      if (!b) continue
+      timeline.push({
+        t: s,
+        phase: b.phase,
+        rps: b.requests,
+        bytes: b.bytes,
+        errors: b.errors,
+        non2xx: b.non2xx,
+        hitRate: round(prev && cur ? metrics.hitRate(prev.stats, cur.stats) : NaN, 4),
+        latency: { mean: round(b.latency.mean, 3), p50: round(b.latency.p50, 3), p99: round(b.latency.p99, 3) },
+        balancerCpu: round(prev && cur ? ((cur.cpu.user - prev.cpu.user) + (cur.cpu.system - prev.cpu.system)) / 1e6 : NaN, 4)
+      })
+    }
+
+    return {
+      algo: arm.label,
+      policy: arm.algo,
+      keepAlive: arm.keepAlive,
+      trial,
+      requests: m.requests,
+      rps: round(m.rps, 2),
+      latency: roundLatency(m.latency),
+      errors: m.errors,
+      non2xx: m.non2xx,
+      bytesPerSec: Math.round(m.bytesPerSec),
+      hitRate: round(metrics.hitRate(start.stats, last.stats), 4),
+      clientHitRate: round(m.hits + m.misses ? m.hits / (m.hits + m.misses) : NaN, 4),
+      specialization: round(metrics.specialization(m.keys), 4),
+      cpuPer10k: round(metrics.cpuPer10k(start.cpu, last.cpu, m.requests), 4),
+      perBackend: metrics.perBackend(start.stats, last.stats, m.servers)
+        .map((r) => ({ ...r, share: round(r.share, 4), hitRate: round(r.hitRate, 4) })),
+      learning: {
+        seconds: warmup,
+        requests: l.requests,
+        rps: round(warmup ? l.rps : NaN, 2),
+        errors: l.errors,
+        non2xx: l.non2xx,
+        hitRate: round(warmup ? metrics.hitRate(snaps[0].stats, start.stats) : NaN, 4),
+        latency: roundLatency(l.latency)
+      },
+      balancer: lbStats && { requests: lbStats.requests, errors: lbStats.errors, retries: lbStats.retries },
+      timeline
+    }
+  } finally {
+    await load.close()
+    await balancer.close()
+    await fleet.close()
+  }
+}
+
+module.exports = { runOnce }
