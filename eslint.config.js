@@ -1,5 +1,9 @@
 'use strict'
 
-module.exports = require('neostandard')({
-  ignores: ['bench/results/**', 'coverage/**', 'public/**']
-})
+const neostandard = require('neostandard')
+const globals = require('globals')
+
+module.exports = [
+  ...neostandard({ ignores: ['bench/results/**', 'coverage/**', 'public/**'] }),
+  { files: ['test/**/*.js'], languageOptions: { globals: globals.jest } }
+]
