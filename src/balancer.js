@@ -71,6 +71,7 @@ class Balancer {
     this.retries = retries
     this.statsPath = statsPath
     this.logger = logger
+    this.debug = logger.isLevelEnabled('debug')
     this.now = now
     this.pool = new Pool(parseBackends(backends), { maxFails: Math.max(1, maxFails), failTimeoutMs, now })
     this.policy = policy || createPolicy(algo, policyOptions, { random, now })
@@ -156,7 +157,9 @@ class Balancer {
       if (attempt.done) return
       attempt.done = true
       attempt.upstream.inflight--
-      if (this.policy.onEnd) this.policy.onEnd(attempt.upstream, ctx, { latencyMs: this.now() - attempt.t0, ...outcome })
+      const latencyMs = this.now() - attempt.t0
+      if (this.policy.onEnd) this.policy.onEnd(attempt.upstream, ctx, { latencyMs, ...outcome })
+      if (this.debug) this.logger.debug({ method: req.method, url: req.url, upstream: attempt.upstream.id, status: outcome.statusCode, cache: outcome.cache, ms: Math.round(latencyMs * 100) / 100, error: outcome.error }, 'request')
     }
 
     res.on('close', () => {

@@ -1,0 +1,83 @@
+import type { Server } from 'node:http'
+import type { Logger } from 'pino'
+import type { Policy, PolicyDeps, Upstream, PickContext, Outcome } from './policies/types'
+
+export type { Policy, PolicyDeps, Upstream, PickContext, Outcome }
+
+/** A backend as the pool needs it. */
+export interface BackendSpec {
+  id: string
+  url: string
+  weight: number
+  region?: string
+}
+
+export type BackendInput = string | { url: string, id?: string, weight?: number, region?: string }
+
+export interface BalancerOptions {
+  /** upstream URLs (`http://host:port#region&w=2&id=name`), specs, or one comma-separated string */
+  backends: BackendInput[] | string
+  /** policy name from the registry (default 'wasp') */
+  algo?: string
+  policyOptions?: Record<string, unknown>
+  /** a ready policy object; overrides `algo` */
+  policy?: Policy
+  /** default 8080; 0 picks a free port */
+  port?: number
+  /** default '127.0.0.1' */
+  host?: string
+  /** upstream keep-alive (default true) */
+  keepAlive?: boolean
+  /** upstream inactivity timeout in ms, answered with 504 (default 30000) */
+  timeoutMs?: number
+  /** extra attempts on other upstreams for idempotent requests without a body (default 2) */
+  retries?: number
+  /** consecutive failures that eject an upstream (default 1) */
+  maxFails?: number
+  /** how long an ejected upstream is left out, ms (default 5000) */
+  failTimeoutMs?: number
+  /** path of the balancer's own stats endpoint (default '/_polistes/stats'; null: off) */
+  statsPath?: string | null
+  /** the proxy library, for measurement (default 'http-proxy') */
+  library?: 'http-proxy' | 'http-proxy-3'
+  logger?: Logger
+  random?: () => number
+  now?: () => number
+}
+
+export interface BalancerStats {
+  requests: number
+  responses: number
+  retries: number
+  failures: { connect: number, timeout: number, stream: number }
+  noUpstream: number
+  clientAborts: number
+  inflight: number
+  upstreams: Array<{ id: string, url: string, weight: number, region?: string, inflight: number, requests: number, failures: number, ejections: number, healthy: boolean, downUntil: number | null }>
+  policy: { name: string, state: unknown }
+}
+
+export interface Balancer {
+  readonly server: Server
+  /** set once listening, e.g. 'http://127.0.0.1:8080' */
+  readonly url: string | undefined
+  readonly port: number
+  listen (): Promise<this>
+  close (options?: { graceMs?: number }): Promise<void>
+  stats (): BalancerStats
+}
+
+export function createBalancer (options: BalancerOptions): Balancer
+export function startBalancer (options: BalancerOptions): Promise<Balancer>
+export function createPolicy (name: string, options?: Record<string, unknown>, deps?: PolicyDeps): Policy
+export function policyNames (): string[]
+export function parseBackend (input: BackendInput, index?: number): BackendSpec
+export function parseBackends (list: BackendInput[] | string): BackendSpec[]
+export function routingKey (url: string): string
+
+export class PolistesError extends Error {
+  constructor (code: string, message: string)
+  code: string
+  exitCode: number
+}
+export const errorCodes: Record<string, string>
