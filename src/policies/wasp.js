@@ -1,7 +1,353 @@
 'use strict'
-// Placeholder until the wasp issue lands: behaves as round-robin so the registry loads.
-const { createRoundRobin } = require('./round-robin')
-function createWasp (options = {}, deps = {}) {
-  return { ...createRoundRobin(options, deps), name: 'wasp' }
+
+/**
+ * Wasp: a response-threshold router, after the way Polistes paper wasps divide labour.
+ *
+ * Sources: Bonabeau, Theraulaz & Deneubourg 1996, "Quantitative study of the fixed threshold model
+ * for the regulation of division of labour in insect societies" (T = s²/(s²+θ²));
+ * Theraulaz, Bonabeau & Deneubourg 1998, Proc. R. Soc. B 265:327 (threshold reinforcement: doing a
+ * task lowers its threshold by ξ, not doing it raises it by φ); Cicirello & Smith 2004, "Wasp-like
+ * agents for distributed factory coordination" (routing wasps, stimulus that grows while a job
+ * waits, dominance contests won by the less loaded).
+ *
+ * Each upstream u keeps a threshold θ[u][k] per routing key k in [thetaMin, thetaMax]. A request for k
+ * is a stimulus s; every eligible upstream responds with probability s²/(s²+θeff²), where
+ * θeff = θ × (1 + inflight) so that a busy upstream answers less readily. If several respond, a
+ * dominance contest picks one with weight 1/(1+inflight)² (equivalent to asking in random order
+ * when loads are equal). If nobody responds the stimulus grows by `stimulusGrowth` and the round
+ * repeats; after `rounds` rounds the eligible upstream with the lowest θeff takes the request.
+ * A bounded-load guard (HAProxy's hash-balance-factor) makes an upstream ineligible while its
+ * in-flight count would exceed `loadFactor` × the mean.
+ *
+ * Cost of one pick: at most `rounds` × upstreams response draws plus O(upstreams) set-up.
+ */
+
+const { PolistesError } = require('../errors')
+
+/** Every parameter, with the reason for its default in the comment (and in the README's API section). */
+const defaults = Object.freeze({
+  /** lowest threshold: a full specialist answers the first-round stimulus with p = 0.9 */
+  thetaMin: 1,
+  /** highest threshold: an upstream that has forgotten a key answers a first round with p ≈ 1e-5 */
+  thetaMax: 1000,
+  /** start mid-range, as in the literature: an unseen key is nobody's and everybody's */
+  thetaStart: 500,
+  /** learning: θ falls by ξ each time u serves k, so five requests take a newcomer from 500 to 1 */
+  xi: 100,
+  /** forgetting: θ rises by φ per request of k served elsewhere; ξ/φ ≈ 33 lets a specialist keep a
+   * key it serves at least 3 % of the time (model: φ 10 → hit rate 0.92, φ 3 → 0.97) */
+  phi: 3,
+  /** first-round stimulus: low, so a specialist answers before a stranger has had a chance */
+  stimulus: 3,
+  /** the stimulus doubles per unanswered round (a waiting job's stimulus is its wait) */
+  stimulusGrowth: 2,
+  /** rounds before the deterministic fallback: the stimulus climbs 3 → 384, across the threshold range */
+  rounds: 8,
+  /** bounded-load guard: no upstream at ≥ ceil(3 × mean in-flight); 2 sheds so often that hit rate
+   * drops to 0.84 in the model, 3 keeps 0.97 and still stops one upstream being buried */
+  loadFactor: 3,
+  /** key table cap (LRU): memory stays bounded whatever the key space */
+  maxKeys: 10000,
+  /** feedback from the response. cache: a MISS keeps only `missLearning` of the learning (measured:
+   * costs ~2 points of hit rate, so off); latency: load scaled by latency EWMA (measured: −3 points,
+   * off). Errors and 5xx always take the learning back. */
+  feedback: Object.freeze({ cache: false, latency: false }),
+  /** with feedback.cache, the fraction of the learning a MISS keeps (never 0: cold caches must warm) */
+  missLearning: 0.5
+})
+
+const NUMERIC = ['thetaMin', 'thetaMax', 'thetaStart', 'xi', 'phi', 'stimulus', 'stimulusGrowth',
+  'rounds', 'loadFactor', 'maxKeys', 'missLearning']
+
+function badOption (message) {
+  return new PolistesError('ERR_POLISTES_BAD_OPTION', `wasp: ${message}`)
 }
-module.exports = { createWasp }
+
+/** Merge and validate options; throws PolistesError ERR_POLISTES_BAD_OPTION. */
+function resolveOptions (options) {
+  if (options === null || typeof options !== 'object') throw badOption('options must be an object')
+  const o = { ...defaults, ...options, feedback: { ...defaults.feedback, ...(options.feedback || {}) } }
+  for (const name of NUMERIC) {
+    if (typeof o[name] !== 'number' || !Number.isFinite(o[name])) throw badOption(`${name} must be a finite number`)
+  }
+  if (!(o.thetaMin > 0)) throw badOption('thetaMin must be > 0')
+  if (!(o.thetaMax >= o.thetaMin)) throw badOption('thetaMax must be >= thetaMin')
+  if (!(o.thetaStart >= o.thetaMin && o.thetaStart <= o.thetaMax)) throw badOption('thetaStart must lie in [thetaMin, thetaMax]')
+  if (!(o.xi >= 0) || !(o.phi >= 0)) throw badOption('xi and phi must be >= 0')
+  if (!(o.stimulus > 0)) throw badOption('stimulus must be > 0')
+  if (!(o.stimulusGrowth >= 1)) throw badOption('stimulusGrowth must be >= 1')
+  if (!Number.isInteger(o.rounds) || o.rounds < 0 || o.rounds > 64) throw badOption('rounds must be an integer in [0, 64]')
+  if (!(o.loadFactor >= 1)) throw badOption('loadFactor must be >= 1')
+  if (!Number.isInteger(o.maxKeys) || o.maxKeys < 1) throw badOption('maxKeys must be a positive integer')
+  if (!(o.missLearning >= 0 && o.missLearning <= 1)) throw badOption('missLearning must lie in [0, 1]')
+  for (const f of ['cache', 'latency']) {
+    if (typeof o.feedback[f] !== 'boolean') throw badOption(`feedback.${f} must be a boolean`)
+  }
+  return o
+}
+
+/**
+ * Create a wasp policy.
+ * @param {Partial<typeof defaults>} [options]
+ * @param {{ random?: () => number, now?: () => number }} [deps] injected sources, for determinism
+ * @returns {import('./types').Policy & { snapshot (): object }}
+ */
+function createWasp (options = {}, { random = Math.random, now = () => performance.now() } = {}) {
+  const o = resolveOptions(options)
+  const { thetaMin, thetaMax, thetaStart, xi, phi, stimulus, stimulusGrowth, rounds, loadFactor, maxKeys, missLearning } = o
+  const useCache = o.feedback.cache
+  const useLatency = o.feedback.latency
+
+  /**
+   * Per key: `step` counts the picks of this key; `entries` maps an upstream id to its threshold
+   * `theta` as of step `at` (forgetting is applied lazily: θ(now) = θ + φ × (step − at)) and the
+   * `epoch` of the upstream record it belongs to (a forgotten upstream's entries are ignored).
+   * @type {Map<string, { step: number, entries: Map<string, { theta: number, at: number, epoch: number }> }>}
+   */
+  const keys = new Map()
+  /** Per upstream id: `epoch` (new on each (re)join), `seen` (last pick that listed it), latency EWMA. */
+  const ups = new Map()
+  let epochs = 0
+  let picks = 0
+  let fallbacks = 0
+  let guarded = 0
+
+  // scratch space reused by every pick, grown on demand: no allocation per decision
+  let eff2 = new Float64Array(16) // θeff² per candidate, -1 when ineligible
+  let recs = new Array(16)
+  let responders = new Int32Array(16)
+
+  function upRecord (id) {
+    let rec = ups.get(id)
+    if (rec === undefined) {
+      rec = { id, epoch: ++epochs, joined: picks, seen: picks, latency: 0 }
+      ups.set(id, rec)
+    }
+    return rec
+  }
+
+  /** Forget upstreams absent from every list for FORGET_AFTER picks (amortized sweep). */
+  const FORGET_AFTER = 4096
+  function sweep () {
+    for (const [id, rec] of ups) if (picks - rec.seen > FORGET_AFTER) ups.delete(id)
+  }
+
+  function keyRecord (key, create) {
+    let rec = keys.get(key)
+    if (rec !== undefined) {
+      // LRU touch by re-insertion (a Map iterates in insertion order)
+      keys.delete(key)
+      keys.set(key, rec)
+      return rec
+    }
+    if (!create) return undefined
+    rec = { step: 0, born: picks, entries: new Map() }
+    keys.set(key, rec)
+    if (keys.size > maxKeys) keys.delete(keys.keys().next().value)
+    return rec
+  }
+
+  /** θ[u][k] now, with forgetting applied lazily. */
+  function thetaOf (krec, urec) {
+    const e = krec.entries.get(urec.id)
+    let t
+    if (e !== undefined && e.epoch === urec.epoch) {
+      t = e.theta + phi * (krec.step - e.at)
+    } else if (urec.joined > krec.born) {
+      return thetaStart // joined after the key was first seen: a neutral newcomer
+    } else {
+      t = thetaStart + phi * krec.step // there from the start and never served it: forgets like the rest
+    }
+    return t > thetaMax ? thetaMax : t
+  }
+
+  /** Add `delta` to θ[u][k] (negative = learn), clamped, and stamp it with the key's step. */
+  function adjust (krec, urec, delta) {
+    const t = thetaOf(krec, urec) + delta
+    const theta = t < thetaMin ? thetaMin : (t > thetaMax ? thetaMax : t)
+    const e = krec.entries.get(urec.id)
+    if (e === undefined || e.epoch !== urec.epoch) {
+      krec.entries.set(urec.id, { theta, at: krec.step, epoch: urec.epoch })
+    } else {
+      e.theta = theta
+      e.at = krec.step
+    }
+  }
+
+  /** Load seen by the policy: in-flight count, scaled by relative latency when that feedback is on. */
+  function loadOf (upstream, urec, meanLatency) {
+    const inflight = upstream.inflight > 0 ? upstream.inflight : 0
+    if (!useLatency || meanLatency <= 0 || urec.latency <= 0) return inflight
+    return inflight * (urec.latency / meanLatency)
+  }
+
+  function grow (n) {
+    let size = eff2.length
+    while (size < n) size *= 2
+    eff2 = new Float64Array(size)
+    recs = new Array(size)
+    responders = new Int32Array(size)
+  }
+
+  /** Requests without a key have no affinity: least in-flight, ties to the earliest listed. */
+  function leastLoaded (upstreams) {
+    let best = upstreams[0]
+    for (let i = 1; i < upstreams.length; i++) if (upstreams[i].inflight < best.inflight) best = upstreams[i]
+    return best
+  }
+
+  return {
+    name: 'wasp',
+
+    /**
+     * Pick an upstream for ctx.key. Bounded: at most `rounds` × upstreams.length response draws.
+     * @param {readonly import('./types').Upstream[]} upstreams
+     * @param {import('./types').PickContext} [ctx]
+     */
+    pick (upstreams, ctx) {
+      const n = upstreams ? upstreams.length : 0
+      if (n === 0) return undefined
+      picks++
+      if ((picks & 1023) === 0) sweep()
+      const key = ctx && ctx.key
+      if (n > eff2.length) grow(n)
+
+      // register every candidate (so absent ones can be forgotten) and measure the load
+      let total = 0
+      let latencySum = 0
+      let latencyCount = 0
+      for (let i = 0; i < n; i++) {
+        const urec = upRecord(upstreams[i].id)
+        urec.seen = picks
+        recs[i] = urec
+        const f = upstreams[i].inflight
+        if (f > 0) total += f
+        if (urec.latency > 0) { latencySum += urec.latency; latencyCount++ }
+      }
+      if (key === undefined || key === null) return leastLoaded(upstreams)
+      const krec = keyRecord(String(key), true)
+      krec.step++
+      if (n === 1) {
+        adjust(krec, recs[0], -xi)
+        return upstreams[0]
+      }
+
+      // bounded-load guard and effective thresholds
+      const meanLatency = latencyCount > 0 ? latencySum / latencyCount : 0
+      // HAProxy's rule: capacity ceil(c × (total + 1) / n) always leaves the least loaded eligible
+      const cap = Math.ceil(loadFactor * (total + 1) / n)
+      let eligible = 0
+      let best = -1
+      let bestEff = Infinity
+      let bestLoad = Infinity
+      for (let i = 0; i < n; i++) {
+        const load = loadOf(upstreams[i], recs[i], meanLatency)
+        if (upstreams[i].inflight >= cap) {
+          eff2[i] = -1
+          continue
+        }
+        eligible++
+        const eff = thetaOf(krec, recs[i]) * (1 + load)
+        eff2[i] = eff * eff
+        if (eff < bestEff || (eff === bestEff && load < bestLoad)) {
+          best = i
+          bestEff = eff
+          bestLoad = load
+        }
+      }
+      if (eligible < n) guarded++
+
+      // response rounds: each eligible upstream answers with s²/(s²+θeff²); growing stimulus
+      let chosen = -1
+      let s2 = stimulus * stimulus
+      const g2 = stimulusGrowth * stimulusGrowth
+      for (let round = 0; round < rounds && chosen < 0; round++) {
+        let count = 0
+        for (let i = 0; i < n; i++) {
+          const e2 = eff2[i]
+          if (e2 >= 0 && random() * (s2 + e2) < s2) responders[count++] = i
+        }
+        if (count === 1) {
+          chosen = responders[0]
+        } else if (count > 1) {
+          // dominance contest: the less loaded wins more often (weight 1/(1+load)²)
+          let sum = 0
+          for (let j = 0; j < count; j++) {
+            const l = 1 + loadOf(upstreams[responders[j]], recs[responders[j]], meanLatency)
+            sum += 1 / (l * l)
+          }
+          let r = random() * sum
+          chosen = responders[count - 1]
+          for (let j = 0; j < count; j++) {
+            const l = 1 + loadOf(upstreams[responders[j]], recs[responders[j]], meanLatency)
+            r -= 1 / (l * l)
+            if (r < 0) { chosen = responders[j]; break }
+          }
+        }
+        s2 *= g2
+      }
+      if (chosen < 0) {
+        fallbacks++
+        chosen = best
+      }
+      adjust(krec, recs[chosen], -xi)
+      return upstreams[chosen]
+    },
+
+    onStart () {},
+
+    /**
+     * Feedback from the response. A MISS keeps only `missLearning` of the learning (a cold cache
+     * always misses first, so a full penalty would stop any upstream from warming up); an error or a
+     * 5xx takes the learning back. Latency feeds an EWMA per upstream when `feedback.latency` is on.
+     */
+    onEnd (upstream, ctx, outcome) {
+      if (!upstream || !outcome) return
+      const urec = ups.get(upstream.id)
+      if (urec === undefined) return
+      if (useLatency && typeof outcome.latencyMs === 'number' && outcome.latencyMs >= 0) {
+        urec.latency = urec.latency > 0 ? 0.8 * urec.latency + 0.2 * outcome.latencyMs : outcome.latencyMs
+      }
+      const key = ctx && ctx.key
+      if (key === undefined || key === null) return
+      const failed = outcome.error !== undefined && outcome.error !== null
+      const refund = failed || outcome.statusCode >= 500
+        ? xi
+        : (useCache && outcome.cache === 'MISS' ? xi * (1 - missLearning) : 0)
+      if (refund === 0) return
+      const krec = keys.get(String(key)) // no LRU touch: feedback is not a use
+      if (krec !== undefined) adjust(krec, urec, refund)
+    },
+
+    /** Plain JSON: counters, upstream records, and the specialist of the most recent keys. */
+    snapshot () {
+      const recent = []
+      let i = 0
+      const arr = [...keys]
+      for (let j = arr.length - 1; j >= 0 && i < 50; j--, i++) {
+        const [key, krec] = arr[j]
+        let sid
+        let st = Infinity
+        for (const [id, urec] of ups) {
+          const t = thetaOf(krec, urec)
+          if (t < st) { st = t; sid = id }
+        }
+        recent.push({ key, specialist: sid, theta: st, requests: krec.step })
+      }
+      return {
+        name: 'wasp',
+        picks,
+        fallbacks,
+        guarded,
+        keys: keys.size,
+        maxKeys,
+        upstreams: [...ups.values()].map((u) => ({ id: u.id, latencyMs: u.latency })),
+        recent
+      }
+    }
+  }
+}
+
+createWasp.defaults = defaults
+
+module.exports = { createWasp, defaults }

@@ -1,0 +1,351 @@
+'use strict'
+
+/**
+ * A pure, seeded, event-driven closed-loop model of the experiment polistes is built for:
+ * N upstreams, each with an LRU page cache of C pages and a service time (a hit is fast, a miss
+ * pays an emulated cost), K keys requested with uniform or Zipf(s) popularity, and W requests in
+ * flight at all times (a completion immediately triggers the next request). No sockets, no timers:
+ * simulated time advances from one completion to the next, so a run is fast and reproducible.
+ *
+ * Any policy that follows the contract in DESIGN.md can be plugged in (round-robin, random, wasp).
+ * The model maintains each upstream's `inflight`, calls `onStart`/`onEnd` when the policy has them,
+ * and reports the backend's cache result as `outcome.cache` (like the `X-Cache` header) unless
+ * `feedback` is false.
+ *
+ * Usage (see also `node bench/closed-loop.js`, `npm run bench:model`):
+ *   const model = createModel({ policy, upstreams: 7, cacheSize: 4, keys: 25, inflight: 32, seed: 1 })
+ *   model.run(5000)               // warm-up
+ *   const w = model.run(5000)     // { hitRate, balance, top2, counts, ... } over these 5000 requests
+ *   model.removeUpstream('u3'); model.addUpstream('u3'); model.setPopularity({ zipf: 1 }); model.permute()
+ */
+
+const { mulberry32 } = require('./prng')
+
+const DEFAULTS = Object.freeze({
+  upstreams: 7, // a number (ids u0..u{n-1}) or an array of ids
+  cacheSize: 4, // pages per upstream LRU
+  keys: 25, // distinct pages, named /page1 .. /pageK
+  popularity: 'uniform', // or { zipf: s }
+  inflight: 32, // W: requests in flight at all times
+  hitMs: 1, // service time of a cache hit
+  missMs: 20, // service time of a miss (emulated render / I/O cost)
+  jitter: 0.5, // service times are multiplied by a uniform factor in [1 - jitter, 1 + jitter]
+  serverConcurrency: Infinity, // requests an upstream serves at once; finite = FIFO queue
+  feedback: true, // report outcome.cache ('HIT' | 'MISS') to the policy
+  seed: 1, // model randomness (keys, jitter); the policy gets its own random source
+  recordPicks: false // keep the sequence of picked ids (for determinism tests)
+})
+
+/** A binary min-heap of events ordered by (time, seq): ties resolve in scheduling order. */
+class EventHeap {
+  constructor () { this.items = [] }
+  get size () { return this.items.length }
+  push (ev) {
+    const a = this.items
+    a.push(ev)
+    let i = a.length - 1
+    while (i > 0) {
+      const p = (i - 1) >> 1
+      if (!less(a[i], a[p])) break
+      ;[a[i], a[p]] = [a[p], a[i]]
+      i = p
+    }
+  }
+
+  pop () {
+    const a = this.items
+    const top = a[0]
+    const last = a.pop()
+    if (a.length > 0) {
+      a[0] = last
+      let i = 0
+      for (;;) {
+        const l = 2 * i + 1
+        const r = l + 1
+        let m = i
+        if (l < a.length && less(a[l], a[m])) m = l
+        if (r < a.length && less(a[r], a[m])) m = r
+        if (m === i) break
+        ;[a[i], a[m]] = [a[m], a[i]]
+        i = m
+      }
+    }
+    return top
+  }
+}
+
+function less (x, y) {
+  return x.time < y.time || (x.time === y.time && x.seq < y.seq)
+}
+
+/**
+ * Create a closed-loop model.
+ * @param {object} options see DEFAULTS; `policy` is required
+ * @returns {object} the model: run(n), removeUpstream(id), addUpstream(id), setPopularity(p),
+ *   permute(), upstreams (the eligible list the policy sees), now (simulated ms), picks
+ */
+function createModel (options = {}) {
+  const o = { ...DEFAULTS, ...options }
+  const policy = o.policy
+  if (!policy || typeof policy.pick !== 'function') throw new TypeError('createModel: options.policy with pick() is required')
+  const random = mulberry32(o.seed)
+  const heap = new EventHeap()
+  const servers = new Map() // id -> { up, cache, busy, queue }
+  let list = [] // what the policy sees: [{ id, inflight }]
+  let now = 0
+  let seq = 0
+  let inflightTotal = 0
+  const picks = []
+
+  const keyNames = Array.from({ length: o.keys }, (_, i) => `/page${i + 1}`)
+  const perm = keyNames.map((_, i) => i) // rank -> key index
+  let cumulative = null // null = uniform
+
+  function addUpstream (id) {
+    if (servers.has(id) && list.some((u) => u.id === id)) return
+    const up = { id, inflight: 0 }
+    servers.set(id, { up, cache: new Map(), busy: 0, queue: [] })
+    list = [...list, up]
+  }
+
+  function removeUpstream (id) {
+    list = list.filter((u) => u.id !== id)
+  }
+
+  function setPopularity (popularity) {
+    if (popularity === 'uniform' || popularity == null) {
+      cumulative = null
+      return
+    }
+    const s = popularity.zipf
+    let sum = 0
+    cumulative = keyNames.map((_, rank) => (sum += 1 / Math.pow(rank + 1, s)))
+    for (let i = 0; i < cumulative.length; i++) cumulative[i] /= sum
+  }
+
+  /** Shuffle which key holds which popularity rank (Fisher-Yates with the model's random). */
+  function permute () {
+    for (let i = perm.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1))
+      ;[perm[i], perm[j]] = [perm[j], perm[i]]
+    }
+  }
+
+  function sampleKey () {
+    const r = random()
+    let rank
+    if (cumulative === null) {
+      rank = Math.floor(r * keyNames.length)
+    } else {
+      let lo = 0
+      let hi = cumulative.length - 1
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1
+        if (cumulative[mid] > r) hi = mid
+        else lo = mid + 1
+      }
+      rank = lo
+    }
+    return keyNames[perm[rank]]
+  }
+
+  function serviceTime (hit) {
+    const base = hit ? o.hitMs : o.missMs
+    return base * (1 - o.jitter + 2 * o.jitter * random())
+  }
+
+  function startService (server, job) {
+    server.busy++
+    heap.push({ time: now + serviceTime(job.hit), seq: seq++, server, job })
+  }
+
+  function dispatch (win) {
+    const key = sampleKey()
+    const ctx = { key, method: 'GET' }
+    const up = policy.pick(list, ctx)
+    if (up === undefined) {
+      win.dropped++
+      return
+    }
+    const server = servers.get(up.id)
+    if (!server || server.up !== up) throw new Error(`policy picked an unknown upstream ${up && up.id}`)
+    up.inflight++
+    inflightTotal++
+    if (policy.onStart) policy.onStart(up, ctx)
+    if (o.recordPicks) picks.push(up.id)
+    const hit = server.cache.has(key)
+    if (hit) { // LRU touch
+      server.cache.delete(key)
+      server.cache.set(key, true)
+    }
+    win.record(up.id, key, hit)
+    const job = { ctx, hit, start: now }
+    if (server.busy < o.serverConcurrency) startService(server, job)
+    else server.queue.push(job)
+  }
+
+  function complete (ev) {
+    now = ev.time
+    const { server, job } = ev
+    server.busy--
+    if (!job.hit) {
+      const cache = server.cache
+      cache.delete(job.ctx.key)
+      cache.set(job.ctx.key, true)
+      if (cache.size > o.cacheSize) cache.delete(cache.keys().next().value)
+    }
+    server.up.inflight--
+    inflightTotal--
+    if (policy.onEnd) {
+      policy.onEnd(server.up, job.ctx, {
+        latencyMs: now - job.start,
+        statusCode: 200,
+        error: undefined,
+        cache: o.feedback ? (job.hit ? 'HIT' : 'MISS') : undefined
+      })
+    }
+    if (server.queue.length > 0) startService(server, server.queue.shift())
+  }
+
+  /**
+   * Dispatch `n` more requests (completing earlier ones as simulated time advances) and return the
+   * statistics of exactly those `n` requests.
+   */
+  function run (n) {
+    const win = createWindow()
+    let dispatched = 0
+    while (dispatched < n) {
+      if (inflightTotal < o.inflight || heap.size === 0) {
+        dispatch(win)
+        dispatched++
+      } else {
+        complete(heap.pop())
+      }
+    }
+    return win.summary(list.map((u) => u.id))
+  }
+
+  const ids = typeof o.upstreams === 'number'
+    ? Array.from({ length: o.upstreams }, (_, i) => `u${i}`)
+    : o.upstreams
+  for (const id of ids) addUpstream(id)
+  setPopularity(o.popularity)
+
+  return {
+    run,
+    addUpstream,
+    removeUpstream,
+    setPopularity,
+    permute,
+    get upstreams () { return list },
+    get now () { return now },
+    get picks () { return picks },
+    /** ids of the pages each upstream holds now */
+    caches () {
+      const out = {}
+      for (const [id, s] of servers) out[id] = [...s.cache.keys()]
+      return out
+    }
+  }
+}
+
+/** Statistics over one window of requests. */
+function createWindow () {
+  let requests = 0
+  let hits = 0
+  const counts = new Map() // id -> n
+  const perKey = new Map() // key -> Map(id -> n)
+  return {
+    dropped: 0,
+    record (id, key, hit) {
+      requests++
+      if (hit) hits++
+      counts.set(id, (counts.get(id) || 0) + 1)
+      let m = perKey.get(key)
+      if (!m) perKey.set(key, (m = new Map()))
+      m.set(id, (m.get(id) || 0) + 1)
+    },
+    /** @param {string[]} present ids eligible at the end of the window */
+    summary (present) {
+      const all = new Set([...present, ...counts.keys()])
+      const countObj = {}
+      for (const id of all) countObj[id] = counts.get(id) || 0
+      // balance over the upstreams present at the end of the window (a removed one's tail is not load)
+      const presentCounts = present.map((id) => counts.get(id) || 0)
+      const mean = presentCounts.reduce((a, b) => a + b, 0) / Math.max(1, presentCounts.length)
+      const balance = mean > 0 ? Math.max(...presentCounts) / mean : 0
+      // per key: share of its requests served by its top 2 upstreams, and how many upstreams served it
+      let minTop2 = 1
+      let weighted = 0
+      let keysOk = 0
+      const servedBy = {}
+      for (const [key, m] of perKey) {
+        const ns = [...m.values()].sort((a, b) => b - a)
+        const total = ns.reduce((a, b) => a + b, 0)
+        const top2 = (ns[0] + (ns[1] || 0)) / total
+        minTop2 = Math.min(minTop2, top2)
+        weighted += top2 * total
+        if (top2 >= 0.9) keysOk++
+        servedBy[key] = Object.fromEntries(m)
+      }
+      return {
+        requests,
+        hits,
+        hitRate: requests ? hits / requests : 0,
+        dropped: this.dropped,
+        counts: countObj,
+        balance,
+        top2: {
+          min: perKey.size ? minTop2 : 1, // the worst key's top-2 share
+          mean: requests ? weighted / requests : 1, // request-weighted top-2 share
+          keysOver90: perKey.size ? keysOk / perKey.size : 1 // fraction of keys with top-2 share >= 0.9
+        },
+        servedBy
+      }
+    }
+  }
+}
+
+/**
+ * Run a standard scenario for a policy and return a summary row.
+ * @param {(random: () => number) => object} makePolicy builds the policy from a random source
+ * @param {object} [options] model options (seed, popularity, ...)
+ */
+function scenario (makePolicy, { seed = 1, warmup = 5000, measure = 5000, ...options } = {}) {
+  const policy = makePolicy(mulberry32(seed * 7919 + 17))
+  const model = createModel({ ...options, seed, policy })
+  model.run(warmup)
+  return model.run(measure)
+}
+
+module.exports = { createModel, scenario, DEFAULTS, EventHeap }
+
+if (require.main === module) {
+  // `npm run bench:model`: hit rate, balance and key spread per policy, after a 5,000-request warm-up.
+  const { createRoundRobin } = require('../src/policies/round-robin')
+  const { createRandom } = require('../src/policies/random')
+  const { createWasp } = require('../src/policies/wasp')
+  const policies = {
+    'round-robin': (random) => createRoundRobin({}, { random }),
+    random: (random) => createRandom({}, { random }),
+    wasp: (random) => createWasp({}, { random })
+  }
+  const seeds = [1, 2, 3, 4, 5]
+  const rows = []
+  for (const popularity of ['uniform', { zipf: 1 }]) {
+    for (const [name, make] of Object.entries(policies)) {
+      const runs = seeds.map((seed) => scenario(make, { seed, popularity }))
+      const avg = (f) => runs.reduce((a, r) => a + f(r), 0) / runs.length
+      rows.push({
+        popularity: popularity === 'uniform' ? 'uniform' : `zipf(${popularity.zipf})`,
+        policy: name,
+        'hit rate': avg((r) => r.hitRate).toFixed(3),
+        'balance (max/mean)': avg((r) => r.balance).toFixed(2),
+        'top-2 share (min key)': avg((r) => r.top2.min).toFixed(3),
+        'keys with top-2 >= 0.9': avg((r) => r.top2.keysOver90).toFixed(2)
+      })
+    }
+  }
+  console.log('7 upstreams x LRU 4 pages, 25 keys, 32 in flight; mean of seeds 1-5; 5,000 warm-up, 5,000 measured')
+  console.table(rows)
+}

@@ -1,0 +1,21 @@
+'use strict'
+
+/**
+ * mulberry32: a tiny seeded PRNG with a 32-bit state (Tommy Ettinger, public domain).
+ * Good enough for simulations and tests; not for anything that needs unpredictability.
+ *
+ * @param {number} seed any integer; the same seed gives the same sequence
+ * @returns {() => number} uniform in [0, 1)
+ */
+function mulberry32 (seed) {
+  let a = seed >>> 0
+  return function random () {
+    a = (a + 0x6D2B79F5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+module.exports = { mulberry32 }
