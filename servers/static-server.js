@@ -158,8 +158,14 @@ function createBackend (options = {}) {
       return send(res, 503, 'busy', { 'Retry-After': '1' })
     }
     inflight++
+    let done = false
     let gone = false
-    res.once('close', () => { inflight--; gone = true; hung.delete(res) })
+    const release = () => {
+      if (!done) { done = true; inflight-- }
+      hung.delete(res)
+    }
+    res.once('finish', release) // 'finish' comes first for a normal response ('close' follows a tick later)
+    res.once('close', () => { gone = true; release() }) // client abort, drop, destroyed hang
 
     const fault = faults.draw()
     if (fault === 'drop') {
@@ -168,6 +174,7 @@ function createBackend (options = {}) {
     }
     if (fault === 'hang') {
       counters.hangs++
+      if (closing) return res.destroy() // close() already swept the hung set
       hung.add(res)
       return
     }
