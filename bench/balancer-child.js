@@ -21,7 +21,6 @@ async function start ({ backends, algo, policyOptions = {}, keepAlive = true, ho
 
 serve({
   start,
-  cpu: () => process.cpuUsage(),
   stats: () => lb.stats()
 }, async () => {
   if (lb) await lb.close()

@@ -108,6 +108,7 @@ class Child {
 
 /**
  * The child side: answer requests with handlers, exit on 'close' or when the parent goes away.
+ * Every child answers `cpu` with its `process.cpuUsage()` (microseconds).
  * @param {Record<string, (msg: object) => any>} handlers by request type; may return a promise
  * @param {() => Promise<void> | void} [onClose] cleanup before exit
  */
@@ -123,7 +124,7 @@ function serve (handlers, onClose = () => {}) {
   process.on('message', async (msg) => {
     if (!msg || typeof msg !== 'object') return
     if (msg.type === 'close') return close()
-    const handler = handlers[msg.type]
+    const handler = msg.type === 'cpu' && !handlers.cpu ? () => process.cpuUsage() : handlers[msg.type]
     if (!handler) return
     try {
       const value = await handler(msg)

@@ -84,8 +84,17 @@ function specialization (keys) {
  */
 function cpuPer10k (before, after, requests) {
   if (!requests) return NaN
-  const seconds = ((after.user - before.user) + (after.system - before.system)) / 1e6
-  return seconds * 10000 / requests
+  return cpuSeconds(before, after) * 10000 / requests
 }
 
-module.exports = { hitRate, perBackend, specialization, cpuPer10k }
+/**
+ * CPU-seconds (user + system) between two `process.cpuUsage()` readings.
+ * @param {{ user: number, system: number }} before microseconds
+ * @param {{ user: number, system: number }} after
+ * @returns {number}
+ */
+function cpuSeconds (before, after) {
+  return ((after.user - before.user) + (after.system - before.system)) / 1e6
+}
+
+module.exports = { hitRate, perBackend, specialization, cpuPer10k, cpuSeconds }

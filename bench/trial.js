@@ -48,8 +48,10 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
     })
 
     const snapshot = async () => {
-      const [stats, cpu] = await Promise.all([fleet.request('stats'), balancer.request('cpu')])
-      return { stats, cpu }
+      const [stats, cpu, fleetCpu, loadCpu] = await Promise.all([
+        fleet.request('stats'), balancer.request('cpu'), fleet.request('cpu'), load.request('cpu')
+      ])
+      return { stats, cpu, fleetCpu, loadCpu }
     }
     const snaps = [await snapshot()]
     const buckets = []
@@ -109,7 +111,13 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
         non2xx: b.non2xx,
         hitRate: round(prev && cur ? metrics.hitRate(prev.stats, cur.stats) : NaN, 4),
         latency: { mean: round(b.latency.mean, 3), p50: round(b.latency.p50, 3), p99: round(b.latency.p99, 3) },
-        balancerCpu: round(prev && cur ? ((cur.cpu.user - prev.cpu.user) + (cur.cpu.system - prev.cpu.system)) / 1e6 : NaN, 4)
+        cpu: prev && cur
+          ? {
+              balancer: round(metrics.cpuSeconds(prev.cpu, cur.cpu), 3),
+              fleet: round(metrics.cpuSeconds(prev.fleetCpu, cur.fleetCpu), 3),
+              load: round(metrics.cpuSeconds(prev.loadCpu, cur.loadCpu), 3)
+            }
+          : null
       })
     }
 
@@ -128,6 +136,11 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       clientHitRate: round(m.hits + m.misses ? m.hits / (m.hits + m.misses) : NaN, 4),
       specialization: round(metrics.specialization(m.keys), 4),
       cpuPer10k: round(metrics.cpuPer10k(start.cpu, last.cpu, m.requests), 4),
+      cpuShare: {
+        balancer: round(metrics.cpuSeconds(start.cpu, last.cpu) / duration, 3),
+        fleet: round(metrics.cpuSeconds(start.fleetCpu, last.fleetCpu) / duration, 3),
+        load: round(metrics.cpuSeconds(start.loadCpu, last.loadCpu) / duration, 3)
+      },
       perBackend: metrics.perBackend(start.stats, last.stats, m.servers)
         .map((r) => ({ ...r, share: round(r.share, 4), hitRate: round(r.hitRate, 4) })),
       learning: {
