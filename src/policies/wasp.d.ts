@@ -1,0 +1,78 @@
+import type { Policy, PolicyDeps, Upstream, PickContext, Outcome } from './types'
+
+export type { Policy, PolicyDeps, Upstream, PickContext, Outcome }
+
+/** Which parts of a response reinforce the thresholds. */
+export interface WaspFeedback {
+  /** use `outcome.cache` ('HIT' | 'MISS'): a MISS keeps only `missLearning` of the learning (default false) */
+  cache?: boolean
+  /** scale each upstream's load by its latency EWMA relative to the mean (default false) */
+  latency?: boolean
+}
+
+/** Every parameter of the wasp policy; all optional, see `createWasp.defaults`. */
+export interface WaspOptions {
+  /** lowest threshold (default 1) */
+  thetaMin?: number
+  /** highest threshold (default 1000) */
+  thetaMax?: number
+  /** threshold of a key an upstream has not met yet (default 500) */
+  thetaStart?: number
+  /** learning ξ: θ falls by this much each time the upstream serves the key (default 100) */
+  xi?: number
+  /** forgetting φ: θ rises by this much per request of the key served elsewhere (default 3) */
+  phi?: number
+  /** first-round stimulus s (default 3) */
+  stimulus?: number
+  /** factor by which s grows per unanswered round (default 2) */
+  stimulusGrowth?: number
+  /** response rounds before the deterministic fallback, integer 0..64 (default 8) */
+  rounds?: number
+  /** bounded-load guard c: an upstream at ≥ ceil(c × (total in-flight + 1) / n) is skipped (default 3) */
+  loadFactor?: number
+  /** key table capacity, LRU (default 10000) */
+  maxKeys?: number
+  /** response feedback switches (default both off) */
+  feedback?: WaspFeedback
+  /** with feedback.cache, the fraction of the learning a MISS keeps, 0..1 (default 0.5) */
+  missLearning?: number
+}
+
+/** The resolved defaults. */
+export interface WaspDefaults extends Readonly<Required<Omit<WaspOptions, 'feedback'>>> {
+  readonly feedback: Readonly<Required<WaspFeedback>>
+}
+
+/** What `snapshot()` returns: plain JSON. */
+export interface WaspSnapshot {
+  name: 'wasp'
+  /** decisions taken */
+  picks: number
+  /** decisions that fell back to the lowest effective threshold after all rounds */
+  fallbacks: number
+  /** decisions where the load guard made at least one upstream ineligible */
+  guarded: number
+  /** keys in the table, and its cap */
+  keys: number
+  maxKeys: number
+  upstreams: Array<{ id: string, latencyMs: number }>
+  /** the 50 most recently used keys with their specialist (lowest threshold) */
+  recent: Array<{ key: string, specialist: string | undefined, theta: number, requests: number }>
+}
+
+export interface WaspPolicy extends Policy {
+  readonly name: 'wasp'
+  pick<U extends Upstream> (upstreams: readonly U[], ctx?: PickContext): U | undefined
+  onStart (upstream: Upstream, ctx?: PickContext): void
+  onEnd (upstream: Upstream, ctx: PickContext | undefined, outcome: Outcome): void
+  snapshot (): WaspSnapshot
+}
+
+export interface CreateWasp {
+  (options?: WaspOptions, deps?: PolicyDeps): WaspPolicy
+  readonly defaults: WaspDefaults
+}
+
+/** Create a wasp (response-threshold) policy. Throws ERR_POLISTES_BAD_OPTION on a bad option. */
+export declare const createWasp: CreateWasp
+export declare const defaults: WaspDefaults
