@@ -1,0 +1,150 @@
+'use strict'
+
+const net = require('node:net')
+const path = require('node:path')
+const { fork } = require('node:child_process')
+const { startFleet, backendId } = require('../servers/fleet')
+const { rawRequest, runNode } = require('./helper')
+
+const FLEET = path.join(__dirname, '..', 'servers', 'fleet.js')
+
+async function statsOf (backends) {
+  return Promise.all(backends.map(async (b) => JSON.parse((await rawRequest(b.url, '/_stats')).body)))
+}
+
+test('ids run a..z, then s27, s28, …', () => {
+  expect([0, 1, 6, 25, 26, 27].map(backendId)).toEqual(['a', 'b', 'g', 'z', 's27', 's28'])
+})
+
+test('a fleet of 7 in one process: ids a..g on distinct ports, each answering with its own X-Server', async () => {
+  const fleet = await startFleet({ basePort: 0, missMs: 0 })
+  try {
+    expect(fleet.backends.map((b) => b.id)).toEqual(['a', 'b', 'c', 'd', 'e', 'f', 'g'])
+    expect(new Set(fleet.backends.map((b) => b.port)).size).toBe(7)
+    for (const b of fleet.backends) {
+      expect(b.url).toBe(`http://127.0.0.1:${b.port}`)
+      const res = await rawRequest(b.url, '/page1.html')
+      expect(res.status).toBe(200)
+      expect(res.headers['x-server']).toBe(b.id)
+    }
+  } finally {
+    await fleet.close()
+  }
+})
+
+test('per-backend lists and overrides give each backend its own options', async () => {
+  const fleet = await startFleet({
+    count: 3,
+    basePort: 0,
+    cachePages: [2, 4, 8],
+    missMs: 0,
+    latencyProfiles: [[10, 15, 20, 400], [200], [250]],
+    perBackend: [{}, {}, { maxInflight: 5, faults: { errorRate: 1 } }]
+  })
+  try {
+    const stats = await statsOf(fleet.backends)
+    expect(stats.map((s) => s.cachePages)).toEqual([2, 4, 8])
+    expect(stats.map((s) => s.latencyProfile)).toEqual([[10, 15, 20, 400], [200], [250]])
+    expect(stats.map((s) => s.maxInflight)).toEqual([0, 0, 5])
+    expect((await rawRequest(fleet.backends[2].url, '/page1.html')).status).toBe(500)
+  } finally {
+    await fleet.close()
+  }
+})
+
+test.each([
+  [{ count: 0 }, /count/],
+  [{ basePort: -1 }, /basePort/],
+  [{ count: 3, cachePages: [1, 2] }, /cachePages has 2 values for 3 backends/],
+  [{ count: 2, latencyProfiles: [[1], [2], [3]] }, /latencyProfiles/],
+  [{ missMs: -1 }, /missMs/],
+  [{ errorRate: 2 }, /errorRate/],
+  [{ bogus: 1 }, /unknown backend option: bogus/]
+])('startFleet(%j) rejects with ERR_POLISTES_BAD_OPTION before starting anything', async (options, message) => {
+  await expect(startFleet({ basePort: 0, ...options })).rejects.toMatchObject({ code: 'ERR_POLISTES_BAD_OPTION', message: expect.stringMatching(message) })
+})
+
+test('a taken port fails the whole fleet and leaves nothing listening', async () => {
+  const first = await startFleet({ count: 1, basePort: 0 })
+  try {
+    const port = first.backends[0].port
+    await expect(startFleet({ count: 2, basePort: port - 1 })).rejects.toMatchObject({ code: 'ERR_POLISTES_PORT_IN_USE' })
+    // backend a got port - 1 and was closed again: the port is free.
+    const probe = net.createServer()
+    await new Promise((resolve, reject) => probe.once('error', reject).listen(port - 1, '127.0.0.1', resolve))
+    await new Promise((resolve) => probe.close(resolve))
+  } finally {
+    await first.close()
+  }
+})
+
+test('processes: true runs one child per backend and close() stops them all', async () => {
+  const fleet = await startFleet({ count: 3, basePort: 0, processes: true, missMs: 0, cachePages: [1, 2, 3] })
+  const pids = fleet.backends.map((b) => b.pid)
+  try {
+    expect(fleet.backends.map((b) => b.id)).toEqual(['a', 'b', 'c'])
+    expect(new Set(pids).size).toBe(3)
+    expect(pids).not.toContain(process.pid)
+    const stats = await statsOf(fleet.backends)
+    expect(stats.map((s) => s.pid)).toEqual(pids)
+    expect(stats.map((s) => s.cachePages)).toEqual([1, 2, 3])
+  } finally {
+    await fleet.close()
+  }
+  for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow() // gone
+}, 15000)
+
+test('processes: true with a taken port rejects with the child\'s message and stops the others', async () => {
+  const taken = await startFleet({ count: 1, basePort: 0 })
+  try {
+    const port = taken.backends[0].port
+    await expect(startFleet({ count: 2, basePort: port - 1, processes: true })).rejects.toMatchObject({
+      code: 'ERR_POLISTES_PORT_IN_USE',
+      message: expect.stringMatching(/already in use/)
+    })
+  } finally {
+    await taken.close()
+  }
+}, 15000)
+
+describe('CLI', () => {
+  test('prints one line per backend, reports ready over IPC and stops on SIGTERM', async () => {
+    const child = fork(FLEET, ['--count', '3', '--base-port', '0', '--cache-pages', '2,4,8', '--latency-profiles', '1;2;3', '--miss-ms', '0'], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] })
+    let out = ''
+    child.stdout.on('data', (d) => { out += d })
+    try {
+      const msg = await new Promise((resolve, reject) => {
+        child.once('message', resolve)
+        child.once('exit', (code) => reject(new Error(`exited ${code}`)))
+      })
+      expect(msg.type).toBe('ready')
+      expect(msg.backends.map((b) => b.id)).toEqual(['a', 'b', 'c'])
+      const stats = await statsOf(msg.backends)
+      expect(stats.map((s) => s.cachePages)).toEqual([2, 4, 8])
+      expect(stats.map((s) => s.latencyProfile)).toEqual([[1], [2], [3]])
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      expect(out.trim().split('\n')).toHaveLength(3)
+      expect(out).toMatch(/^backend a http:\/\/127\.0\.0\.1:\d+$/m)
+    } finally {
+      const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)))
+      child.kill('SIGTERM')
+      expect(await exited).toBe(0)
+    }
+  })
+
+  test.each([
+    [['--count', '0'], /--count/],
+    [['--count', '3', '--cache-pages', '1,2'], /cachePages has 2 values for 3 backends/],
+    [['--count', '2', '--latency-profiles', '1;2;3'], /latencyProfiles/],
+    [['--latency-profile', '1', '--latency-profiles', '1;2'], /not both/],
+    [['--error-rate', '1.5'], /--error-rate/],
+    [['--base-port', 'abc'], /--base-port/],
+    [['--unknown-flag'], /Unknown argument/]
+  ])('bad input %j: exit 2 and one line on stderr', async (args, message) => {
+    const run = await runNode(FLEET, args)
+    expect(run.code).toBe(2)
+    expect(run.stderr.trim().split('\n')).toHaveLength(1)
+    expect(run.stderr).toMatch(message)
+    expect(run.stderr).not.toMatch(/\n\s+at /)
+  })
+})
