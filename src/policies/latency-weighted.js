@@ -12,7 +12,8 @@
  *
  * Choices:
  * - Unsampled upstreams get the mean speed of the sampled ones (neutral: probed within a round or two,
- *   never flooded); with no sample anywhere every upstream has speed 1, i.e. weighted round-robin.
+ *   never flooded); with no sample anywhere every upstream has the same speed, i.e. weighted
+ *   round-robin. Speeds are divided by their mean, so weights stay near 1 as latencies change.
  * - Latencies are floored at `minLatencyMs` so that a 0 ms sample does not make an infinite weight.
  */
 
@@ -55,8 +56,11 @@ function createLatencyWeighted ({ alpha = 0.2, minLatencyMs = 0.01 } = {}) {
           sampled++
         }
       }
-      const neutral = sampled === 0 ? 1 : sum / sampled
-      return smoothPick(upstreams, (u) => weightOf(u) * (speed.get(u.id) ?? neutral), rotation)
+      // speeds relative to the mean speed: the weights stay near 1 whatever the latencies are, so the
+      // rotation's accumulated `current` values keep their meaning as estimates move (no transient
+      // bias when the first samples arrive); an unsampled member is exactly the mean
+      const mean = sampled === 0 ? 1 : sum / sampled
+      return smoothPick(upstreams, (u) => weightOf(u) * (speed.has(u.id) ? speed.get(u.id) / mean : 1), rotation)
     },
     onEnd (upstream, ctx, outcome) {
       if (!upstream) return
