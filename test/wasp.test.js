@@ -1,0 +1,220 @@
+'use strict'
+
+const { createWasp, defaults } = require('../src/policies/wasp')
+const { mulberry32 } = require('../bench/prng')
+const { execFileSync } = require('node:child_process')
+
+const ups = (n) => Array.from({ length: n }, (_, i) => ({ id: `u${i}`, inflight: 0 }))
+
+/** Serve `count` requests for `key` with the caller keeping inflight at zero; returns the ids picked. */
+function serve (wasp, upstreams, key, count, outcome = { latencyMs: 1, statusCode: 200 }) {
+  const ids = []
+  for (let i = 0; i < count; i++) {
+    const u = wasp.pick(upstreams, { key })
+    ids.push(u.id)
+    wasp.onEnd(u, { key }, outcome)
+  }
+  return ids
+}
+
+/** A random source that counts its calls. */
+function counting (seed) {
+  const r = mulberry32(seed)
+  const f = () => { f.calls++; return r() }
+  f.calls = 0
+  return f
+}
+
+describe('wasp: the policy contract', () => {
+  test('an empty or missing list gives undefined and never throws', () => {
+    const wasp = createWasp()
+    expect(wasp.pick([], { key: '/a' })).toBeUndefined()
+    expect(wasp.pick(undefined, { key: '/a' })).toBeUndefined()
+    expect(wasp.name).toBe('wasp')
+  })
+
+  test('a single upstream is always picked, with no random draw', () => {
+    const random = counting(1)
+    const wasp = createWasp({}, { random })
+    const only = ups(1)
+    expect(serve(wasp, only, '/a', 5)).toEqual(['u0', 'u0', 'u0', 'u0', 'u0'])
+    expect(random.calls).toBe(0)
+  })
+
+  test('a request without a key goes to the least loaded upstream', () => {
+    const wasp = createWasp()
+    const list = [{ id: 'a', inflight: 3 }, { id: 'b', inflight: 1 }, { id: 'c', inflight: 2 }]
+    expect(wasp.pick(list, {}).id).toBe('b')
+    expect(wasp.pick(list).id).toBe('b')
+  })
+
+  test('every parameter has a default, exposed on createWasp.defaults too', () => {
+    expect(createWasp.defaults).toBe(defaults)
+    expect(Object.keys(defaults).sort()).toEqual(['feedback', 'loadFactor', 'maxKeys', 'missLearning', 'phi',
+      'rounds', 'stimulus', 'stimulusGrowth', 'thetaMax', 'thetaMin', 'thetaStart', 'xi'])
+    expect(Object.isFrozen(defaults)).toBe(true)
+  })
+
+  test.each([
+    [{ xi: 'fast' }], [{ rounds: 2.5 }], [{ rounds: 1000 }], [{ thetaMin: 0 }], [{ thetaMax: 0.5 }],
+    [{ thetaStart: 5000 }], [{ loadFactor: 0.5 }], [{ stimulus: 0 }], [{ stimulusGrowth: 0.9 }],
+    [{ maxKeys: 0 }], [{ missLearning: 2 }], [{ feedback: { cache: 'yes' } }], [null]
+  ])('the bad option %j throws ERR_POLISTES_BAD_OPTION', (options) => {
+    expect(() => createWasp(options)).toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION' }))
+  })
+
+  test('snapshot is plain JSON naming the specialist of recent keys', () => {
+    const wasp = createWasp({}, { random: mulberry32(3) })
+    serve(wasp, ups(3), '/a', 20)
+    const snap = wasp.snapshot()
+    expect(JSON.parse(JSON.stringify(snap))).toEqual(snap)
+    expect(snap).toMatchObject({ name: 'wasp', picks: 20, keys: 1 })
+    expect(snap.recent[0]).toMatchObject({ key: '/a', theta: defaults.thetaMin, requests: 20 })
+  })
+})
+
+describe('wasp: termination', () => {
+  const cases = [
+    { title: 'all thresholds at the maximum', options: { thetaMin: 1000, thetaStart: 1000, thetaMax: 1000 }, n: 7 },
+    { title: 'a stimulus that never grows', options: { stimulusGrowth: 1, stimulus: 1e-9 }, n: 7 },
+    { title: 'zero rounds', options: { rounds: 0 }, n: 7 },
+    { title: 'the most rounds', options: { rounds: 64, stimulus: 1e-9, stimulusGrowth: 1 }, n: 7 },
+    { title: 'one upstream', options: {}, n: 1 },
+    { title: '1,000 upstreams', options: { stimulus: 1e-9, stimulusGrowth: 1 }, n: 1000 }
+  ]
+  test.each(cases)('pick draws at most rounds × upstreams + 1 random numbers with $title', ({ options, n }) => {
+    const random = counting(7)
+    const wasp = createWasp(options, { random })
+    const rounds = options.rounds ?? defaults.rounds
+    const list = ups(n)
+    for (let i = 0; i < 20; i++) {
+      const before = random.calls
+      const u = wasp.pick(list, { key: `/k${i % 3}` })
+      expect(list).toContain(u)
+      // each round: one draw per upstream, plus one for a dominance contest that ends the loop
+      expect(random.calls - before).toBeLessThanOrEqual(rounds * n + 1)
+    }
+  })
+
+  test('with nobody responding, the fallback is deterministic: lowest effective threshold', () => {
+    const wasp = createWasp({ rounds: 0 }, { random: () => { throw new Error('no draw expected') } })
+    const list = [{ id: 'a', inflight: 4 }, { id: 'b', inflight: 1 }, { id: 'c', inflight: 1 }]
+    expect(wasp.pick(list, { key: '/x' }).id).toBe('b') // equal thresholds: the less loaded, first listed
+  })
+
+  test('the load guard skips an upstream at loadFactor × the mean in-flight', () => {
+    const wasp = createWasp({}, { random: mulberry32(5) })
+    const list = ups(4)
+    serve(wasp, list, '/hot', 30) // a specialist emerges
+    const specialist = list.find((u) => u.id === wasp.snapshot().recent[0].specialist)
+    specialist.inflight = 12 // cap = ceil(3 × 13 / 4) = 10
+    const picks = new Set(serve(wasp, list, '/hot', 50))
+    expect(picks.has(specialist.id)).toBe(false)
+  })
+})
+
+describe('wasp: learning and forgetting', () => {
+  test('a key served repeatedly gets one specialist', () => {
+    const wasp = createWasp({}, { random: mulberry32(11) })
+    const ids = serve(wasp, ups(7), '/a', 200)
+    const last = ids.slice(100)
+    expect(new Set(last).size).toBe(1)
+  })
+
+  test('the same seed gives the same pick sequence', () => {
+    const run = () => {
+      const wasp = createWasp({}, { random: mulberry32(99) })
+      const list = ups(7)
+      return Array.from({ length: 500 }, (_, i) => serve(wasp, list, `/p${(i * 7) % 25}`, 1)[0])
+    }
+    expect(run()).toEqual(run())
+  })
+
+  test('forgetting is lazy: a specialist of a key requested elsewhere rises by φ per request', () => {
+    const wasp = createWasp({ phi: 10 }, { random: mulberry32(2) })
+    const list = ups(2)
+    serve(wasp, list, '/a', 30)
+    const first = wasp.snapshot().recent[0]
+    expect(first.theta).toBe(1)
+    // the specialist leaves; the other serves /a 20 times; the specialist comes back
+    const other = list.filter((u) => u.id !== first.specialist)
+    serve(wasp, other, '/a', 20)
+    const back = list.find((u) => u.id === first.specialist)
+    // with 20 requests elsewhere its threshold is 1 + 20 × 10 = 201, the other's is 1: the other keeps /a
+    expect(serve(wasp, [back, ...other], '/a', 20).every((id) => id === other[0].id)).toBe(true)
+  })
+
+  test('an error takes the learning back', () => {
+    const wasp = createWasp({ phi: 0 }, { random: mulberry32(4) })
+    const list = ups(3)
+    serve(wasp, list, '/a', 3, { statusCode: 502, error: new Error('boom') })
+    expect(wasp.snapshot().recent[0].theta).toBe(defaults.thetaStart)
+  })
+
+  test('with cache feedback a MISS keeps only missLearning of the learning', () => {
+    const wasp = createWasp({ feedback: { cache: true }, missLearning: 0.5, phi: 0 }, { random: mulberry32(4) })
+    serve(wasp, ups(1), '/a', 1, { statusCode: 200, cache: 'MISS' })
+    expect(wasp.snapshot().recent[0].theta).toBe(defaults.thetaStart - defaults.xi / 2)
+    const off = createWasp({ phi: 0 }, { random: mulberry32(4) })
+    serve(off, ups(1), '/a', 1, { statusCode: 200, cache: 'MISS' })
+    expect(off.snapshot().recent[0].theta).toBe(defaults.thetaStart - defaults.xi)
+  })
+
+  test('an upstream gone for long is forgotten and comes back neutral', () => {
+    const wasp = createWasp({}, { random: mulberry32(8) })
+    const list = ups(2)
+    serve(wasp, list, '/a', 50)
+    const spec = wasp.snapshot().recent[0].specialist
+    const rest = list.filter((u) => u.id !== spec)
+    for (let i = 0; i < 6000; i++) serve(wasp, rest, `/b${i % 10}`, 1)
+    expect(wasp.snapshot().upstreams.map((u) => u.id)).not.toContain(spec)
+  })
+})
+
+describe('wasp: bounded memory', () => {
+  test('a million distinct keys keep the key table at its cap', () => {
+    // run in a plain node process: jest's module sandbox makes a million Map operations ~10x slower
+    const script = `
+      const { createWasp } = require(${JSON.stringify(require.resolve('../src/policies/wasp'))})
+      const { mulberry32 } = require(${JSON.stringify(require.resolve('../bench/prng'))})
+      const wasp = createWasp({ maxKeys: 1000 }, { random: mulberry32(1) })
+      const list = [{ id: 'a', inflight: 0 }, { id: 'b', inflight: 0 }, { id: 'c', inflight: 0 }]
+      const outcome = { latencyMs: 1, statusCode: 200 }
+      let max = 0
+      for (let i = 0; i < 1e6; i++) {
+        const ctx = { key: '/k' + i }
+        wasp.onEnd(wasp.pick(list, ctx), ctx, outcome)
+        if ((i & 1023) === 0) max = Math.max(max, wasp.snapshot().keys)
+      }
+      console.log(JSON.stringify({ keys: wasp.snapshot().keys, max, picks: wasp.snapshot().picks }))`
+    const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }))
+    expect(out).toEqual({ keys: 1000, max: 1000, picks: 1e6 })
+  })
+
+  test('the least recently used key is the one evicted', () => {
+    const wasp = createWasp({ maxKeys: 2 }, { random: mulberry32(1) })
+    const list = ups(2)
+    serve(wasp, list, '/a', 1)
+    serve(wasp, list, '/b', 1)
+    serve(wasp, list, '/a', 1) // touch /a
+    serve(wasp, list, '/c', 1) // evicts /b
+    expect(wasp.snapshot().recent.map((r) => r.key).sort()).toEqual(['/a', '/c'])
+  })
+})
+
+describe('wasp: examples', () => {
+  test('examples/wasp.mjs imports polistes/wasp and prints its picks', () => {
+    const out = execFileSync(process.execPath, [require.resolve('../examples/wasp.mjs')], { encoding: 'utf8' })
+    const lines = out.trim().split('\n')
+    expect(lines).toHaveLength(13)
+    expect(lines[0]).toMatch(/^\/page1 -> [abc]$/)
+    expect(JSON.parse(lines[12])).toEqual({ picks: 12, keys: 3 })
+  })
+
+  test('examples/wasp-proxy.js loads without listening', () => {
+    const { server, wasp, upstreams } = require('../examples/wasp-proxy.js')
+    expect(server.listening).toBe(false)
+    expect(wasp.name).toBe('wasp')
+    expect(upstreams.length).toBeGreaterThan(0)
+  })
+})
