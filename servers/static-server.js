@@ -85,7 +85,17 @@ function createBackend (options = {}) {
   let closing = false
   let closePromise = null
 
+  // Requests in progress per socket, so close() can end idle keep-alive sockets itself instead of
+  // relying on Node's idle bookkeeping (which can lag right after a response).
+  const sockets = new Map()
   const server = http.createServer((req, res) => {
+    const socket = req.socket
+    sockets.set(socket, (sockets.get(socket) || 0) + 1)
+    res.once('close', () => {
+      const active = (sockets.get(socket) || 1) - 1
+      if (sockets.has(socket)) sockets.set(socket, active)
+      if (closing && active === 0) socket.end() // after the flush of what was written
+    })
     handle(req, res).catch((err) => {
       // Nothing may escape as an unhandled rejection (Node 20 would exit).
       if (!res.headersSent) send(res, 500, 'internal error: ' + err.message)
@@ -93,6 +103,10 @@ function createBackend (options = {}) {
     })
   })
   server.keepAliveTimeout = 5000
+  server.on('connection', (socket) => {
+    sockets.set(socket, 0)
+    socket.once('close', () => sockets.delete(socket))
+  })
 
   function stats () {
     const c = cache.stats()
@@ -233,34 +247,52 @@ function createBackend (options = {}) {
     })
   }
 
+  /**
+   * Wrap res so that the body node-static writes for a full 200 is handed to `onFullBody` as soon as
+   * its last byte is written (Content-Length reached), before node-static's own `res.end()`, which
+   * only comes on the read stream's 'close': a client may already hold the whole page by then.
+   */
   function teeFullBody (res, onFullBody) {
     const chunks = []
+    let size = 0
     let status = 0
+    let expected = -1
     let head = {}
+    let kept = false
     const writeHead = res.writeHead
     const write = res.write
     const end = res.end
+    const collect = (chunk, encoding) => {
+      if (kept || status !== 200 || !chunk || typeof chunk === 'function') return
+      const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk, typeof encoding === 'string' ? encoding : 'utf8')
+      chunks.push(buffer)
+      size += buffer.length
+      if (size === expected) {
+        kept = true
+        const headers = Object.fromEntries(KEPT_HEADERS.filter((k) => head[k] !== undefined).map((k) => [k, String(head[k])]))
+        onFullBody(Buffer.concat(chunks), headers)
+        chunks.length = 0
+      }
+    }
     res.writeHead = function teeWriteHead (code, ...rest) {
       if (!res.headersSent) {
         status = code
         const h = rest.find((a) => a && typeof a === 'object') || {}
         head = Object.fromEntries(Object.entries(h).map(([k, v]) => [k.toLowerCase(), v]))
+        expected = Number(head['content-length'])
       }
       return writeHead.call(res, code, ...rest)
     }
-    res.write = function teeWrite (chunk, ...rest) {
-      if (chunk && typeof chunk !== 'function') chunks.push(Buffer.from(chunk))
-      return write.call(res, chunk, ...rest)
+    res.write = function teeWrite (chunk, encoding, ...rest) {
+      collect(chunk, encoding)
+      return write.call(res, chunk, encoding, ...rest)
     }
-    res.end = function teeEnd (chunk, ...rest) {
-      if (chunk && typeof chunk !== 'function') chunks.push(Buffer.from(chunk))
-      const result = end.call(res, chunk, ...rest)
-      const body = Buffer.concat(chunks)
+    res.end = function teeEnd (chunk, encoding, ...rest) {
+      collect(chunk, encoding)
+      if (!kept && status === 200 && expected === 0) onFullBody(Buffer.alloc(0), {}) // an empty file
+      kept = true
       chunks.length = 0
-      if (status === 200 && Number(head['content-length']) === body.length) {
-        onFullBody(body, Object.fromEntries(KEPT_HEADERS.filter((k) => head[k] !== undefined).map((k) => [k, String(head[k])])))
-      }
-      return result
+      return end.call(res, chunk, encoding, ...rest)
     }
   }
 
@@ -306,6 +338,7 @@ function createBackend (options = {}) {
       const grace = setTimeout(() => server.closeAllConnections(), o.closeGraceMs)
       server.close(() => { clearTimeout(grace); resolve() })
       server.closeIdleConnections()
+      for (const [socket, active] of sockets) if (active === 0) socket.end()
       for (const res of hung) res.destroy()
       hung.clear()
     })
