@@ -117,9 +117,11 @@ class Balancer {
     this._closed = new Promise((resolve) => {
       if (!this.server.listening) return resolve()
       const timer = setTimeout(() => this.server.closeAllConnections(), graceMs)
-      timer.unref()
+      // a keep-alive connection turns idle when its in-flight response ends: close it then
+      const sweep = setInterval(() => this.server.closeIdleConnections(), 50)
       this.server.close(() => {
         clearTimeout(timer)
+        clearInterval(sweep)
         resolve()
       })
       this.server.closeIdleConnections()

@@ -113,3 +113,28 @@ function mulberry32 (seed) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296
   }
 }
+
+describe('graceful close', () => {
+  test('an in-flight request on a keep-alive connection finishes, then the balancer closes promptly', async () => {
+    const http = require('node:http')
+    const { startUpstream } = require('./http-helper')
+    const upstream = await startUpstream((req, res) => setTimeout(() => res.end('done'), 200))
+    const lb = await startBalancer({ backends: [upstream.url], algo: 'round-robin', port: 0 })
+    const agent = new http.Agent({ keepAlive: true })
+    try {
+      const pending = request(`${lb.url}/slow`, { agent })
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      const t0 = Date.now()
+      const closing = lb.close({ graceMs: 10000 })
+      const res = await pending
+      expect(res.status).toBe(200)
+      expect(res.body).toBe('done')
+      await closing
+      expect(Date.now() - t0).toBeLessThan(2000) // not the 5 s keep-alive timeout, not the 10 s grace
+      await expect(request(`${lb.url}/again`, { timeoutMs: 1000 })).rejects.toThrow(/ECONNREFUSED/)
+    } finally {
+      agent.destroy()
+      await upstream.close()
+    }
+  })
+})
