@@ -58,9 +58,22 @@ function start ({ url, connections, rate, warmup, duration, pages, popularity, s
     // autocannon accumulates every response body as a string (UTF-8 decoding ~60 KB per page)
     // although we never read it; skipping that keeps the load generator's CPU off the machine
     // the balancer and backends share.
+    //
+    // And when the server closes a connection after a response (`Connection: close`, e.g. the
+    // balancer without upstream keep-alive passing the backend's header on), autocannon 9 writes
+    // the next request on the dying socket and another on the new one, leaving a request that
+    // will never be answered at the head of its queue: every later latency would then be
+    // measured from that stale start. Clearing the queue on each (re)connect keeps the
+    // latencies true (a reconnect's latency includes the TCP connect, as it should).
     setupClient (client) {
-      if (client.pipelinedRequests && typeof client.pipelinedRequests.addBody === 'function') {
-        client.pipelinedRequests.addBody = () => {}
+      const queue = client.pipelinedRequests
+      if (queue && typeof queue.addBody === 'function') queue.addBody = () => {}
+      if (queue && typeof queue.clear === 'function' && typeof client._connect === 'function') {
+        const connect = client._connect
+        client._connect = function () {
+          queue.clear()
+          return connect.call(this)
+        }
       }
     },
     requests: [{
