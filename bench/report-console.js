@@ -64,6 +64,10 @@ function formatTable (doc, columns) {
     `${st.popularity}${st.rate ? `, ${st.rate} req/s` : ''}, ${st.pages} pages, cache ${st.cachePages} pages, miss ${st.missMs} ms` +
     `, keep-alive ${st.keepAlive}; medians over trials`
   const out = [title, '', ...lines]
+  const rev = doc.revision
+  if (rev && rev.modified && rev.modified.length) {
+    out.push('', `measured code: ${String(rev.commit).slice(0, 7)} plus uncommitted changes to ${rev.modified.join(', ')}`)
+  }
 
   const learning = Object.entries(doc.summary)
     .map(([label, s]) => `${label} ${fmt(1)(s.learningRps)} req/s hit ${fmt(3)(s.learningHitRate)}`)

@@ -6,6 +6,8 @@
  */
 
 const os = require('node:os')
+const path = require('node:path')
+const { execFileSync } = require('node:child_process')
 const { median, ratio, round } = require('./stats')
 const { formatPopularity } = require('./popularity')
 
@@ -84,6 +86,22 @@ function checkTargets (targets, summary) {
 }
 
 /**
+ * The code that was measured: the commit, and the files of src/ and servers/ that differ from it
+ * (others may be editing the policies while a bench runs).
+ * @returns {{ commit: string | null, modified: string[] }}
+ */
+function revision () {
+  const cwd = path.join(__dirname, '..')
+  const git = (args) => execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+  try {
+    const modified = git(['status', '--porcelain', '--', 'src', 'servers']).split('\n').filter(Boolean).map((l) => l.slice(3))
+    return { commit: git(['rev-parse', 'HEAD']).trim(), modified }
+  } catch {
+    return { commit: null, modified: [] }
+  }
+}
+
+/**
  * The whole JSON document written by --out.
  * @param {object} settings from options.js
  * @param {object[]} runs
@@ -113,6 +131,7 @@ function buildDocument (settings, runs, { startedAt, finishedAt }) {
       seed: settings.seed,
       fleet: settings.fleet
     },
+    revision: revision(),
     machine: { node: process.version, platform: `${os.platform()} ${os.arch()}`, cpus: os.cpus().length, cpuModel: os.cpus()[0] && os.cpus()[0].model, loadavg: os.loadavg().map((x) => round(x, 2)) },
     runs,
     summary,
@@ -120,4 +139,4 @@ function buildDocument (settings, runs, { startedAt, finishedAt }) {
   }
 }
 
-module.exports = { summarize, checkTargets, buildDocument, METRICS }
+module.exports = { summarize, checkTargets, buildDocument, revision, METRICS }
