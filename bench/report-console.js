@@ -72,6 +72,9 @@ function formatTable (doc, columns) {
   const learning = Object.entries(doc.summary)
     .map(([label, s]) => `${label} ${fmt(1)(s.learningRps)} req/s hit ${fmt(3)(s.learningHitRate)}`)
   if (st.warmup > 0) out.push('', `learning phase (first ${st.warmup} s): ${learning.join('; ')}`)
+  const cpu = Object.entries(doc.summary)
+    .map(([label, s]) => `${label} ${fmt(2)(s.cpuBalancer)}/${fmt(2)(s.cpuFleet)}/${fmt(2)(s.cpuLoad)}`)
+  out.push(`CPU cores used in the window, balancer/fleet/load: ${cpu.join('; ')} (of ${doc.machine ? doc.machine.cpus : '?'})`)
 
   if (doc.targets && doc.targets.length) {
     out.push('', 'targets:')

@@ -24,6 +24,9 @@ const METRICS = {
   specialization: (r) => r.specialization,
   cpuPer10k: (r) => r.cpuPer10k,
   bytesPerSec: (r) => r.bytesPerSec,
+  cpuBalancer: (r) => r.cpuShare && r.cpuShare.balancer,
+  cpuFleet: (r) => r.cpuShare && r.cpuShare.fleet,
+  cpuLoad: (r) => r.cpuShare && r.cpuShare.load,
   learningRps: (r) => r.learning.rps,
   learningHitRate: (r) => r.learning.hitRate
 }
