@@ -68,6 +68,7 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
     const attempt = req[kAttempt]
     if (!attempt || attempt.ended) return
     attempt.responded = true
+    stripHopByHopResponse(proxyRes.headers)
     // An upstream that breaks off mid-body: without this the client would wait forever on a
     // response that never ends, because the library just unpipes.
     proxyRes.on('close', () => {
@@ -148,6 +149,26 @@ function stripHopByHop (proxyReq, req) {
   proxyReq.removeHeader('connection')
   proxyReq.removeHeader('keep-alive')
   proxyReq.removeHeader('proxy-connection')
+}
+
+/**
+ * The same rule on the way back: the upstream's `Connection: close` (always sent when keep-alive
+ * to upstreams is off) concerns the upstream hop only. Left in, the library copies it to the
+ * client and Node then closes the client's connection after every response. Without it, the
+ * library answers with the client's own `Connection` preference.
+ * @param {import('http').IncomingHttpHeaders} headers the upstream response's headers, edited in place
+ */
+function stripHopByHopResponse (headers) {
+  const connection = headers.connection
+  if (connection) {
+    for (const name of connection.split(',')) {
+      const header = name.trim().toLowerCase()
+      if (header) delete headers[header]
+    }
+    delete headers.connection
+  }
+  delete headers['keep-alive']
+  delete headers['proxy-connection']
 }
 
 module.exports = { createProxyEngine, DEFAULT_LIBRARY }

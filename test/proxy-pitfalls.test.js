@@ -140,4 +140,24 @@ describe.each(['http-proxy', 'http-proxy-3'])('proxy pitfalls with %s', (library
     expect(v.connections).toBe(5)
     expect(seen).toEqual(['close', 'close', 'close', 'close', 'close'])
   })
+
+  test("the upstream's Connection: close is not passed on: a keep-alive client keeps its connection", async () => {
+    const http = require('node:http')
+    const u = await upstream((req, res) => res.end('ok'))
+    const lb = await start({ backends: [u.url], keepAlive: false })
+    const clientSockets = new Set()
+    lb.server.on('connection', (s) => clientSockets.add(s))
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+    try {
+      for (let i = 0; i < 5; i++) {
+        const res = await request(`${lb.url}/k`, { agent })
+        expect(res.status).toBe(200)
+        expect(res.headers.connection).toBe('keep-alive')
+      }
+      expect(clientSockets.size).toBe(1)
+      expect(u.connections).toBe(5) // upstream side still one connection per request
+    } finally {
+      agent.destroy()
+    }
+  })
 })
