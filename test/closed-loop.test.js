@@ -82,18 +82,48 @@ describe('wasp in the closed-loop model', () => {
     expect(w.balance).toBeLessThanOrEqual(1.5) // busiest upstream <= 1.5 x mean
   })
 
-  test.each(seeds)('adapts: an upstream removed, the hit rate is back to 0.85 within 2,000 requests; re-added, it gets work (seed %i)', (seed) => {
-    const model = waspModel(seed)
+  /** Remove u3 for 2,000 requests, add it back: its share of the next 3,000, hit rate over 2,000-5,000. */
+  function rejoin (seed, options) {
+    const model = createModel({ policy: createWasp(options, { random: mulberry32(seed + 1000) }), seed })
     model.run(5000)
     model.removeUpstream('u3')
     model.run(1000)
     const recovered = model.run(1000)
+    model.addUpstream('u3')
+    const a = model.run(2000)
+    const b = model.run(1000)
+    const c = model.run(2000)
+    return {
+      recovered,
+      share: ((a.counts.u3 || 0) + (b.counts.u3 || 0)) / 3000,
+      hitRate: (b.hits + c.hits) / 3000
+    }
+  }
+
+  test.each([1, 2, 3, 4, 5, 6, 7, 8])('adapts: an upstream removed, the hit rate is back to 0.85 within 2,000 requests; re-added, it takes at least half its fair share within 3,000 and the hit rate is back to 0.85 (seed %i)', (seed) => {
+    const { recovered, share, hitRate } = rejoin(seed)
     expect(recovered.hitRate).toBeGreaterThanOrEqual(0.85)
     expect(recovered.counts.u3 || 0).toBe(0)
-    model.addUpstream('u3')
-    const back = model.run(3000)
-    expect(back.counts.u3).toBeGreaterThan(0) // it gets work, mostly shed by the load guard at first
-    expect(back.hitRate).toBeGreaterThanOrEqual(0.85)
+    expect(share).toBeGreaterThanOrEqual(0.5 / 7) // fair share with 7 upstreams is 1/7
+    expect(hitRate).toBeGreaterThanOrEqual(0.85) // requests 2,000-5,000 after it rejoined
+  })
+
+  test('idleGaps is what integrates the re-added upstream: without it its share stays low', () => {
+    const seeds8 = [1, 2, 3, 4, 5, 6, 7, 8]
+    const mean = (options) => seeds8.reduce((sum, seed) => sum + rejoin(seed, options).share, 0) / seeds8.length
+    const off = mean({ idleGaps: 0 })
+    const on = mean({})
+    expect(off).toBeLessThan(0.05) // ~0.035: work only when the load guard sheds a loaded specialist
+    expect(on).toBeGreaterThan(0.08) // ~0.09
+  })
+
+  test.each(seeds)('idleness is for the idle: a specialist at its fair share almost never bids with a discount (seed %i)', (seed) => {
+    const wasp = createWasp({}, { random: mulberry32(seed + 1000) })
+    const model = createModel({ policy: wasp, seed })
+    model.run(5000)
+    const before = wasp.snapshot().idleWins
+    model.run(5000)
+    expect(wasp.snapshot().idleWins - before).toBeLessThanOrEqual(5)
   })
 
   test.each(seeds)('adapts: popularity switched to Zipf(1.0), then ranks permuted, the hit rate recovers each time (seed %i)', (seed) => {

@@ -50,15 +50,16 @@ describe('wasp: the policy contract', () => {
 
   test('every parameter has a default, exposed on createWasp.defaults too', () => {
     expect(createWasp.defaults).toBe(defaults)
-    expect(Object.keys(defaults).sort()).toEqual(['feedback', 'loadFactor', 'maxKeys', 'missLearning', 'phi',
-      'rounds', 'stimulus', 'stimulusGrowth', 'thetaMax', 'thetaMin', 'thetaStart', 'xi'])
+    expect(Object.keys(defaults).sort()).toEqual(['feedback', 'idleGaps', 'loadFactor', 'maxKeys', 'missLearning',
+      'phi', 'rounds', 'stimulus', 'stimulusGrowth', 'thetaMax', 'thetaMin', 'thetaStart', 'xi'])
     expect(Object.isFrozen(defaults)).toBe(true)
   })
 
   test.each([
     [{ xi: 'fast' }], [{ rounds: 2.5 }], [{ rounds: 1000 }], [{ thetaMin: 0 }], [{ thetaMax: 0.5 }],
     [{ thetaStart: 5000 }], [{ loadFactor: 0.5 }], [{ stimulus: 0 }], [{ stimulusGrowth: 0.9 }],
-    [{ maxKeys: 0 }], [{ missLearning: 2 }], [{ feedback: { cache: 'yes' } }], [null]
+    [{ maxKeys: 0 }], [{ missLearning: 2 }], [{ feedback: { cache: 'yes' } }], [{ idleGaps: -1 }],
+    [{ idleGaps: Infinity }], [null]
   ])('the bad option %j throws ERR_POLISTES_BAD_OPTION', (options) => {
     expect(() => createWasp(options)).toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION' }))
   })
@@ -115,7 +116,8 @@ describe('wasp: termination', () => {
 
 describe('wasp: learning and forgetting', () => {
   test('a key served repeatedly gets one specialist', () => {
-    const wasp = createWasp({}, { random: mulberry32(11) })
+    // idleGaps 0: with one key and no load the six others are idle by construction and would take turns
+    const wasp = createWasp({ idleGaps: 0 }, { random: mulberry32(11) })
     const ids = serve(wasp, ups(7), '/a', 200)
     const last = ids.slice(100)
     expect(new Set(last).size).toBe(1)
@@ -131,7 +133,7 @@ describe('wasp: learning and forgetting', () => {
   })
 
   test('forgetting is lazy: a specialist of a key requested elsewhere rises by φ per request', () => {
-    const wasp = createWasp({ phi: 10 }, { random: mulberry32(2) })
+    const wasp = createWasp({ phi: 10, idleGaps: 0 }, { random: mulberry32(2) }) // thresholds alone
     const list = ups(2)
     serve(wasp, list, '/a', 30)
     const first = wasp.snapshot().recent[0]
@@ -158,6 +160,42 @@ describe('wasp: learning and forgetting', () => {
     const off = createWasp({ phi: 0 }, { random: mulberry32(4) })
     serve(off, ups(1), '/a', 1, { statusCode: 200, cache: 'MISS' })
     expect(off.snapshot().recent[0].theta).toBe(defaults.thetaStart - defaults.xi)
+  })
+
+  test('idleness: a newcomer idle for idleGaps × n picks bids for a specialist\'s key and keeps it', () => {
+    const run = (options) => {
+      const wasp = createWasp(options, { random: mulberry32(6) })
+      const list = ups(3)
+      serve(wasp, list, '/a', 30) // u0..u2: one of them is /a's specialist (θ = 1)
+      const all = [...list, { id: 'new', inflight: 0 }]
+      return { ids: serve(wasp, all, '/a', 200), snap: wasp.snapshot() }
+    }
+    const on = run({})
+    const first = on.ids.indexOf('new')
+    // idle beyond 8 × 4 = 32 picks, its θ of 500 halves per pick: ~9 picks later it is as keen as θ = 1
+    expect(first).toBeGreaterThan(defaults.idleGaps * 4)
+    expect(first).toBeLessThan(defaults.idleGaps * 4 + 20)
+    expect(on.snap.idleWins).toBeGreaterThanOrEqual(1)
+    // the discount it won with is kept for /a: it is now a specialist of /a too and serves it again
+    expect(on.ids.slice(first + 1).filter((id) => id === 'new').length).toBeGreaterThan(10)
+    expect(on.snap.upstreams.find((u) => u.id === 'new').idle).toBeLessThan(on.ids.length - first)
+    // off: the newcomer's θ of 500 never beats a specialist's 1
+    const off = run({ idleGaps: 0 })
+    expect(off.ids).not.toContain('new')
+    expect(off.snap.idleWins).toBe(0)
+  })
+
+  test('idleness counts picks, not time, and an absence counts as idle', () => {
+    const wasp = createWasp({}, { random: mulberry32(9), now: () => { throw new Error('no clock expected') } })
+    const list = ups(2)
+    serve(wasp, list, '/a', 30)
+    const spec = wasp.snapshot().recent[0].specialist
+    const other = list.find((u) => u.id !== spec)
+    serve(wasp, [other], '/b', 100) // the specialist is away for 100 picks
+    const away = wasp.snapshot()
+    expect(away.upstreams.find((u) => u.id === spec).idle).toBe(0) // not listed: not counted yet
+    expect(wasp.pick(list, { key: '/b' }).id).toBe(spec) // 101 picks idle > 8 × 2: it bids for /b at once
+    expect(wasp.snapshot().idleWins).toBe(away.idleWins + 1)
   })
 
   test('an upstream gone for long is forgotten and comes back neutral', () => {

@@ -36,6 +36,12 @@ export interface WaspOptions {
   feedback?: WaspFeedback
   /** with feedback.cache, the fraction of the learning a MISS keeps, 0..1 (default 0.5) */
   missLearning?: number
+  /**
+   * idleness, in fair gaps: an upstream that has served nothing for more than idleGaps × n picks
+   * (n upstreams listed) bids with its thresholds halved per further pick and keeps that for the key
+   * it wins, so a re-added upstream takes keys; >= 0, 0 turns it off (default 8)
+   */
+  idleGaps?: number
 }
 
 /** The resolved defaults. */
@@ -52,10 +58,13 @@ export interface WaspSnapshot {
   fallbacks: number
   /** decisions where the load guard made at least one upstream ineligible */
   guarded: number
+  /** decisions won by an upstream bidding with its idle discount (see `idleGaps`) */
+  idleWins: number
   /** keys in the table, and its cap */
   keys: number
   maxKeys: number
-  upstreams: Array<{ id: string, latencyMs: number }>
+  /** `idle`: picks since the upstream last served anything */
+  upstreams: Array<{ id: string, latencyMs: number, idle: number }>
   /** the 50 most recently used keys with their specialist (lowest threshold) */
   recent: Array<{ key: string, specialist: string | undefined, theta: number, requests: number }>
 }

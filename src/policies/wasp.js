@@ -18,6 +18,13 @@
  * repeats; after `rounds` rounds the eligible upstream with the lowest θeff takes the request.
  * A bounded-load guard (HAProxy's hash-balance-factor) makes an upstream ineligible while its
  * in-flight count would exceed `loadFactor` × the mean.
+ * Idleness (Cicirello & Smith: an idle machine lowers its thresholds for every job type while it
+ * waits): an upstream that has served nothing for more than `idleGaps` × n picks (n upstreams listed;
+ * with a fair share it serves about every n picks) bids with θeff × 2^-(picks beyond), and the key it
+ * wins keeps that discount. This is how a re-added or new upstream, whose thresholds are high because
+ * the others learnt its keys meanwhile, takes a share of the keys; the others forget them (φ).
+ * Idleness counts picks (absences included), not time: the model is request-driven, so this stays
+ * deterministic and independent of the request rate.
  *
  * Cost of one pick: at most `rounds` × upstreams response draws plus O(upstreams) set-up.
  */
@@ -53,11 +60,17 @@ const defaults = Object.freeze({
    * off). Errors and 5xx always take the learning back. */
   feedback: Object.freeze({ cache: false, latency: false }),
   /** with feedback.cache, the fraction of the learning a MISS keeps (never 0: cold caches must warm) */
-  missLearning: 0.5
+  missLearning: 0.5,
+  /** idleness (Cicirello & Smith's idle machine): an upstream that has served nothing for more than
+   * `idleGaps` fair gaps (idleGaps × n picks, n = upstreams listed) bids with its thresholds halved
+   * per further pick, and keeps the discount for the key it wins. 8 lets a re-added upstream take
+   * keys (model: 4 % → 9 % of requests in its first 3,000) while a specialist at its fair share
+   * almost never goes that long (e^-8); 5 steals from specialists and costs up to 7 points. 0 = off */
+  idleGaps: 8
 })
 
 const NUMERIC = ['thetaMin', 'thetaMax', 'thetaStart', 'xi', 'phi', 'stimulus', 'stimulusGrowth',
-  'rounds', 'loadFactor', 'maxKeys', 'missLearning']
+  'rounds', 'loadFactor', 'maxKeys', 'missLearning', 'idleGaps']
 
 function badOption (message) {
   return new PolistesError('ERR_POLISTES_BAD_OPTION', `wasp: ${message}`)
@@ -80,6 +93,7 @@ function resolveOptions (options) {
   if (!(o.loadFactor >= 1)) throw badOption('loadFactor must be >= 1')
   if (!Number.isInteger(o.maxKeys) || o.maxKeys < 1) throw badOption('maxKeys must be a positive integer')
   if (!(o.missLearning >= 0 && o.missLearning <= 1)) throw badOption('missLearning must lie in [0, 1]')
+  if (!(o.idleGaps >= 0)) throw badOption('idleGaps must be >= 0')
   for (const f of ['cache', 'latency']) {
     if (typeof o.feedback[f] !== 'boolean') throw badOption(`feedback.${f} must be a boolean`)
   }
@@ -94,7 +108,7 @@ function resolveOptions (options) {
  */
 function createWasp (options = {}, { random = Math.random, now = () => performance.now() } = {}) {
   const o = resolveOptions(options)
-  const { thetaMin, thetaMax, thetaStart, xi, phi, stimulus, stimulusGrowth, rounds, loadFactor, maxKeys, missLearning } = o
+  const { thetaMin, thetaMax, thetaStart, xi, phi, stimulus, stimulusGrowth, rounds, loadFactor, maxKeys, missLearning, idleGaps } = o
   const useCache = o.feedback.cache
   const useLatency = o.feedback.latency
 
@@ -105,12 +119,17 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
    * @type {Map<string, { step: number, entries: Map<string, { theta: number, at: number, epoch: number }> }>}
    */
   const keys = new Map()
-  /** Per upstream id: `epoch` (new on each (re)join), `seen` (last pick that listed it), latency EWMA. */
+  /**
+   * Per upstream id: `epoch` (new on each (re)join), `seen` (last pick that listed it), latency EWMA,
+   * `idle` (picks since it last served anything, absences included) and `g` (its idle discount in the
+   * current pick).
+   */
   const ups = new Map()
   let epochs = 0
   let picks = 0
   let fallbacks = 0
   let guarded = 0
+  let idleWins = 0
 
   // scratch space reused by every pick, grown on demand: no allocation per decision
   let eff2 = new Float64Array(16) // θeff² per candidate, -1 when ineligible
@@ -120,7 +139,7 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
   function upRecord (id) {
     let rec = ups.get(id)
     if (rec === undefined) {
-      rec = { id, epoch: ++epochs, joined: picks, seen: picks, latency: 0 }
+      rec = { id, epoch: ++epochs, joined: picks, seen: picks, latency: 0, idle: 0, g: 1 }
       ups.set(id, rec)
     }
     return rec
@@ -218,16 +237,22 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
       let latencyCount = 0
       for (let i = 0; i < n; i++) {
         const urec = upRecord(upstreams[i].id)
+        urec.idle += picks - urec.seen // picks since it last served: an absence counts as idle time
         urec.seen = picks
         recs[i] = urec
         const f = upstreams[i].inflight
         if (f > 0) total += f
         if (urec.latency > 0) { latencySum += urec.latency; latencyCount++ }
       }
-      if (key === undefined || key === null) return leastLoaded(upstreams)
+      if (key === undefined || key === null) {
+        const u = leastLoaded(upstreams)
+        recs[upstreams.indexOf(u)].idle = 0
+        return u
+      }
       const krec = keyRecord(String(key), true)
       krec.step++
       if (n === 1) {
+        recs[0].idle = 0
         adjust(krec, recs[0], -xi)
         return upstreams[0]
       }
@@ -236,6 +261,8 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
       const meanLatency = latencyCount > 0 ? latencySum / latencyCount : 0
       // HAProxy's rule: capacity ceil(c × (total + 1) / n) always leaves the least loaded eligible
       const cap = Math.ceil(loadFactor * (total + 1) / n)
+      // idleness: beyond idleGaps fair gaps (an upstream with a fair share serves about every n picks)
+      const idleAfter = idleGaps * n
       let eligible = 0
       let best = -1
       let bestEff = Infinity
@@ -247,7 +274,10 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
           continue
         }
         eligible++
-        const eff = thetaOf(krec, recs[i]) * (1 + load)
+        const over = recs[i].idle - idleAfter
+        const g = over > 0 && idleAfter > 0 ? Math.pow(2, -over) : 1 // halves per pick beyond
+        recs[i].g = g
+        const eff = thetaOf(krec, recs[i]) * g * (1 + load)
         eff2[i] = eff * eff
         if (eff < bestEff || (eff === bestEff && load < bestLoad)) {
           best = i
@@ -290,7 +320,15 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
         fallbacks++
         chosen = best
       }
-      adjust(krec, recs[chosen], -xi)
+      const cr = recs[chosen]
+      if (cr.g < 1) {
+        // it bid at θ × g: keep that for this key (Cicirello & Smith lower an idle machine's thresholds
+        // for real; applied lazily, to the key it takes), so one idle win makes it that key's specialist
+        idleWins++
+        adjust(krec, cr, thetaOf(krec, cr) * (cr.g - 1))
+      }
+      cr.idle = 0
+      adjust(krec, cr, -xi)
       return upstreams[chosen]
     },
 
@@ -341,7 +379,8 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
         guarded,
         keys: keys.size,
         maxKeys,
-        upstreams: [...ups.values()].map((u) => ({ id: u.id, latencyMs: u.latency })),
+        idleWins,
+        upstreams: [...ups.values()].map((u) => ({ id: u.id, latencyMs: u.latency, idle: u.idle })),
         recent
       }
     }

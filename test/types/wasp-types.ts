@@ -2,7 +2,7 @@
 import { createWasp, defaults } from 'polistes/wasp'
 import type { WaspOptions, WaspPolicy, WaspSnapshot, Upstream } from 'polistes/wasp'
 
-const options: WaspOptions = { xi: 100, phi: 3, feedback: { cache: true }, maxKeys: 1000 }
+const options: WaspOptions = { xi: 100, phi: 3, feedback: { cache: true }, maxKeys: 1000, idleGaps: 8 }
 const policy: WaspPolicy = createWasp(options, { random: Math.random, now: () => 0 })
 createWasp()
 createWasp({}, {})
@@ -17,13 +17,15 @@ if (picked) {
   void url
 }
 const snap: WaspSnapshot = policy.snapshot()
-const n: number = snap.picks + defaults.rounds + createWasp.defaults.thetaMax
+const n: number = snap.picks + defaults.rounds + createWasp.defaults.thetaMax + defaults.idleGaps + snap.idleWins + snap.upstreams[0].idle
 const on: boolean = defaults.feedback.cache
 const name: 'wasp' = policy.name
 void n; void on; void name
 
 // @ts-expect-error xi is a number, not a string
 createWasp({ xi: 'fast' })
+// @ts-expect-error idleGaps is a number
+createWasp({ idleGaps: true })
 // @ts-expect-error unknown option
 createWasp({ learningRate: 1 })
 // @ts-expect-error cache is 'HIT' | 'MISS'
