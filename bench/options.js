@@ -42,7 +42,7 @@ function parser (argv) {
     .option('policy-options', { type: 'string', describe: 'JSON object passed to the policy, e.g. \'{"xi":10}\'' })
     .option('seed', { type: 'number', default: 1, describe: 'seed of the page sequence' })
     .option('out', { type: 'string', describe: 'JSON result path (default bench/results/<timestamp>-<scenario>.json)' })
-    .option('results-dir', { type: 'string', default: RESULTS_DIR, describe: 'where JSON, CSV and HTML go' })
+    .option('results-dir', { type: 'string', default: RESULTS_DIR, defaultDescription: 'bench/results', describe: 'where JSON, CSV and HTML go' })
     .option('profile', { type: 'boolean', default: false, describe: 'write a V8 CPU profile of each balancer child (node --cpu-prof) to <results-dir>/profiles' })
     .option('quiet', { type: 'boolean', default: false, describe: 'no progress line' })
     .strict()

@@ -25,7 +25,7 @@ const scenarios = {
     pages: LOREM_PAGES,
     popularity: 'uniform',
     connections: 32,
-    algos: ['round-robin', 'wasp'],
+    algos: ['round-robin', 'chash-bounded', 'wasp'],
     baseline: 'round-robin',
     keepAliveVariants: [true],
     columns: ['rps', 'mean', 'p50', 'p90', 'p99', 'max', 'hitRate', 'specialization', 'cpuPer10k', 'errors'],

@@ -8,11 +8,11 @@ const { rotation } = require('../bench/run')
 const RUN = path.join(__dirname, '..', 'bench', 'run.js')
 
 describe('bench options', () => {
-  test('defaults give the cache scenario: round-robin vs wasp, 3 trials, 5 s + 20 s, 32 connections', () => {
+  test('defaults give the cache scenario: round-robin vs chash-bounded vs wasp, 3 trials, 5 s + 20 s, 32 connections', () => {
     const s = parseOptions([])
     expect(s).toMatchObject({
       scenario: 'cache',
-      algos: ['round-robin', 'wasp'],
+      algos: ['round-robin', 'chash-bounded', 'wasp'],
       baseline: 'round-robin',
       trials: 3,
       warmup: 5,
