@@ -1,0 +1,32 @@
+// Type test for the package's main entry (src/index.d.ts): compiled by tsc --strict, never run.
+import { startBalancer, createPolicy, policyNames, parseBackend, PolistesError } from 'polistes'
+import type { Balancer, BalancerStats, Policy, Upstream } from 'polistes'
+
+async function main (): Promise<void> {
+  const lb: Balancer = await startBalancer({ backends: ['http://127.0.0.1:9101#eu&w=2'], algo: 'wasp', port: 0, keepAlive: false })
+  const stats: BalancerStats = lb.stats()
+  const failures: number = stats.failures.connect + stats.failures.timeout + stats.failures.stream
+  const url: string | undefined = lb.url
+  await lb.close({ graceMs: 1000 })
+  void failures
+  void url
+
+  const policy: Policy = createPolicy('round-robin')
+  const ups: Upstream[] = [{ id: 'a', inflight: 0 }]
+  const picked: Upstream | undefined = policy.pick(ups, { key: '/page1.html' })
+  void picked
+  const names: string[] = policyNames()
+  void names
+  const spec = parseBackend('http://127.0.0.1:9101')
+  const weight: number = spec.weight
+  void weight
+  const err = new PolistesError('ERR_POLISTES_BAD_URL', 'x')
+  const code: string = err.code
+  void code
+
+  // @ts-expect-error backends is required
+  await startBalancer({ algo: 'wasp' })
+  // @ts-expect-error keepAlive is a boolean
+  await startBalancer({ backends: [], keepAlive: 'yes' })
+}
+void main
