@@ -143,6 +143,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       },
       perBackend: metrics.perBackend(start.stats, last.stats, m.servers)
         .map((r) => ({ ...r, share: round(r.share, 4), hitRate: round(r.hitRate, 4) })),
+      perKey: m.keys, // { '/page1.html': { a: 812, c: 3 }, ... } from the client's X-Server, measured window
       learning: {
         seconds: warmup,
         requests: l.requests,

@@ -104,7 +104,7 @@ describe('wasp: termination', () => {
   })
 
   test('the load guard skips an upstream at loadFactor × the mean in-flight', () => {
-    const wasp = createWasp({}, { random: mulberry32(5) })
+    const wasp = createWasp({ loadFactor: 3 }, { random: mulberry32(5) })
     const list = ups(4)
     serve(wasp, list, '/hot', 30) // a specialist emerges
     const specialist = list.find((u) => u.id === wasp.snapshot().recent[0].specialist)
