@@ -84,21 +84,23 @@ const scenarios = {
   },
 
   // EXPERIMENTS.md C: workers in regions at different distances.
+  // Regions of unequal size (3 eu, 2 us, 1 asia), as a deployment grows: with equal sizes
+  // equal-regions would be round-robin under another name.
   regions: {
-    description: 'two backends per region with added latency eu 300, us 350, asia 550 ms',
+    description: 'six backends in three regions of unequal size, added latency eu 300 (x3), us 350 (x2), asia 550 ms (x1)',
     fleet: {
       count: 6,
       cachePages: 1000,
       missMs: 0,
       perBackend: [
-        { latencyProfile: [300] }, { latencyProfile: [300] },
+        { latencyProfile: [300] }, { latencyProfile: [300] }, { latencyProfile: [300] },
         { latencyProfile: [350] }, { latencyProfile: [350] },
-        { latencyProfile: [550] }, { latencyProfile: [550] }
+        { latencyProfile: [550] }
       ]
     },
     backendLabels: [
-      { region: 'eu' }, { region: 'eu' }, { region: 'us' }, { region: 'us' },
-      { region: 'asia' }, { region: 'asia' }
+      { region: 'eu' }, { region: 'eu' }, { region: 'eu' }, { region: 'us' }, { region: 'us' },
+      { region: 'asia' }
     ],
     pages: LOREM_PAGES,
     popularity: 'uniform',
