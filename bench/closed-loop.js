@@ -19,7 +19,7 @@
  *   model.removeUpstream('u3'); model.addUpstream('u3'); model.setPopularity({ zipf: 1 }); model.permute()
  */
 
-const { mulberry32 } = require('./prng')
+const { mulberry32 } = require('../src/prng')
 
 const DEFAULTS = Object.freeze({
   upstreams: 7, // a number (ids u0..u{n-1}) or an array of ids

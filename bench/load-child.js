@@ -16,7 +16,8 @@
 const autocannon = require('autocannon')
 const { serve } = require('./child')
 const { summarize } = require('./stats')
-const { createSampler, pagePath, seededRandom } = require('./popularity')
+const { createSampler, pagePath } = require('./popularity')
+const { mulberry32 } = require('../src/prng')
 
 function newPhase () {
   return { requests: 0, bytes: 0, errors: 0, non2xx: 0, hits: 0, misses: 0, latencies: [], keys: {}, servers: {} }
@@ -40,7 +41,7 @@ function phaseResult (phase, seconds) {
 let instance
 
 function start ({ url, connections, rate, warmup, duration, pages, popularity, seed = 1, timeout = 10 }) {
-  const sample = createSampler(popularity, pages, seededRandom(seed))
+  const sample = createSampler(popularity, pages, mulberry32(seed))
   const endMs = (warmup + duration) * 1000
   const learning = newPhase()
   const measured = newPhase()

@@ -10,7 +10,7 @@
  *   node bench/micro.js --json     # machine-readable
  */
 
-const { mulberry32 } = require('./prng')
+const { mulberry32 } = require('../src/prng')
 const { createWasp } = require('../src/policies/wasp')
 const { createRoundRobin } = require('../src/policies/round-robin')
 

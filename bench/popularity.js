@@ -93,22 +93,3 @@ function pagePath (i) {
 }
 
 module.exports = { parsePopularity, formatPopularity, probabilities, createSampler, pagePath }
-
-/**
- * A seeded uniform generator in [0, 1): mulberry32 (Tommy Ettinger, public domain), the one
- * servers/pages.js uses too. Fast, 32-bit state, good enough to pick pages.
- * @param {number} seed
- * @returns {() => number}
- */
-function seededRandom (seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6D2B79F5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
-module.exports.seededRandom = seededRandom

@@ -8,6 +8,7 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
+const { mulberry32 } = require('../src/prng')
 
 const WORDS = (
   'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut ' +
@@ -20,23 +21,6 @@ const WORDS = (
 
 /** Lines per page, including the HTML scaffolding. */
 const LINES_PER_PAGE = 1000
-
-/**
- * mulberry32: a tiny 32-bit PRNG (Tommy Ettinger's public-domain generator).
- *
- * @param {number} seed any 32-bit integer
- * @returns {() => number} a function returning floats in [0, 1)
- */
-function mulberry32 (seed) {
-  let a = seed >>> 0
-  return function next () {
-    a = (a + 0x6D2B79F5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /**
  * Render one page as a string.

@@ -74,6 +74,8 @@ export function policyNames (): string[]
 export function parseBackend (input: BackendInput, index?: number): BackendSpec
 export function parseBackends (list: BackendInput[] | string): BackendSpec[]
 export function routingKey (url: string): string
+/** A seeded PRNG (mulberry32) in [0, 1), e.g. for a policy's injected `random`. */
+export function mulberry32 (seed: number): () => number
 
 export class PolistesError extends Error {
   constructor (code: string, message: string)

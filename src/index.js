@@ -8,6 +8,7 @@ const { createBalancer, startBalancer, routingKey } = require('./balancer')
 const { createPolicy, policyNames } = require('./policies')
 const { parseBackend, parseBackends } = require('./backend-spec')
 const { PolistesError, codes } = require('./errors')
+const { mulberry32 } = require('./prng')
 
 module.exports = {
   createBalancer,
@@ -17,6 +18,7 @@ module.exports = {
   parseBackend,
   parseBackends,
   routingKey,
+  mulberry32,
   PolistesError,
   errorCodes: codes
 }

@@ -4,6 +4,7 @@ const path = require('node:path')
 const { createBackend } = require('../servers/static-server')
 const { startBalancer } = require('../src/balancer')
 const { request } = require('./http-helper')
+const { mulberry32 } = require('../src/prng')
 
 const ROOT = path.join(__dirname, '..', 'public')
 const IDS = ['a', 'b', 'c', 'd', 'e', 'f', 'g']
@@ -102,17 +103,6 @@ describe('balancer in front of seven node-static backends', () => {
     expect(lb.stats().policy.name).toBe('wasp')
   })
 })
-
-function mulberry32 (seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6D2B79F5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 describe('graceful close', () => {
   test('an in-flight request on a keep-alive connection finishes, then the balancer closes promptly', async () => {

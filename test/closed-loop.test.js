@@ -1,7 +1,7 @@
 'use strict'
 
 const { createModel, EventHeap } = require('../bench/closed-loop')
-const { mulberry32 } = require('../bench/prng')
+const { mulberry32 } = require('../src/prng')
 const { createWasp } = require('../src/policies/wasp')
 const { createRoundRobin } = require('../src/policies/round-robin')
 const { createRandom } = require('../src/policies/random')

@@ -5,21 +5,7 @@
  * scripted run (membership changes, held in-flight work, scripted latencies) against a policy.
  */
 
-/**
- * mulberry32: a tiny seeded PRNG (Tommy Ettinger), uniform in [0, 1).
- * @param {number} seed
- * @returns {() => number}
- */
-function mulberry32 (seed) {
-  let a = seed >>> 0
-  return function random () {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+const { mulberry32 } = require('../src/prng')
 
 /** A random source that replays `values` in a loop. */
 function sequence (values) {

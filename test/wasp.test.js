@@ -1,7 +1,7 @@
 'use strict'
 
 const { createWasp, defaults } = require('../src/policies/wasp')
-const { mulberry32 } = require('../bench/prng')
+const { mulberry32 } = require('../src/prng')
 const { execFileSync } = require('node:child_process')
 
 const ups = (n) => Array.from({ length: n }, (_, i) => ({ id: `u${i}`, inflight: 0 }))
@@ -214,7 +214,7 @@ describe('wasp: bounded memory', () => {
     // run in a plain node process: jest's module sandbox makes a million Map operations ~10x slower
     const script = `
       const { createWasp } = require(${JSON.stringify(require.resolve('../src/policies/wasp'))})
-      const { mulberry32 } = require(${JSON.stringify(require.resolve('../bench/prng'))})
+      const { mulberry32 } = require(${JSON.stringify(require.resolve('../src/prng'))})
       const wasp = createWasp({ maxKeys: 1000 }, { random: mulberry32(1) })
       const list = [{ id: 'a', inflight: 0 }, { id: 'b', inflight: 0 }, { id: 'c', inflight: 0 }]
       const outcome = { latencyMs: 1, statusCode: 200 }

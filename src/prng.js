@@ -2,7 +2,8 @@
 
 /**
  * mulberry32: a tiny seeded PRNG with a 32-bit state (Tommy Ettinger, public domain).
- * Good enough for simulations and tests; not for anything that needs unpredictability.
+ * Good enough for simulations, tests and seeding a policy's `random`; not for anything that needs
+ * unpredictability. Shared by the page generator, the bench, the model and the tests.
  *
  * @param {number} seed any integer; the same seed gives the same sequence
  * @returns {() => number} uniform in [0, 1)
