@@ -100,6 +100,12 @@ function createEwmaTable (alpha) {
         entry.samples++
       }
     },
+    /** Feed one request's outcome (errors count as at least the worst estimate held). */
+    record (upstream, outcome) {
+      if (!upstream) return
+      const sample = latencySample(outcome, this.worst())
+      if (sample !== undefined) this.observe(upstream.id, sample)
+    },
     forget (upstreams) {
       forgetAbsent(table, upstreams)
     },
@@ -140,9 +146,7 @@ function createLowestEwma (name, { alpha = 0.2 } = {}) {
       return pickLowest(upstreams, (u) => table.get(u.id))
     },
     onEnd (upstream, ctx, outcome) {
-      if (!upstream) return
-      const sample = latencySample(outcome, table.worst())
-      if (sample !== undefined) table.observe(upstream.id, sample)
+      table.record(upstream, outcome)
     },
     snapshot () {
       return { alpha, upstreams: table.toJSON() }

@@ -19,7 +19,7 @@
 
 const { PolistesError } = require('../errors')
 const { smoothPick, weightOf, forgetAbsent } = require('./weighted-round-robin')
-const { createEwmaTable, latencySample, checkAlpha } = require('./ewma')
+const { createEwmaTable, checkAlpha } = require('./ewma')
 
 /**
  * Create a latency-weighted policy.
@@ -63,9 +63,7 @@ function createLatencyWeighted ({ alpha = 0.2, minLatencyMs = 0.01 } = {}) {
       return smoothPick(upstreams, (u) => weightOf(u) * (speed.has(u.id) ? speed.get(u.id) / mean : 1), rotation)
     },
     onEnd (upstream, ctx, outcome) {
-      if (!upstream) return
-      const sample = latencySample(outcome, table.worst())
-      if (sample !== undefined) table.observe(upstream.id, sample)
+      table.record(upstream, outcome)
     },
     snapshot () {
       return { alpha, upstreams: table.toJSON() }
