@@ -90,7 +90,12 @@ async function main (argv) {
   let backends = config.backends
   if (!backends) {
     const { startFleet } = require('../servers/fleet')
-    fleet = await startFleet({ ...config.fleet, host: '127.0.0.1', root: path.join(ROOT, 'public') })
+    try {
+      fleet = await startFleet({ ...config.fleet, host: '127.0.0.1', root: path.join(ROOT, 'public') })
+    } catch (err) {
+      if (err.code === 'ERR_POLISTES_PORT_IN_USE') err.message += ' (embedded fleet: choose other ports with --fleet-base-port, or 0 for any free ones)'
+      throw err
+    }
     backends = fleet.backends.map((b) => ({ id: b.id, url: b.url }))
     logger.info({ backends: fleet.backends.map((b) => `${b.id}=${b.url}`) }, `embedded fleet of ${fleet.backends.length} backends (cache ${config.fleet.cachePages} pages, miss ${config.fleet.missMs} ms)`)
   }

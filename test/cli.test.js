@@ -98,6 +98,20 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
     }
   })
 
+  test('embedded fleet port in use', async () => {
+    const blocker = http.createServer()
+    blocker.listen(0, '127.0.0.1')
+    await once(blocker, 'listening')
+    try {
+      const { code, stderr } = await run(['--port', '0', '--fleet-base-port', String(blocker.address().port)])
+      expect(code).toBe(2)
+      expect(stderr).toMatch(/already in use \(embedded fleet: choose other ports with --fleet-base-port/)
+      expect(oneLine(stderr)).toBe(true)
+    } finally {
+      blocker.close()
+    }
+  })
+
   test('--help prints usage and exits 0', async () => {
     const { code, stdout } = await run(['--help'])
     expect(code).toBe(0)
