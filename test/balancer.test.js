@@ -3,7 +3,7 @@
 const path = require('node:path')
 const { createBackend } = require('../servers/static-server')
 const { startBalancer } = require('../src/balancer')
-const { request } = require('./http-helper')
+const { request, startUpstream } = require('./helper')
 const { mulberry32 } = require('../src/prng')
 
 const ROOT = path.join(__dirname, '..', 'public')
@@ -107,7 +107,6 @@ describe('balancer in front of seven node-static backends', () => {
 describe('graceful close', () => {
   test('an in-flight request on a keep-alive connection finishes, then the balancer closes promptly', async () => {
     const http = require('node:http')
-    const { startUpstream } = require('./http-helper')
     const upstream = await startUpstream((req, res) => setTimeout(() => res.end('done'), 200))
     const lb = await startBalancer({ backends: [upstream.url], algo: 'round-robin', port: 0 })
     const agent = new http.Agent({ keepAlive: true })

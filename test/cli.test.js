@@ -6,22 +6,12 @@ const fs = require('node:fs')
 const os = require('node:os')
 const http = require('node:http')
 const { once } = require('node:events')
-const { request, startUpstream, waitFor } = require('./http-helper')
+const { request, startUpstream, waitFor, runNode } = require('./helper')
 
 const CLI = path.join(__dirname, '..', 'src', 'cli.js')
 
 /** Run the CLI to completion (bounded) and collect its output. */
-function run (args, { timeoutMs = 10000 } = {}) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => { stdout += d })
-    child.stderr.on('data', (d) => { stderr += d })
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`cli did not exit: ${args.join(' ')}`)) }, timeoutMs)
-    child.on('exit', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }) })
-  })
-}
+const run = (args) => runNode(CLI, args, { timeoutMs: 10000 })
 
 /** Start the CLI as a server; resolve once it logs where it listens. */
 function startCli (args, { timeoutMs = 10000 } = {}) {

@@ -4,7 +4,7 @@ const net = require('node:net')
 const { Writable } = require('node:stream')
 const pino = require('pino')
 const { startBalancer } = require('../src/balancer')
-const { request, startUpstream, closedPort, waitFor } = require('./http-helper')
+const { request, startUpstream, closedPort, waitFor } = require('./helper')
 
 /** A pino logger whose JSON lines the test can read back. */
 function logSink () {

@@ -1,26 +1,13 @@
 'use strict'
 
 const path = require('node:path')
-const { spawn, fork } = require('node:child_process')
+const { fork } = require('node:child_process')
 const { createBackend } = require('../servers/static-server')
-const { rawRequest, runNode } = require('./helper')
+const { rawRequest, runNode, startServerCli } = require('./helper')
 
 const SERVER = path.join(__dirname, '..', 'servers', 'static-server.js')
 
-/** Start the CLI and resolve with its URL once it printed where it listens. */
-function startCli (args) {
-  const child = spawn(process.execPath, [SERVER, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-  const url = new Promise((resolve, reject) => {
-    let out = ''
-    child.stdout.on('data', (d) => {
-      out += d
-      const m = /listening on (http:\/\/\S+)/.exec(out)
-      if (m) resolve(m[1])
-    })
-    child.once('exit', (code) => reject(new Error(`exited with ${code}`)))
-  })
-  return { child, url }
-}
+const startCli = (args) => startServerCli(SERVER, args)
 
 function exitOf (child) {
   return new Promise((resolve) => {

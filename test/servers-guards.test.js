@@ -3,11 +3,10 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { spawn } = require('node:child_process')
 const { createBackend } = require('../servers/static-server')
 const { checkMethod, resolvePagePath, guardWriteHead, parseRange } = require('../servers/guards')
 const { generatePages } = require('../servers/pages')
-const { rawRequest } = require('./helper')
+const { rawRequest, startServerCli } = require('./helper')
 
 const PUBLIC = path.join(__dirname, '..', 'public')
 const PAGE1 = fs.readFileSync(path.join(PUBLIC, 'page1.html'))
@@ -168,17 +167,10 @@ describe('Range', () => {
 })
 
 test('a backend process survives every hostile request and keeps serving', async () => {
-  const child = spawn(process.execPath, [path.join(__dirname, '..', 'servers', 'static-server.js'), '--port', '0', '--miss-ms', '0'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const started = startServerCli(path.join(__dirname, '..', 'servers', 'static-server.js'), ['--port', '0', '--miss-ms', '0'])
+  const { child } = started
   try {
-    const url = await new Promise((resolve, reject) => {
-      let out = ''
-      child.stdout.on('data', (d) => {
-        out += d
-        const m = /listening on (http:\/\/\S+)/.exec(out)
-        if (m) resolve(m[1])
-      })
-      child.once('exit', (code) => reject(new Error(`exited with ${code}`)))
-    })
+    const url = await started.url
     const hostile = [
       ['/%00'], ['/%zz'], ['/../package.json'], ['/%2e%2e/package.json'], ['/..%2fpackage.json'], ['/..\\package.json'],
       ['/page1.html', { method: 'HEAD' }], ['/page1.html', { method: 'OPTIONS' }], ['/page1.html', { method: 'POST' }],
