@@ -1,15 +1,20 @@
 'use strict'
 
-const http = require('node:http')
-const { Readable } = require('node:stream')
-
 /**
- * The one module that owns the proxy library. Swapping http-proxy for its API-compatible
- * successor http-proxy-3 is the `library` default below: nothing else in polistes requires either.
- * (The README's "Proxy library" section gives the measurements behind the choice.)
+ * The proxy engine moves a request's bytes to the upstream the balancer chose, and the response
+ * back; it never picks an upstream. Engines (src/engines/):
+ * - `http-proxy`: http-proxy 1.18 with polistes' fixes around it (the requested stack);
+ * - `http-proxy-3`: the same on http-proxy's API-compatible successor;
+ * - `node-http`: node:http's client through a keep-alive Agent, no proxy library;
+ * - `undici`: one undici Pool per upstream, driven through `dispatch()`.
+ * All of them pass the same pitfall suite (test/proxy-pitfalls.test.js); bench/engine-cpu.js
+ * measures their CPU per request.
  */
-const DEFAULT_LIBRARY = 'http-proxy'
-const LIBRARIES = new Set(['http-proxy', 'http-proxy-3'])
+
+const { PolistesError } = require('./errors')
+
+const DEFAULT_ENGINE = 'http-proxy'
+const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici']
 
 /**
  * How one attempt ended badly.
@@ -22,153 +27,48 @@ const LIBRARIES = new Set(['http-proxy', 'http-proxy-3'])
 
 /**
  * @typedef {object} AttemptHandlers
- * @property {(proxyRes: import('http').IncomingMessage) => void} onResponse response headers arrived
+ * @property {(statusCode: number, headers: Record<string, string | string[] | undefined>) => void} onResponse
+ *   the upstream's response head arrived (headers by lower-case name, hop-by-hop ones removed);
+ *   called before the head is written to the client
  * @property {(err: Error, kind: FailureKind) => void} onFailure the attempt failed; called at most once
  */
 
 /**
- * Create the proxy engine: moves bytes to a chosen upstream, never picks one.
+ * @typedef {object} ProxyEngine
+ * @property {(req: import('http').IncomingMessage, res: import('http').ServerResponse, upstream: { target: URL },
+ *   handlers: AttemptHandlers, options?: { replay?: boolean }) => { abort: () => void }} forward
+ *   forward one attempt of `req` to `upstream`. Bodiless retries pass `replay: true`: the client's
+ *   request stream has been consumed, so an empty body is sent instead. `abort()` drops the upstream
+ *   request (the client went away).
+ * @property {() => void} close release pooled upstream connections
+ * @property {string} name the engine's name
+ */
+
+/**
+ * Create a proxy engine.
  *
  * @param {object} [options]
+ * @param {string} [options.engine='http-proxy'] one of {@link ENGINES}
  * @param {boolean} [options.keepAlive=true] reuse upstream connections; false opens one per request
  *   and sends `Connection: close`
  * @param {number} [options.timeoutMs=30000] upstream inactivity timeout (connect, headers or body)
- * @param {'http-proxy' | 'http-proxy-3'} [options.library] the proxy library (for measurement)
  * @param {number} [options.maxSockets=Infinity] per-upstream connection cap when keep-alive is on
- * @returns {{ forward: Function, close: () => void, library: string }}
+ * @returns {ProxyEngine}
+ * @throws {PolistesError} ERR_POLISTES_BAD_OPTION for an unknown engine
  */
-function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEFAULT_LIBRARY, maxSockets = Infinity } = {}) {
-  if (!LIBRARIES.has(library)) throw new Error(`unknown proxy library "${library}"`)
-  const lib = require(library)
-  const createProxyServer = lib.createProxyServer || lib.createProxy || (lib.default && lib.default.createProxyServer)
-  const agent = keepAlive
-    ? new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 256, scheduling: 'lifo' })
-    : false
-  const proxy = createProxyServer({ xfwd: true, agent })
-  const kAttempt = Symbol('polistes.attempt')
-
-  // The library emits 'proxyReq' once the upstream socket is assigned: arm the timeout there, and
-  // honour an abort that came first.
-  proxy.on('proxyReq', (proxyReq, req) => {
-    const attempt = req[kAttempt]
-    if (!attempt) return
-    attempt.proxyReq = proxyReq
-    if (attempt.aborted) {
-      proxyReq.destroy()
-      return
-    }
-    if (agent) stripHopByHop(proxyReq, req)
-    proxyReq.setTimeout(timeoutMs, () => {
-      attempt.timedOut = true
-      proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
-    })
-  })
-
-  proxy.on('proxyRes', (proxyRes, req) => {
-    const attempt = req[kAttempt]
-    if (!attempt || attempt.ended) return
-    attempt.responded = true
-    stripHopByHopResponse(proxyRes.headers)
-    // An upstream that breaks off mid-body: without this the client would wait forever on a
-    // response that never ends, because the library just unpipes.
-    proxyRes.on('close', () => {
-      if (!proxyRes.complete) attempt.fail(new Error('upstream closed the response early'), 'stream')
-    })
-    attempt.handlers.onResponse(proxyRes)
-  })
-
-  // Every web() call passes a callback; this listener only guards against a library path that
-  // would emit instead (an unhandled 'error' event would crash the balancer).
-  proxy.on('error', () => {})
-
-  /**
-   * Forward one attempt of `req` to `upstream`. Bodiless retries pass `replay: true`: the original
-   * request stream has already been consumed, so an empty body is sent instead.
-   *
-   * @param {import('http').IncomingMessage} req
-   * @param {import('http').ServerResponse} res
-   * @param {{ target: URL }} upstream
-   * @param {AttemptHandlers} handlers
-   * @param {{ replay?: boolean }} [options]
-   * @returns {{ abort: () => void }} abort the upstream request (client went away)
-   */
-  function forward (req, res, upstream, handlers, { replay = false } = {}) {
-    const attempt = {
-      handlers,
-      proxyReq: null,
-      aborted: false,
-      timedOut: false,
-      responded: false,
-      ended: false,
-      fail (err, kind) {
-        if (attempt.ended) return
-        attempt.ended = true
-        handlers.onFailure(err, kind)
-      },
-      abort () {
-        attempt.aborted = true
-        attempt.ended = true
-        if (attempt.proxyReq) attempt.proxyReq.destroy()
-      }
-    }
-    req[kAttempt] = attempt
-    const options = { target: upstream.target }
-    if (replay) options.buffer = Readable.from([])
-    proxy.web(req, res, options, (err) => {
-      if (req[kAttempt] !== attempt) return // a stale attempt's listener
-      const kind = attempt.timedOut ? 'timeout' : attempt.responded ? 'stream' : 'connect'
-      attempt.fail(err, kind)
-    })
-    return attempt
+function createProxyEngine ({ engine = DEFAULT_ENGINE, keepAlive = true, timeoutMs = 30000, maxSockets = Infinity } = {}) {
+  const options = { keepAlive, timeoutMs, maxSockets }
+  let created
+  if (engine === 'http-proxy' || engine === 'http-proxy-3') {
+    created = require('./engines/http-proxy').createHttpProxyEngine({ ...options, library: engine })
+  } else if (engine === 'node-http') {
+    created = require('./engines/node-http').createNodeHttpEngine(options)
+  } else if (engine === 'undici') {
+    created = require('./engines/undici').createUndiciEngine(options)
+  } else {
+    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `unknown proxy engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
   }
-
-  function close () {
-    if (agent) agent.destroy()
-    proxy.close && proxy.close()
-  }
-
-  return { forward, close, library }
+  return { ...created, name: engine }
 }
 
-/**
- * Connection headers are hop-by-hop (RFC 9110 §7.6.1): the client's `Connection: close` concerns
- * its own connection to us, but the library copies it upstream, which silently closes every pooled
- * upstream connection after one request. Remove it and the headers it names, so the agent's
- * keep-alive holds whatever the client does.
- * @param {import('http').ClientRequest} proxyReq
- * @param {import('http').IncomingMessage} req
- */
-function stripHopByHop (proxyReq, req) {
-  const connection = req.headers.connection
-  if (connection) {
-    for (const name of connection.split(',')) {
-      const header = name.trim().toLowerCase()
-      if (header && header !== 'upgrade') proxyReq.removeHeader(header)
-    }
-  }
-  proxyReq.removeHeader('connection')
-  proxyReq.removeHeader('keep-alive')
-  proxyReq.removeHeader('proxy-connection')
-}
-
-/**
- * The same rule on the way back: the upstream's `Connection: close` (always sent when keep-alive
- * to upstreams is off) concerns the upstream hop only. Left in, the library copies it to the
- * client and Node then closes the client's connection after every response. Without it, the
- * library answers with the client's own `Connection` preference.
- * @param {import('http').IncomingHttpHeaders} headers the upstream response's headers, edited in place
- */
-function stripHopByHopResponse (headers) {
-  const connection = headers.connection
-  if (connection) {
-    for (const name of connection.split(',')) {
-      const header = name.trim().toLowerCase()
-      if (header) delete headers[header]
-    }
-    delete headers.connection
-  }
-  delete headers['keep-alive']
-  delete headers['proxy-connection']
-}
-
-module.exports = { createProxyEngine, DEFAULT_LIBRARY }
+module.exports = { createProxyEngine, DEFAULT_ENGINE, ENGINES }

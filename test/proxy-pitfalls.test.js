@@ -4,6 +4,7 @@ const net = require('node:net')
 const { Writable } = require('node:stream')
 const pino = require('pino')
 const { startBalancer } = require('../src/balancer')
+const { ENGINES } = require('../src/proxy-engine')
 const { request, startUpstream, closedPort, waitFor } = require('./helper')
 
 /** A pino logger whose JSON lines the test can read back. */
@@ -19,10 +20,10 @@ function logSink () {
 }
 
 // Both libraries run the same pitfalls: the README's choice rests on these results.
-describe.each(['http-proxy', 'http-proxy-3'])('proxy pitfalls with %s', (library) => {
+describe.each(ENGINES)('proxy pitfalls with the %s engine', (engine) => {
   const open = []
   const start = async (options) => {
-    const lb = await startBalancer({ algo: 'round-robin', port: 0, library, ...options })
+    const lb = await startBalancer({ algo: 'round-robin', port: 0, engine, ...options })
     open.push(lb)
     return lb
   }

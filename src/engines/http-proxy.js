@@ -1,0 +1,153 @@
+'use strict'
+
+const http = require('node:http')
+const { Readable } = require('node:stream')
+
+/**
+ * The http-proxy engine: http-proxy 1.18 (or its API-compatible successor http-proxy-3) moves the
+ * bytes, with `xfwd` for X-Forwarded-*; this module adds what the library lacks (hop-by-hop
+ * stripping both ways, an inactivity timeout, failure kinds, mid-body breaks). The only module
+ * that requires either library.
+ *
+ * @param {object} options
+ * @param {'http-proxy' | 'http-proxy-3'} options.library
+ * @param {boolean} options.keepAlive reuse upstream connections; false opens one per request
+ *   and sends `Connection: close`
+ * @param {number} options.timeoutMs upstream inactivity timeout (connect, headers or body)
+ * @param {number} options.maxSockets per-upstream connection cap when keep-alive is on
+ * @returns {import('../proxy-engine').ProxyEngine}
+ */
+function createHttpProxyEngine ({ library, keepAlive, timeoutMs, maxSockets }) {
+  const lib = require(library)
+  const createProxyServer = lib.createProxyServer || lib.createProxy || (lib.default && lib.default.createProxyServer)
+  const agent = keepAlive
+    ? new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 256, scheduling: 'lifo' })
+    : false
+  const proxy = createProxyServer({ xfwd: true, agent })
+  const kAttempt = Symbol('polistes.attempt')
+
+  // The library emits 'proxyReq' once the upstream socket is assigned: arm the timeout there, and
+  // honour an abort that came first.
+  proxy.on('proxyReq', (proxyReq, req) => {
+    const attempt = req[kAttempt]
+    if (!attempt) return
+    attempt.proxyReq = proxyReq
+    if (attempt.aborted) {
+      proxyReq.destroy()
+      return
+    }
+    if (agent) stripHopByHop(proxyReq, req)
+    proxyReq.setTimeout(timeoutMs, () => {
+      attempt.timedOut = true
+      proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
+    })
+  })
+
+  proxy.on('proxyRes', (proxyRes, req) => {
+    const attempt = req[kAttempt]
+    if (!attempt || attempt.ended) return
+    attempt.responded = true
+    stripHopByHopResponse(proxyRes.headers)
+    // An upstream that breaks off mid-body: without this the client would wait forever on a
+    // response that never ends, because the library just unpipes.
+    proxyRes.on('close', () => {
+      if (!proxyRes.complete) attempt.fail(new Error('upstream closed the response early'), 'stream')
+    })
+    attempt.handlers.onResponse(proxyRes.statusCode, proxyRes.headers)
+  })
+
+  // Every web() call passes a callback; this listener only guards against a library path that
+  // would emit instead (an unhandled 'error' event would crash the balancer).
+  proxy.on('error', () => {})
+
+  /**
+   * Forward one attempt of `req` to `upstream`. Bodiless retries pass `replay: true`: the original
+   * request stream has already been consumed, so an empty body is sent instead.
+   *
+   * @param {import('http').IncomingMessage} req
+   * @param {import('http').ServerResponse} res
+   * @param {{ target: URL }} upstream
+   * @param {import('../proxy-engine').AttemptHandlers} handlers
+   * @param {{ replay?: boolean }} [options]
+   * @returns {{ abort: () => void }} abort the upstream request (client went away)
+   */
+  function forward (req, res, upstream, handlers, { replay = false } = {}) {
+    const attempt = {
+      handlers,
+      proxyReq: null,
+      aborted: false,
+      timedOut: false,
+      responded: false,
+      ended: false,
+      fail (err, kind) {
+        if (attempt.ended) return
+        attempt.ended = true
+        handlers.onFailure(err, kind)
+      },
+      abort () {
+        attempt.aborted = true
+        attempt.ended = true
+        if (attempt.proxyReq) attempt.proxyReq.destroy()
+      }
+    }
+    req[kAttempt] = attempt
+    const options = { target: upstream.target }
+    if (replay) options.buffer = Readable.from([])
+    proxy.web(req, res, options, (err) => {
+      if (req[kAttempt] !== attempt) return // a stale attempt's listener
+      const kind = attempt.timedOut ? 'timeout' : attempt.responded ? 'stream' : 'connect'
+      attempt.fail(err, kind)
+    })
+    return attempt
+  }
+
+  function close () {
+    if (agent) agent.destroy()
+    proxy.close && proxy.close()
+  }
+
+  return { forward, close }
+}
+
+/**
+ * Connection headers are hop-by-hop (RFC 9110 §7.6.1): the client's `Connection: close` concerns
+ * its own connection to us, but the library copies it upstream, which silently closes every pooled
+ * upstream connection after one request. Remove it and the headers it names, so the agent's
+ * keep-alive holds whatever the client does.
+ * @param {import('http').ClientRequest} proxyReq
+ * @param {import('http').IncomingMessage} req
+ */
+function stripHopByHop (proxyReq, req) {
+  const connection = req.headers.connection
+  if (connection) {
+    for (const name of connection.split(',')) {
+      const header = name.trim().toLowerCase()
+      if (header && header !== 'upgrade') proxyReq.removeHeader(header)
+    }
+  }
+  proxyReq.removeHeader('connection')
+  proxyReq.removeHeader('keep-alive')
+  proxyReq.removeHeader('proxy-connection')
+}
+
+/**
+ * The same rule on the way back: the upstream's `Connection: close` (always sent when keep-alive
+ * to upstreams is off) concerns the upstream hop only. Left in, the library copies it to the
+ * client and Node then closes the client's connection after every response. Without it, the
+ * library answers with the client's own `Connection` preference.
+ * @param {import('http').IncomingHttpHeaders} headers the upstream response's headers, edited in place
+ */
+function stripHopByHopResponse (headers) {
+  const connection = headers.connection
+  if (connection) {
+    for (const name of connection.split(',')) {
+      const header = name.trim().toLowerCase()
+      if (header) delete headers[header]
+    }
+    delete headers.connection
+  }
+  delete headers['keep-alive']
+  delete headers['proxy-connection']
+}
+
+module.exports = { createHttpProxyEngine }

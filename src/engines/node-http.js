@@ -1,0 +1,123 @@
+'use strict'
+
+const http = require('node:http')
+const { requestHeaders, responseHead } = require('./headers')
+
+/**
+ * The node-http engine: one `http.request` per attempt through a keep-alive `http.Agent`, headers
+ * as flat arrays both ways (no header objects built for the outgoing request or the response),
+ * the response body written chunk by chunk with back-pressure. No proxy library.
+ *
+ * @param {object} options
+ * @param {boolean} options.keepAlive reuse upstream connections; false opens one per request and
+ *   sends `Connection: close`
+ * @param {number} options.timeoutMs upstream inactivity timeout (connect, headers or body)
+ * @param {number} options.maxSockets per-upstream connection cap when keep-alive is on
+ * @returns {import('../proxy-engine').ProxyEngine}
+ */
+function createNodeHttpEngine ({ keepAlive, timeoutMs, maxSockets }) {
+  const agent = keepAlive
+    ? new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 256, scheduling: 'lifo' })
+    : false
+  /** @type {WeakMap<object, { host: string, port: number }>} */
+  const targets = new WeakMap()
+
+  function target (upstream) {
+    let t = targets.get(upstream)
+    if (t === undefined) {
+      const url = upstream.target
+      t = { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || 80 }
+      targets.set(upstream, t)
+    }
+    return t
+  }
+
+  /**
+   * @param {import('http').IncomingMessage} req
+   * @param {import('http').ServerResponse} res
+   * @param {{ target: URL }} upstream
+   * @param {import('../proxy-engine').AttemptHandlers} handlers
+   * @param {{ replay?: boolean }} [options]
+   * @returns {{ abort: () => void }}
+   */
+  function forward (req, res, upstream, handlers, { replay = false } = {}) {
+    const { host, port } = target(upstream)
+    let ended = false
+    let responded = false
+    let timedOut = false
+
+    const fail = (err, kind) => {
+      if (ended) return
+      ended = true
+      handlers.onFailure(err, kind)
+    }
+
+    const proxyReq = http.request({
+      host,
+      port,
+      method: req.method,
+      path: req.url,
+      headers: requestHeaders(req, { keepTransferEncoding: true, close: false }),
+      agent
+    })
+    proxyReq.setTimeout(timeoutMs, () => {
+      timedOut = true
+      proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
+    })
+    proxyReq.on('error', (err) => {
+      fail(err, timedOut ? 'timeout' : responded ? 'stream' : 'connect')
+    })
+    proxyReq.on('response', (proxyRes) => {
+      if (ended) {
+        proxyRes.destroy()
+        return
+      }
+      responded = true
+      const head = responseHead(proxyRes.rawHeaders)
+      handlers.onResponse(proxyRes.statusCode, head.headers)
+      if (ended) return // the handler gave up on it
+      res.writeHead(proxyRes.statusCode, proxyRes.statusMessage, head.raw)
+      proxyRes.on('data', (chunk) => {
+        // write() says false for any chunk above the high-water mark even when the socket took
+        // it all at once; only pause when something is actually left queued.
+        if (!res.write(chunk) && res.writableLength !== 0) {
+          proxyRes.pause()
+          res.once('drain', () => proxyRes.resume())
+        }
+      })
+      proxyRes.on('end', () => {
+        ended = true
+        res.end()
+      })
+      // An upstream that breaks off mid-body: the client must see a broken response.
+      proxyRes.on('error', () => {})
+      proxyRes.on('close', () => {
+        if (!proxyRes.complete) fail(new Error(timedOut ? `upstream timed out after ${timeoutMs} ms` : 'upstream closed the response early'), timedOut ? 'timeout' : 'stream')
+      })
+    })
+
+    if (replay || !hasBody(req)) proxyReq.end()
+    else req.pipe(proxyReq)
+
+    return {
+      abort () {
+        ended = true
+        proxyReq.destroy()
+      }
+    }
+  }
+
+  function close () {
+    if (agent) agent.destroy()
+  }
+
+  return { forward, close }
+}
+
+/** Whether the request announces a body. */
+function hasBody (req) {
+  const length = req.headers['content-length']
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
+
+module.exports = { createNodeHttpEngine }
