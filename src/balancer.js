@@ -26,7 +26,7 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
  * @property {number} [maxFails=1] consecutive failures that eject an upstream
  * @property {number} [failTimeoutMs=5000] how long an ejected upstream is left out
  * @property {string | null} [statsPath='/_polistes/stats'] the balancer's own stats endpoint (null: off)
- * @property {'http-proxy' | 'http-proxy-3'} [library] proxy library (for measurement only)
+ * @property {'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'} [engine='http-proxy'] what moves the bytes (src/proxy-engine.js)
  * @property {import('pino').Logger} [logger] default: silent
  * @property {() => number} [random] injected into the policy
  * @property {() => number} [now] injected into the policy and pool (ms)
@@ -57,7 +57,7 @@ class Balancer {
   constructor ({
     backends, algo = 'wasp', policyOptions = {}, policy, port = 8080, host = '127.0.0.1',
     keepAlive = true, timeoutMs = 30000, retries = 2, maxFails = 1, failTimeoutMs = 5000,
-    statsPath = '/_polistes/stats', library, logger = silentLogger(),
+    statsPath = '/_polistes/stats', engine, logger = silentLogger(),
     random = Math.random, now = () => performance.now()
   }) {
     for (const [name, value] of Object.entries({ timeoutMs, failTimeoutMs })) {
@@ -75,7 +75,7 @@ class Balancer {
     this.now = now
     this.pool = new Pool(parseBackends(backends), { maxFails: Math.max(1, maxFails), failTimeoutMs, now })
     this.policy = policy || createPolicy(algo, policyOptions, { random, now })
-    this.engine = createProxyEngine({ keepAlive, timeoutMs, library })
+    this.engine = createProxyEngine({ keepAlive, timeoutMs, engine })
     this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0 }
     this.closing = false
     this.server = http.createServer((req, res) => this.handle(req, res))
@@ -191,9 +191,9 @@ class Balancer {
       const attempt = { upstream, t0: this.now(), done: false, statusCode: undefined, cache: undefined, handle: null }
       current = attempt
       attempt.handle = this.engine.forward(req, res, upstream, {
-        onResponse: (proxyRes) => {
-          attempt.statusCode = proxyRes.statusCode
-          attempt.cache = proxyRes.headers['x-cache']
+        onResponse: (statusCode, headers) => {
+          attempt.statusCode = statusCode
+          attempt.cache = headers['x-cache']
           this.pool.succeed(upstream)
         },
         onFailure: (err, kind) => {
