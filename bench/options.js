@@ -9,6 +9,7 @@ const path = require('node:path')
 const yargs = require('yargs/yargs')
 const { PolistesError } = require('../src/errors')
 const { policyNames } = require('../src/policies')
+const { DEFAULT_ENGINE, ENGINES } = require('../src/proxy-engine')
 const { parsePopularity } = require('./popularity')
 const { getScenario, scenarioNames } = require('./scenarios')
 
@@ -39,6 +40,7 @@ function parser (argv) {
     .option('popularity', { type: 'string', describe: 'uniform | zipf:<s> (default uniform)' })
     .option('rate', { type: 'number', describe: 'fixed total request rate, req/s (default: closed loop, as fast as possible)' })
     .option('keep-alive', { type: 'boolean', describe: 'balancer-to-backend keep-alive; --no-keep-alive turns it off' })
+    .option('engine', { type: 'string', default: DEFAULT_ENGINE, describe: `balancer proxy engine: ${ENGINES.join(', ')}` })
     .option('policy-options', { type: 'string', describe: 'JSON object passed to the policy, e.g. \'{"xi":10}\'' })
     .option('seed', { type: 'number', default: 1, describe: 'seed of the page sequence' })
     .option('out', { type: 'string', describe: 'JSON result path (default bench/results/<timestamp>-<scenario>.json)' })
@@ -112,6 +114,7 @@ function parseOptions (argv) {
   const popularity = parsePopularity(args.popularity ?? scenario.popularity)
   const rate = args.rate === undefined ? undefined : number(args.rate, 'rate', { min: 0, exclusiveMin: true, integer: true })
   const seed = number(args.seed, 'seed', { integer: true })
+  if (!ENGINES.includes(args.engine)) throw bad(`unknown --engine "${args.engine}"; expected one of: ${ENGINES.join(', ')}`)
 
   let policyOptions = {}
   if (args['policy-options'] !== undefined) {
@@ -130,7 +133,7 @@ function parseOptions (argv) {
   for (const algo of algos) {
     for (const keepAlive of keepAliveVariants) {
       const label = keepAliveVariants.length > 1 && !keepAlive ? `${algo} (no-ka)` : algo
-      arms.push({ label, algo, keepAlive })
+      arms.push({ label, algo, keepAlive, engine: args.engine })
     }
   }
   const baseline = algos.includes(scenario.baseline) ? scenario.baseline : algos[0]
@@ -160,6 +163,7 @@ function parseOptions (argv) {
     rate,
     keepAlive: keepAliveVariants.length === 1 ? keepAliveVariants[0] : keepAliveVariants,
     policyOptions,
+    engine: args.engine,
     seed,
     fleet,
     out: args.out === undefined ? undefined : path.resolve(args.out),

@@ -7,6 +7,7 @@ const { PolistesError } = require('./errors')
 const { policyNames } = require('./policies')
 const { DEFAULTS, readConfigFile, resolveConfig } = require('./config')
 const { startBalancer } = require('./balancer')
+const { ENGINES } = require('./proxy-engine')
 const { createLogger } = require('./logger')
 
 const ROOT = path.join(__dirname, '..')
@@ -26,6 +27,7 @@ function parseArgs (argv) {
     .option('backends', { alias: 'b', type: 'string', describe: 'comma-separated backend URLs, e.g. http://127.0.0.1:9101#eu&w=2 (fragment: region, w=weight, id=)' })
     .option('config', { alias: 'c', type: 'string', describe: 'JSON config file ({ address, strategy, backends, ... }); flags override it' })
     .option('keep-alive', { type: 'boolean', describe: 'reuse upstream connections (--no-keep-alive: one connection per request)', defaultDescription: 'true' })
+    .option('engine', { type: 'string', describe: `what moves the bytes: ${ENGINES.join(', ')}`, defaultDescription: DEFAULTS.engine })
     .option('timeout', { type: 'number', describe: 'upstream inactivity timeout in ms (answered with 504)', defaultDescription: String(DEFAULTS.timeoutMs) })
     .option('retries', { type: 'number', describe: 'extra attempts on other upstreams for idempotent requests without a body', defaultDescription: String(DEFAULTS.retries) })
     .option('max-fails', { type: 'number', describe: 'consecutive failures that eject an upstream', defaultDescription: String(DEFAULTS.maxFails) })
@@ -55,6 +57,7 @@ function parseArgs (argv) {
   if (argvParsed.algo !== undefined) flags.algo = argvParsed.algo
   if (argvParsed.host !== undefined) flags.host = argvParsed.host
   if (argvParsed.backends !== undefined) flags.backends = argvParsed.backends
+  if (argvParsed.engine !== undefined) flags.engine = argvParsed.engine
   if (argvParsed['keep-alive'] !== undefined) flags.keepAlive = argvParsed['keep-alive']
   if (argvParsed['policy-options'] !== undefined) {
     try {
@@ -107,7 +110,7 @@ async function main (argv) {
     if (fleet) await fleet.close()
     throw err
   }
-  logger.info({ algo: config.algo, url: balancer.url, keepAlive: config.keepAlive }, `polistes listening on ${balancer.url} (algo ${config.algo})`)
+  logger.info({ algo: config.algo, url: balancer.url, keepAlive: config.keepAlive, engine: config.engine }, `polistes listening on ${balancer.url} (algo ${config.algo})`)
   process.stdout.isTTY && console.log(`try: curl -i ${balancer.url}/page1.html    stats: ${balancer.url}/_polistes/stats`)
 
   let stopping = false

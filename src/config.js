@@ -4,6 +4,7 @@ const fs = require('node:fs')
 const { PolistesError } = require('./errors')
 const { policyNames } = require('./policies')
 const { parseBackends } = require('./backend-spec')
+const { DEFAULT_ENGINE, ENGINES } = require('./proxy-engine')
 
 /** Defaults applied after the config file and the flags are merged (flags win over the file). */
 const DEFAULTS = Object.freeze({
@@ -11,6 +12,7 @@ const DEFAULTS = Object.freeze({
   host: '127.0.0.1',
   port: 8080,
   keepAlive: true,
+  engine: DEFAULT_ENGINE,
   timeoutMs: 30000,
   retries: 2,
   maxFails: 1,
@@ -22,7 +24,7 @@ const DEFAULTS = Object.freeze({
 
 /** Keys a config file may hold. `address`, `strategy` and `receiver_addresses` are the seed's shape. */
 const FILE_KEYS = new Set(['address', 'host', 'port', 'strategy', 'algo', 'backends', 'receiver_addresses',
-  'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'fleet'])
+  'keepAlive', 'engine', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'fleet'])
 const FLEET_KEYS = new Set(['count', 'basePort', 'cachePages', 'missMs'])
 
 /**
@@ -60,7 +62,7 @@ function readConfigFile (file) {
   if (strategy !== undefined) out.algo = normalizeAlgo(strategy)
   const backends = json.backends ?? json.receiver_addresses
   if (backends !== undefined) out.backends = backends
-  for (const key of ['keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions']) {
+  for (const key of ['keepAlive', 'engine', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions']) {
     if (json[key] !== undefined) out[key] = json[key]
   }
   if (json.fleet !== undefined) {
@@ -110,6 +112,7 @@ function resolveConfig (flags, file = {}) {
   }
   checkInteger('port', config.port, 0, 65535)
   if (typeof config.host !== 'string' || config.host === '') throw badOption('host must be a non-empty string')
+  if (!ENGINES.includes(config.engine)) throw badOption(`unknown proxy engine ${JSON.stringify(config.engine)}; expected one of: ${ENGINES.join(', ')}`)
   if (typeof config.keepAlive !== 'boolean') throw badOption(`keepAlive must be true or false, got ${JSON.stringify(config.keepAlive)}`)
   checkNumber('timeoutMs', config.timeoutMs)
   checkNumber('failTimeoutMs', config.failTimeoutMs)

@@ -38,8 +38,8 @@ export interface BalancerOptions {
   failTimeoutMs?: number
   /** path of the balancer's own stats endpoint (default '/_polistes/stats'; null: off) */
   statsPath?: string | null
-  /** the proxy library, for measurement (default 'http-proxy') */
-  library?: 'http-proxy' | 'http-proxy-3'
+  /** what moves the bytes (default 'http-proxy'; see src/proxy-engine.js) */
+  engine?: 'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'
   logger?: Logger
   random?: () => number
   now?: () => number

@@ -31,13 +31,13 @@ describe('bench options', () => {
 
   test('options override the scenario\'s fleet and load', () => {
     const s = parseOptions(['--algos', 'wasp,random', '--cache-pages', '2', '--miss-ms', '5', '--pages', '40',
-      '--popularity', 'zipf:1.0', '--rate', '500', '--no-keep-alive', '--connections', '8', '--policy-options', '{"xi":2}'])
+      '--popularity', 'zipf:1.0', '--rate', '500', '--no-keep-alive', '--connections', '8', '--policy-options', '{"xi":2}', '--engine', 'node-http'])
     expect(s.algos).toEqual(['wasp', 'random'])
     expect(s.baseline).toBe('wasp') // round-robin not in the list: the first algorithm
     expect(s.fleet).toMatchObject({ cachePages: 2, missMs: 5 })
     expect(s).toMatchObject({ pages: 40, rate: 500, keepAlive: false, connections: 8, policyOptions: { xi: 2 } })
     expect(s.popularity).toEqual({ kind: 'zipf', s: 1 })
-    expect(s.arms).toEqual([{ label: 'wasp', algo: 'wasp', keepAlive: false }, { label: 'random', algo: 'random', keepAlive: false }])
+    expect(s.arms).toEqual([{ label: 'wasp', algo: 'wasp', keepAlive: false, engine: 'node-http' }, { label: 'random', algo: 'random', keepAlive: false, engine: 'node-http' }])
   })
 
   test.each([
@@ -50,7 +50,8 @@ describe('bench options', () => {
     [['--rate', '0'], 'ERR_POLISTES_BAD_OPTION', /--rate/],
     [['--scenario', 'nope'], 'ERR_POLISTES_BAD_OPTION', /unknown scenario/],
     [['--policy-options', '[1]'], 'ERR_POLISTES_BAD_OPTION', /JSON object/],
-    [['--frobnicate'], 'ERR_POLISTES_BAD_OPTION', /frobnicate/]
+    [['--frobnicate'], 'ERR_POLISTES_BAD_OPTION', /frobnicate/],
+    [['--engine', 'nginx'], 'ERR_POLISTES_BAD_OPTION', /unknown --engine "nginx"/]
   ])('%j is rejected with %s', (argv, code, message) => {
     expect(() => parseOptions(argv)).toThrow(expect.objectContaining({ code, message: expect.stringMatching(message) }))
   })

@@ -50,6 +50,9 @@ describe('config file', () => {
     expect(() => resolveConfig({ timeoutMs: -1 })).toThrow(/timeoutMs must be a positive number/)
     expect(() => resolveConfig({ retries: 1.5 })).toThrow(/retries must be an integer/)
     expect(() => resolveConfig({ keepAlive: 'yes' })).toThrow(/keepAlive must be true or false/)
+    expect(() => resolveConfig({ engine: 'nginx' })).toThrow(/unknown proxy engine "nginx"; expected one of: http-proxy, http-proxy-3, node-http, undici/)
+    expect(resolveConfig({ engine: 'undici' }).engine).toBe('undici')
+    expect(resolveConfig({}).engine).toBe('http-proxy')
   })
 })
 
