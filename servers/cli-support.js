@@ -1,8 +1,9 @@
 'use strict'
 
 /**
- * What the CLIs in servers/ share: a yargs 17 parser whose failures become a PolistesError, and a
- * runner that turns any error into ONE line on stderr and exit code 2 (no stack trace).
+ * What the CLIs in servers/ share: a yargs 17 parser whose failures become a PolistesError, a
+ * runner that turns any error into ONE line on stderr and exit code 2 (no stack trace), and a
+ * clean stop on signals.
  */
 
 const yargs = require('yargs/yargs')
@@ -98,4 +99,22 @@ async function runCli (name, main) {
   }
 }
 
-module.exports = { yargsFor, intOption, numberOption, listOption, runCli }
+/**
+ * Stop a server CLI cleanly: on SIGINT, SIGTERM or, under a parent process, the parent's
+ * disconnect (so that no orphan lingers), call `close` once, then exit 0.
+ *
+ * @param {() => Promise<void>} close stops what the CLI started
+ */
+function exitOnStop (close) {
+  let stopping = false
+  const stop = () => {
+    if (stopping) return
+    stopping = true
+    close().then(() => process.exit(0))
+  }
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+  if (process.send) process.on('disconnect', stop)
+}
+
+module.exports = { yargsFor, intOption, numberOption, listOption, runCli, exitOnStop }

@@ -305,7 +305,7 @@ function createBackend (options = {}) {
 module.exports = { createBackend }
 
 if (require.main === module) {
-  const { runCli, yargsFor, intOption } = require('./cli-support')
+  const { runCli, yargsFor, intOption, exitOnStop } = require('./cli-support')
   const { BACKEND_FLAGS, backendOptionsFromArgs } = require('./backend-options')
   runCli('static-server', async (argv) => {
     const args = yargsFor(argv, 'One page backend: node-static + bounded page cache + emulated miss cost.')
@@ -319,17 +319,7 @@ if (require.main === module) {
     const { url } = await backend.listen(port, args.host)
     const s = backend.stats()
     console.log(`backend ${s.id} listening on ${url} (pid ${process.pid}, cache ${s.cachePages} pages, miss ${s.missMs} ms)`)
-    if (process.send) {
-      process.send({ type: 'ready', id: s.id, url, port: Number(new URL(url).port) })
-      process.on('disconnect', stop) // the parent is gone: do not linger as an orphan
-    }
-    let stopping = false
-    function stop () {
-      if (stopping) return
-      stopping = true
-      backend.close().then(() => process.exit(0))
-    }
-    process.once('SIGINT', stop)
-    process.once('SIGTERM', stop)
+    exitOnStop(() => backend.close())
+    if (process.send) process.send({ type: 'ready', id: s.id, url, port: Number(new URL(url).port) })
   })
 }
