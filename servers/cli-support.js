@@ -32,20 +32,29 @@ function bounds (min, max) {
   return max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`
 }
 
+/** Parse a numeric option; `kind` says which values count and how the message names them. */
+function parseNumeric (name, text, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}, kind) {
+  const raw = String(text).trim()
+  const value = Number(raw)
+  if (raw === '' || !kind.test(value) || value < min || value > max) {
+    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${name} must be ${kind.name} ${bounds(min, max)}, got "${text}"`)
+  }
+  return value
+}
+
+const INTEGER = { name: 'an integer', test: Number.isInteger }
+const FINITE = { name: 'a number', test: Number.isFinite }
+
 /**
  * Parse an integer option given as text.
  *
  * @param {string} name option name, for the message
  * @param {string|number} text the raw value
- * @param {{ min?: number, max?: number }} [range] inclusive bounds
+ * @param {{ min?: number, max?: number }} [range] inclusive bounds (default 0 .. MAX_SAFE_INTEGER)
  * @returns {number} the integer
  */
-function intOption (name, text, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}) {
-  const value = Number(String(text).trim())
-  if (String(text).trim() === '' || !Number.isInteger(value) || value < min || value > max) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${name} must be an integer ${bounds(min, max)}, got "${text}"`)
-  }
-  return value
+function intOption (name, text, range) {
+  return parseNumeric(name, text, range, INTEGER)
 }
 
 /**
@@ -53,15 +62,11 @@ function intOption (name, text, { min = 0, max = Number.MAX_SAFE_INTEGER } = {})
  *
  * @param {string} name option name, for the message
  * @param {string|number} text the raw value
- * @param {{ min?: number, max?: number }} [range] inclusive bounds
+ * @param {{ min?: number, max?: number }} [range] inclusive bounds (default 0 .. MAX_SAFE_INTEGER)
  * @returns {number} the number
  */
-function numberOption (name, text, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}) {
-  const value = Number(String(text).trim())
-  if (String(text).trim() === '' || !Number.isFinite(value) || value < min || value > max) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${name} must be a number ${bounds(min, max)}, got "${text}"`)
-  }
-  return value
+function numberOption (name, text, range) {
+  return parseNumeric(name, text, range, FINITE)
 }
 
 /**
