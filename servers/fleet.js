@@ -193,7 +193,7 @@ async function startChildren (configs, portOf, host) {
 module.exports = { startFleet, backendId }
 
 if (require.main === module) {
-  const { runCli, yargsFor, intOption } = require('./cli-support')
+  const { runCli, yargsFor, intOption, exitOnStop } = require('./cli-support')
   const { BACKEND_FLAGS, fleetOptionsFromArgs } = require('./backend-options')
   runCli('fleet', async (argv) => {
     const args = yargsFor(argv, 'A fleet of page backends a, b, c, … Scalar backend flags take one value for all or a comma list, one per backend.')
@@ -209,17 +209,7 @@ if (require.main === module) {
     const basePort = intOption('base-port', args['base-port'], { min: 0, max: 65535 })
     const fleet = await startFleet({ count, basePort, host: args.host, processes: args.processes, ...fleetOptionsFromArgs(args) })
     for (const b of fleet.backends) console.log(`backend ${b.id} ${b.url}${b.pid ? ` pid ${b.pid}` : ''}`)
-    let stopping = false
-    const stop = () => {
-      if (stopping) return
-      stopping = true
-      fleet.close().then(() => process.exit(0))
-    }
-    process.once('SIGINT', stop)
-    process.once('SIGTERM', stop)
-    if (process.send) {
-      process.send({ type: 'ready', backends: fleet.backends })
-      process.on('disconnect', stop)
-    }
+    exitOnStop(() => fleet.close())
+    if (process.send) process.send({ type: 'ready', backends: fleet.backends })
   })
 }
