@@ -6,7 +6,7 @@
  */
 
 const yargs = require('yargs/yargs')
-const { PolistesError } = require('../src/errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../src/errors')
 
 /**
  * A strict yargs parser with `--help`, no `--version`, and failures thrown as PolistesError.
@@ -23,7 +23,7 @@ function yargsFor (argv, description) {
     .help()
     .wrap(null)
     .fail((message, err) => {
-      throw new PolistesError('ERR_POLISTES_BAD_OPTION', message || (err && err.message) || 'bad arguments')
+      throw new ERR_POLISTES_BAD_OPTION(message || (err && err.message) || 'bad arguments')
     })
 }
 
@@ -42,7 +42,7 @@ function bounds (min, max) {
 function intOption (name, text, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}) {
   const value = Number(String(text).trim())
   if (String(text).trim() === '' || !Number.isInteger(value) || value < min || value > max) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${name} must be an integer ${bounds(min, max)}, got "${text}"`)
+    throw new ERR_POLISTES_BAD_OPTION(`--${name} must be an integer ${bounds(min, max)}, got "${text}"`)
   }
   return value
 }
@@ -58,7 +58,7 @@ function intOption (name, text, { min = 0, max = Number.MAX_SAFE_INTEGER } = {})
 function numberOption (name, text, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}) {
   const value = Number(String(text).trim())
   if (String(text).trim() === '' || !Number.isFinite(value) || value < min || value > max) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${name} must be a number ${bounds(min, max)}, got "${text}"`)
+    throw new ERR_POLISTES_BAD_OPTION(`--${name} must be a number ${bounds(min, max)}, got "${text}"`)
   }
   return value
 }
