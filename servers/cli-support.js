@@ -7,7 +7,7 @@
  */
 
 const yargs = require('yargs/yargs')
-const { PolistesError } = require('../src/errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../src/errors')
 
 /**
  * A strict yargs parser with `--help`, no `--version`, and failures thrown as PolistesError.
@@ -24,7 +24,7 @@ function yargsFor (argv, description) {
     .help()
     .wrap(null)
     .fail((message, err) => {
-      throw new PolistesError('ERR_POLISTES_BAD_OPTION', message || (err && err.message) || 'bad arguments')
+      throw new ERR_POLISTES_BAD_OPTION(message || (err && err.message) || 'bad arguments')
     })
 }
 
@@ -37,7 +37,7 @@ function parseNumeric (name, text, { min = 0, max = Number.MAX_SAFE_INTEGER } = 
   const raw = String(text).trim()
   const value = Number(raw)
   if (raw === '' || !kind.test(value) || value < min || value > max) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${name} must be ${kind.name} ${bounds(min, max)}, got "${text}"`)
+    throw new ERR_POLISTES_BAD_OPTION(`--${name} must be ${kind.name} ${bounds(min, max)}, got "${text}"`)
   }
   return value
 }

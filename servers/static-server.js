@@ -12,7 +12,7 @@
 
 const http = require('node:http')
 const nodeStatic = require('node-static')
-const { PolistesError } = require('../src/errors')
+const { createLifecycle } = require('../src/http-lifecycle')
 const { normalizeBackendOptions } = require('./backend-options')
 const { createPageCache } = require('./page-cache')
 const { teeFullBody, fullPageRequest } = require('./cache-tee')
@@ -74,19 +74,8 @@ function createBackend (options = {}) {
   const counters = { requests: 0, rejected: 0, guarded: 0, errors: 0, hangs: 0, drops: 0 }
   let inflight = 0
   let closing = false
-  let closePromise = null
 
-  // Requests in progress per socket, so close() can end idle keep-alive sockets itself instead of
-  // relying on Node's idle bookkeeping (which can lag right after a response).
-  const sockets = new Map()
   const server = http.createServer((req, res) => {
-    const socket = req.socket
-    sockets.set(socket, (sockets.get(socket) || 0) + 1)
-    res.once('close', () => {
-      const active = (sockets.get(socket) || 1) - 1
-      if (sockets.has(socket)) sockets.set(socket, active)
-      if (closing && active === 0) socket.end() // after the flush of what was written
-    })
     handle(req, res).catch((err) => {
       // Nothing may escape as an unhandled rejection (Node 20 would exit).
       if (!res.headersSent) send(res, 500, 'internal error: ' + err.message)
@@ -94,10 +83,7 @@ function createBackend (options = {}) {
     })
   })
   server.keepAliveTimeout = 5000
-  server.on('connection', (socket) => {
-    sockets.set(socket, 0)
-    socket.once('close', () => sockets.delete(socket))
-  })
+  const lifecycle = createLifecycle(server, { name: `backend ${o.id}` })
 
   function stats () {
     const c = cache.stats()
@@ -258,23 +244,9 @@ function createBackend (options = {}) {
    * @returns {Promise<{ port: number, url: string }>} rejects with PolistesError
    *   ERR_POLISTES_PORT_IN_USE when the address is taken
    */
-  function listen (port = 0, host = '127.0.0.1') {
-    return new Promise((resolve, reject) => {
-      const onError = (err) => {
-        server.off('listening', onListening)
-        if (err.code === 'EADDRINUSE') reject(new PolistesError('ERR_POLISTES_PORT_IN_USE', `backend ${o.id}: ${host}:${port} is already in use`))
-        else reject(new PolistesError('ERR_POLISTES_BAD_OPTION', `backend ${o.id}: cannot listen on ${host}:${port}: ${err.code || err.message}`))
-      }
-      const onListening = () => {
-        server.off('error', onError)
-        const address = server.address()
-        const shown = address.address.includes(':') ? `[${address.address}]` : address.address
-        resolve({ port: address.port, url: `http://${shown}:${address.port}` })
-      }
-      server.once('error', onError)
-      server.once('listening', onListening)
-      server.listen(port, host)
-    })
+  async function listen (port = 0, host = '127.0.0.1') {
+    const { port: bound, url } = await lifecycle.listen(port, host)
+    return { port: bound, url }
   }
 
   /**
@@ -285,18 +257,11 @@ function createBackend (options = {}) {
    * @returns {Promise<void>} resolves when the server is closed
    */
   function close () {
-    if (closePromise) return closePromise
     closing = true
-    closePromise = new Promise((resolve) => {
-      if (!server.listening) return resolve()
-      const grace = setTimeout(() => server.closeAllConnections(), o.closeGraceMs)
-      server.close(() => { clearTimeout(grace); resolve() })
-      server.closeIdleConnections()
-      for (const [socket, active] of sockets) if (active === 0) socket.end()
-      for (const res of hung) res.destroy()
-      hung.clear()
-    })
-    return closePromise
+    const closed = lifecycle.close({ graceMs: o.closeGraceMs })
+    for (const res of hung) res.destroy()
+    hung.clear()
+    return closed
   }
 
   return { id: o.id, server, listen, stats, close }

@@ -23,7 +23,7 @@
  * A request without a key is routed round-robin.
  */
 
-const { PolistesError } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../errors')
 const { createRoundRobin } = require('./round-robin')
 const { weightOf } = require('./weighted-round-robin')
 const { hash32 } = require('./ip-hash')
@@ -87,10 +87,10 @@ function firstAtOrAfter (points, h) {
  */
 function createChashBounded ({ balanceFactor = 1.25, replicas = 100 } = {}) {
   if (!(typeof balanceFactor === 'number' && balanceFactor >= 1)) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `chash-bounded: balanceFactor must be a number >= 1, got ${balanceFactor}`)
+    throw new ERR_POLISTES_BAD_OPTION(`chash-bounded: balanceFactor must be a number >= 1, got ${balanceFactor}`)
   }
   if (!(Number.isInteger(replicas) && replicas >= 1)) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `chash-bounded: replicas must be an integer >= 1, got ${replicas}`)
+    throw new ERR_POLISTES_BAD_OPTION(`chash-bounded: replicas must be an integer >= 1, got ${replicas}`)
   }
   const fallback = createRoundRobin()
   let signature

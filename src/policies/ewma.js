@@ -25,7 +25,7 @@
  * - Memory: a Map keyed by id, pruned lazily of ids absent from the eligible list.
  */
 
-const { PolistesError } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../errors')
 const { forgetAbsent } = require('./weighted-round-robin')
 
 function inflightOf (upstream) {
@@ -124,7 +124,7 @@ function createEwmaTable (alpha) {
  */
 function checkAlpha (alpha, name) {
   if (!(typeof alpha === 'number' && alpha > 0 && alpha <= 1)) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `${name}: alpha must be a number in (0, 1], got ${alpha}`)
+    throw new ERR_POLISTES_BAD_OPTION(`${name}: alpha must be a number in (0, 1], got ${alpha}`)
   }
   return alpha
 }

@@ -17,7 +17,7 @@
  * - Latencies are floored at `minLatencyMs` so that a 0 ms sample does not make an infinite weight.
  */
 
-const { PolistesError } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../errors')
 const { smoothPick, weightOf, forgetAbsent } = require('./weighted-round-robin')
 const { createEwmaTable, checkAlpha } = require('./ewma')
 
@@ -31,7 +31,7 @@ const { createEwmaTable, checkAlpha } = require('./ewma')
 function createLatencyWeighted ({ alpha = 0.2, minLatencyMs = 0.01 } = {}) {
   checkAlpha(alpha, 'latency-weighted')
   if (!(typeof minLatencyMs === 'number' && minLatencyMs > 0 && Number.isFinite(minLatencyMs))) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `latency-weighted: minLatencyMs must be a positive number, got ${minLatencyMs}`)
+    throw new ERR_POLISTES_BAD_OPTION(`latency-weighted: minLatencyMs must be a positive number, got ${minLatencyMs}`)
   }
   const table = createEwmaTable(alpha)
   /** @type {Map<string, { current: number, effective: number }>} */

@@ -31,7 +31,7 @@
  * - `upstream.weight` is not used (as in Finagle and tower).
  */
 
-const { PolistesError } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../errors')
 const { forgetAbsent } = require('./weighted-round-robin')
 const { latencySample } = require('./ewma')
 const { randomIndex } = require('./random')
@@ -53,10 +53,10 @@ function inflightOf (upstream) {
  */
 function createP2cPeakEwma ({ tau = 10000, initialLatencyMs } = {}, { random = Math.random, now = () => performance.now() } = {}) {
   if (!(typeof tau === 'number' && tau > 0)) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `p2c-peak-ewma: tau must be a positive number of ms, got ${tau}`)
+    throw new ERR_POLISTES_BAD_OPTION(`p2c-peak-ewma: tau must be a positive number of ms, got ${tau}`)
   }
   if (initialLatencyMs !== undefined && !(typeof initialLatencyMs === 'number' && initialLatencyMs >= 0 && Number.isFinite(initialLatencyMs))) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `p2c-peak-ewma: initialLatencyMs must be a finite number >= 0, got ${initialLatencyMs}`)
+    throw new ERR_POLISTES_BAD_OPTION(`p2c-peak-ewma: initialLatencyMs must be a finite number >= 0, got ${initialLatencyMs}`)
   }
   /** @type {Map<string, { est: number, stamp: number, samples: number }>} */
   const table = new Map()

@@ -10,7 +10,7 @@
  * Each upstream keeps a ring of at most `window` samples and their running sum: O(1) per sample.
  */
 
-const { PolistesError } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../errors')
 const { forgetAbsent } = require('./weighted-round-robin')
 const { latencySample, pickLowest } = require('./ewma')
 
@@ -23,7 +23,7 @@ const { latencySample, pickLowest } = require('./ewma')
  */
 function createSma ({ window = 3 } = {}) {
   if (!(Number.isInteger(window) && window >= 1)) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `sma: window must be an integer >= 1, got ${window}`)
+    throw new ERR_POLISTES_BAD_OPTION(`sma: window must be an integer >= 1, got ${window}`)
   }
   /** @type {Map<string, { ring: number[], next: number, sum: number }>} */
   const table = new Map()

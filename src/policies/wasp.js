@@ -29,7 +29,7 @@
  * Cost of one pick: at most `rounds` × upstreams response draws plus O(upstreams) set-up.
  */
 
-const { PolistesError } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../errors')
 
 /** Every parameter, with the reason for its default in the comment (and in docs/algorithms.md, "Wasp options"). */
 const defaults = Object.freeze({
@@ -76,7 +76,7 @@ const NUMERIC = ['thetaMin', 'thetaMax', 'thetaStart', 'xi', 'phi', 'stimulus', 
   'rounds', 'loadFactor', 'maxKeys', 'missLearning', 'idleGaps']
 
 function badOption (message) {
-  return new PolistesError('ERR_POLISTES_BAD_OPTION', `wasp: ${message}`)
+  return new ERR_POLISTES_BAD_OPTION(`wasp: ${message}`)
 }
 
 /** Merge and validate options; throws PolistesError ERR_POLISTES_BAD_OPTION. */

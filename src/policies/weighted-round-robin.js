@@ -13,7 +13,7 @@
  * Per-upstream state is a Map keyed by id; ids absent from the eligible list are forgotten lazily.
  */
 
-const { PolistesError } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../errors')
 
 /**
  * The weight of an upstream: `upstream.weight` when it is a positive finite number, else 1.
@@ -79,7 +79,7 @@ function forgetAbsent (state, upstreams) {
  */
 function createWeightedRoundRobin ({ maxFails = 1 } = {}) {
   if (!(typeof maxFails === 'number' && maxFails >= 1)) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `weighted-round-robin: maxFails must be a number >= 1, got ${maxFails}`)
+    throw new ERR_POLISTES_BAD_OPTION(`weighted-round-robin: maxFails must be a number >= 1, got ${maxFails}`)
   }
   /** @type {Map<string, { current: number, effective: number }>} */
   const state = new Map()
