@@ -5,8 +5,8 @@
  * (times `upstream.weight`): an upstream three times faster gets three times the requests.
  *
  * Source: docs/experiments.md, C, the "Smart" algorithm of the regional forwarder ("share proportional to
- * speed"). Latency is the EWMA of `./ewma.js` (same failure rule); the split is made deterministic
- * with nginx's smooth weighted round-robin (`./weighted-round-robin.js`) over the weights
+ * speed"). Latency is the EWMA of `ewma` (`./latency.js`, same failure rule); the split is made
+ * deterministic with nginx's smooth weighted round-robin (`smoothPick`, `./shared.js`) over the weights
  * `weight / latencyEwma`, recomputed at every pick, so no random source is needed and the shares hold
  * exactly over any window, not only on average.
  *
@@ -18,8 +18,8 @@
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../errors')
-const { smoothPick, weightOf, forgetAbsent } = require('./weighted-round-robin')
-const { createEwmaTable, checkAlpha } = require('./ewma')
+const { smoothPick, weightOf, forgetAbsent } = require('./shared')
+const { createEwmaTable, checkAlpha } = require('./latency')
 
 /**
  * Create a latency-weighted policy.
