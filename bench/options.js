@@ -7,7 +7,7 @@
 
 const path = require('node:path')
 const yargs = require('yargs/yargs')
-const { PolistesError } = require('../src/errors')
+const { PolistesError, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('../src/errors')
 const { policyNames } = require('../src/policies')
 const { DEFAULT_ENGINE, ENGINES } = require('../src/proxy-engine')
 const { parsePopularity } = require('./popularity')
@@ -15,8 +15,8 @@ const { getScenario, scenarioNames } = require('./scenarios')
 
 const RESULTS_DIR = path.join(__dirname, 'results')
 
-function bad (message, code = 'ERR_POLISTES_BAD_OPTION') {
-  return new PolistesError(code, message)
+function bad (message) {
+  return new ERR_POLISTES_BAD_OPTION(message)
 }
 
 /**
@@ -98,7 +98,7 @@ function parseOptions (argv) {
   if (algos.length === 0) throw bad('--algos needs at least one algorithm')
   for (const algo of algos) {
     if (!known.includes(algo)) {
-      throw bad(`unknown algorithm "${algo}"; expected one of: ${known.join(', ')}`, 'ERR_POLISTES_UNKNOWN_ALGO')
+      throw new ERR_POLISTES_UNKNOWN_ALGO(algo, known)
     }
   }
   if (new Set(algos).size !== algos.length) throw bad(`--algos lists an algorithm twice: ${algos.join(',')}`)

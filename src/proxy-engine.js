@@ -11,7 +11,7 @@
  * measures their CPU per request.
  */
 
-const { PolistesError } = require('./errors')
+const { ERR_POLISTES_BAD_OPTION } = require('./errors')
 
 const DEFAULT_ENGINE = 'http-proxy'
 const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici']
@@ -52,12 +52,11 @@ const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici']
  * @param {boolean} [options.keepAlive=true] reuse upstream connections; false opens one per request
  *   and sends `Connection: close`
  * @param {number} [options.timeoutMs=30000] upstream inactivity timeout (connect, headers or body)
- * @param {number} [options.maxSockets=Infinity] per-upstream connection cap when keep-alive is on
  * @returns {ProxyEngine}
- * @throws {PolistesError} ERR_POLISTES_BAD_OPTION for an unknown engine
+ * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION for an unknown engine
  */
-function createProxyEngine ({ engine = DEFAULT_ENGINE, keepAlive = true, timeoutMs = 30000, maxSockets = Infinity } = {}) {
-  const options = { keepAlive, timeoutMs, maxSockets }
+function createProxyEngine ({ engine = DEFAULT_ENGINE, keepAlive = true, timeoutMs = 30000 } = {}) {
+  const options = { keepAlive, timeoutMs }
   let created
   if (engine === 'http-proxy' || engine === 'http-proxy-3') {
     created = require('./engines/http-proxy').createHttpProxyEngine({ ...options, library: engine })
@@ -66,7 +65,7 @@ function createProxyEngine ({ engine = DEFAULT_ENGINE, keepAlive = true, timeout
   } else if (engine === 'undici') {
     created = require('./engines/undici').createUndiciEngine(options)
   } else {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `unknown proxy engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
+    throw new ERR_POLISTES_BAD_OPTION(`unknown proxy engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
   }
   return { ...created, name: engine }
 }

@@ -19,7 +19,7 @@ function logSink () {
   return { logger: pino({ level: 'debug' }, stream), lines }
 }
 
-// Both libraries run the same pitfalls: the README's choice rests on these results.
+// Every engine runs the same pitfalls: the choice in docs/proxy-behaviour.md rests on these results.
 describe.each(ENGINES)('proxy pitfalls with the %s engine', (engine) => {
   const open = []
   const start = async (options) => {

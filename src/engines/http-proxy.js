@@ -14,14 +14,13 @@ const { Readable } = require('node:stream')
  * @param {boolean} options.keepAlive reuse upstream connections; false opens one per request
  *   and sends `Connection: close`
  * @param {number} options.timeoutMs upstream inactivity timeout (connect, headers or body)
- * @param {number} options.maxSockets per-upstream connection cap when keep-alive is on
  * @returns {import('../proxy-engine').ProxyEngine}
  */
-function createHttpProxyEngine ({ library, keepAlive, timeoutMs, maxSockets }) {
+function createHttpProxyEngine ({ library, keepAlive, timeoutMs }) {
   const lib = require(library)
   const createProxyServer = lib.createProxyServer || lib.createProxy || (lib.default && lib.default.createProxyServer)
   const agent = keepAlive
-    ? new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 256, scheduling: 'lifo' })
+    ? new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: 'lifo' })
     : false
   const proxy = createProxyServer({ xfwd: true, agent })
   const kAttempt = Symbol('polistes.attempt')

@@ -12,12 +12,11 @@ const { requestHeaders, responseHead } = require('./headers')
  * @param {boolean} options.keepAlive reuse upstream connections; false opens one per request and
  *   sends `Connection: close`
  * @param {number} options.timeoutMs upstream inactivity timeout (connect, headers or body)
- * @param {number} options.maxSockets per-upstream connection cap when keep-alive is on
  * @returns {import('../proxy-engine').ProxyEngine}
  */
-function createNodeHttpEngine ({ keepAlive, timeoutMs, maxSockets }) {
+function createNodeHttpEngine ({ keepAlive, timeoutMs }) {
   const agent = keepAlive
-    ? new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 256, scheduling: 'lifo' })
+    ? new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: 'lifo' })
     : false
   /** @type {WeakMap<object, { host: string, port: number }>} */
   const targets = new WeakMap()

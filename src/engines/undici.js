@@ -1,5 +1,6 @@
 'use strict'
 
+const { PassThrough } = require('node:stream')
 const { Pool } = require('undici')
 const { requestHeaders, responseHead } = require('./headers')
 
@@ -13,10 +14,9 @@ const { requestHeaders, responseHead } = require('./headers')
  * @param {boolean} options.keepAlive reuse upstream connections; false sends `Connection: close`
  *   (undici then closes the connection after the response)
  * @param {number} options.timeoutMs upstream inactivity timeout: connect, headers, and between body chunks
- * @param {number} options.maxSockets per-upstream connection cap (Infinity: no cap)
  * @returns {import('../proxy-engine').ProxyEngine}
  */
-function createUndiciEngine ({ keepAlive, timeoutMs, maxSockets }) {
+function createUndiciEngine ({ keepAlive, timeoutMs }) {
   /** @type {Map<string, Pool>} by origin */
   const pools = new Map()
   /** @type {WeakMap<object, Pool>} */
@@ -29,7 +29,6 @@ function createUndiciEngine ({ keepAlive, timeoutMs, maxSockets }) {
       p = pools.get(origin)
       if (p === undefined) {
         p = new Pool(origin, {
-          connections: Number.isFinite(maxSockets) ? maxSockets : null,
           pipelining: 1,
           headersTimeout: timeoutMs,
           bodyTimeout: timeoutMs,
@@ -56,7 +55,9 @@ function createUndiciEngine ({ keepAlive, timeoutMs, maxSockets }) {
       method: req.method,
       path: req.url,
       headers: requestHeaders(req, { keepTransferEncoding: false, close: !keepAlive }),
-      body: replay || !hasBody(req) ? null : req
+      // undici destroys a stream body once sent; a pass-through keeps that away from the client's
+      // request (whose socket the server still needs for the response)
+      body: replay || !hasBody(req) ? null : req.pipe(new PassThrough())
     }, attempt)
     return attempt
   }
