@@ -1,6 +1,5 @@
 'use strict'
 
-const http = require('node:http')
 const { Pool } = require('./pool')
 const { parseBackends } = require('./backend-spec')
 const { createProxyEngine } = require('./proxy-engine')
@@ -8,6 +7,11 @@ const { createPolicy } = require('./policies')
 const { silentLogger } = require('./logger')
 const { DEFAULTS, validateOptions } = require('./defaults')
 const { createLifecycle } = require('./http-lifecycle')
+const { createFrontServer } = require('./front-server')
+const { readServerTls, readCa } = require('./tls-files')
+const { ADMIN_PREFIX, createAdminRouter, isAdminPath } = require('./admin')
+const { declaresTooLarge, watchBodySize } = require('./body-limit')
+const { ERR_POLISTES_BAD_OPTION } = require('./errors')
 
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
@@ -25,7 +29,20 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
  * @property {number} [retries=2] extra attempts on other upstreams for idempotent bodiless requests
  * @property {number} [maxFails=1] consecutive failures that eject an upstream
  * @property {number} [failTimeoutMs=5000] how long an ejected upstream is left out
- * @property {string | null} [statsPath='/_polistes/stats'] the balancer's own stats endpoint (null: off)
+ * @property {number} [maxConnections=10000] open client connections; beyond, new ones are closed at once
+ * @property {number} [headersTimeoutMs=10000] a request's headers must arrive within this (else 408)
+ * @property {number} [requestTimeoutMs=60000] the whole request, body included, within this (else 408)
+ * @property {number} [keepAliveTimeoutMs=5000] idle client connections are closed after this
+ * @property {number} [maxHeaderSize=16384] bytes of request line and headers (else 431)
+ * @property {number} [maxBodySize=1048576] bytes of request body (else 413); 0: no limit
+ * @property {string | null} [tlsCert] PEM certificate file: with `tlsKey`, the front speaks HTTPS
+ * @property {string | null} [tlsKey] PEM private key file
+ * @property {string | null} [upstreamCa] PEM CA file https upstreams are verified against (default: Node's roots)
+ * @property {number | null} [adminPort] serve `/_polistes/*` on a listener of its own (0: any free port)
+ *   and no longer on the public one; null: on the public listener
+ * @property {string} [adminHost='127.0.0.1'] the admin listener's address
+ * @property {string | null} [statsPath='/_polistes/stats'] the balancer's own stats endpoint, under
+ *   `/_polistes/` (null: off)
  * @property {'http-proxy' | 'http-proxy-3'} [library] proxy library (for measurement only)
  * @property {import('pino').Logger} [logger] default: silent
  * @property {() => number} [random] injected into the policy
@@ -55,39 +72,86 @@ async function startBalancer (options) {
 class Balancer {
   /** @param {BalancerOptions} options */
   constructor (options) {
+    const o = withDefaults(options)
     const {
       backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs,
       statsPath = '/_polistes/stats', library, logger = silentLogger(),
       random = Math.random, now = () => performance.now()
-    } = withDefaults(options)
-    validateOptions({ port, host, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, policyOptions })
+    } = o
+    validateOptions(Object.fromEntries(BALANCER_KEYS.map((key) => [key, o[key]])))
+    if (statsPath !== null && !(typeof statsPath === 'string' && isAdminPath(statsPath))) {
+      throw new ERR_POLISTES_BAD_OPTION(`statsPath must be null or a path under ${ADMIN_PREFIX}, got ${JSON.stringify(statsPath)}`)
+    }
     this.port = port
     this.host = host
     this.retries = retries
-    this.statsPath = statsPath
+    this.maxBodySize = o.maxBodySize
     this.logger = logger
     this.debug = logger.isLevelEnabled('debug')
     this.now = now
     this.pool = new Pool(parseBackends(backends), { maxFails, failTimeoutMs, now })
     this.policy = policy || createPolicy(algo, policyOptions, { random, now })
-    this.engine = createProxyEngine({ keepAlive, timeoutMs, library })
-    this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0 }
-    this.server = http.createServer((req, res) => this.handle(req, res))
+    const limits = { maxConnections: o.maxConnections, headersTimeoutMs: o.headersTimeoutMs, requestTimeoutMs: o.requestTimeoutMs, keepAliveTimeoutMs: o.keepAliveTimeoutMs, maxHeaderSize: o.maxHeaderSize }
+    const tls = o.tlsCert ? readServerTls(o.tlsCert, o.tlsKey) : null
+    this.engine = createProxyEngine({ keepAlive, timeoutMs, library, upstreamCa: o.upstreamCa ? readCa(o.upstreamCa) : null })
+    this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0, bodyTooLarge: 0, droppedConnections: 0 }
+
+    this.admin = createAdminRouter()
+    if (statsPath) {
+      this.admin.add((req, res) => {
+        if (req.url !== statsPath || req.method !== 'GET') return false
+        this.serveStats(res)
+        return true
+      })
+    }
+    this.adminPort = o.adminPort
+    this.adminHost = o.adminHost
+    this.adminServer = null
+    this.adminLifecycle = null
+    if (o.adminPort !== null) {
+      this.adminServer = createFrontServer((req, res) => this.handleAdmin(req, res), limits)
+      this.adminLifecycle = createLifecycle(this.adminServer, { name: 'admin listener' })
+    }
+
+    this.server = createFrontServer((req, res) => this.handle(req, res), { ...limits, tls })
     this.lifecycle = createLifecycle(this.server, { name: 'balancer' })
-    this.server.on('clientError', (err, socket) => {
-      if (socket.writable && !socket.destroyed) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')
-      else socket.destroy(err)
+    this.server.on('drop', () => this.counters.droppedConnections++)
+    // Expect: 100-continue: no "100 Continue" for a body that will be refused (it is not sent at all)
+    this.server.on('checkContinue', (req, res) => {
+      if (!declaresTooLarge(req, this.maxBodySize)) res.writeContinue()
+      this.server.emit('request', req, res)
     })
     this.url = undefined
+    this.adminUrl = undefined
   }
 
-  /** @returns {Promise<this>} resolves once listening; rejects with ERR_POLISTES_PORT_IN_USE or ERR_POLISTES_BAD_OPTION */
+  /**
+   * Add a handler to the admin surface (`/_polistes/*`), tried after those added before it.
+   * @param {(req: import('http').IncomingMessage, res: import('http').ServerResponse) => boolean} handler
+   *   answers and returns true, or returns false without writing anything
+   * @returns {this}
+   */
+  addAdminHandler (handler) {
+    this.admin.add(handler)
+    return this
+  }
+
+  /**
+   * @returns {Promise<this>} resolves once listening (and the admin listener too, when there is one);
+   *   rejects with ERR_POLISTES_PORT_IN_USE or ERR_POLISTES_BAD_OPTION
+   */
   async listen () {
     try {
       const { port, url } = await this.lifecycle.listen(this.port, this.host)
       this.port = port
       this.url = url
+      if (this.adminLifecycle) {
+        const admin = await this.adminLifecycle.listen(this.adminPort, this.adminHost)
+        this.adminPort = admin.port
+        this.adminUrl = admin.url
+      }
     } catch (err) {
+      await this.lifecycle.close({ graceMs: 0 })
       this.engine.close()
       throw err
     }
@@ -105,7 +169,10 @@ class Balancer {
    * @returns {Promise<void>}
    */
   async close ({ graceMs = DEFAULTS.graceMs } = {}) {
-    if (!this._closed) this._closed = this.lifecycle.close({ graceMs }).then(() => this.engine.close())
+    if (!this._closed) {
+      const listeners = [this.lifecycle, this.adminLifecycle].filter(Boolean)
+      this._closed = Promise.all(listeners.map((l) => l.close({ graceMs }))).then(() => this.engine.close())
+    }
     return this._closed
   }
 
@@ -127,8 +194,17 @@ class Balancer {
    * @param {import('http').ServerResponse} res
    */
   handle (req, res) {
-    if (this.statsPath && req.url === this.statsPath && req.method === 'GET') return this.serveStats(res)
+    if (isAdminPath(req.url)) {
+      // the prefix stays the balancer's wherever the admin surface is served: never proxied
+      if (!this.adminServer && this.admin.handle(req, res)) return
+      return this.reply(res, 404, 'not-found', 'not found')
+    }
     this.counters.requests++
+    if (declaresTooLarge(req, this.maxBodySize)) {
+      this.counters.bodyTooLarge++
+      res.shouldKeepAlive = false // the body is not read: the connection cannot carry another request
+      return this.reply(res, 413, 'body-too-large', `request body larger than ${this.maxBodySize} bytes`)
+    }
     const ctx = { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method }
     const retryable = IDEMPOTENT.has(req.method) && !hasBody(req)
     const tried = new Set()
@@ -153,6 +229,17 @@ class Balancer {
         current.handle.abort()
         finish(current, { statusCode: current.statusCode, cache: current.cache, error: 'client aborted' })
       }
+    })
+
+    watchBodySize(req, this.maxBodySize, () => {
+      this.counters.bodyTooLarge++
+      if (current && !current.done) {
+        current.handle.abort()
+        finish(current, { statusCode: current.statusCode, error: 'request body too large' })
+      }
+      if (res.headersSent) return res.destroy()
+      req.resume() // read the rest and drop it (bounded by requestTimeoutMs), so that the client reads its 413
+      this.reply(res, 413, 'body-too-large', `request body larger than ${this.maxBodySize} bytes`)
     })
 
     const dispatch = () => {
@@ -203,6 +290,11 @@ class Balancer {
     res.end(message + '\n')
   }
 
+  /** The admin listener: the admin router, else 404. */
+  handleAdmin (req, res) {
+    if (!this.admin.handle(req, res)) this.reply(res, 404, 'not-found', 'not found')
+  }
+
   serveStats (res) {
     const body = JSON.stringify(this.stats())
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' })
@@ -210,10 +302,15 @@ class Balancer {
   }
 }
 
+/** The options of DEFAULTS that the balancer takes (the CLI's `graceMs` and `fleet` are not). */
+const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs',
+  'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize',
+  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
+
 /** Options with the defaults filled in (an explicit `undefined` takes the default too). */
 function withDefaults (options) {
   const o = { ...options }
-  for (const key of ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs']) {
+  for (const key of BALANCER_KEYS) {
     if (o[key] === undefined) o[key] = DEFAULTS[key]
   }
   return o

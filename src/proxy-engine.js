@@ -1,8 +1,8 @@
 'use strict'
 
-const http = require('node:http')
 const { Readable } = require('node:stream')
 const { ERR_POLISTES_BAD_OPTION } = require('./errors')
+const { createUpstreamAgents } = require('./upstream-agents')
 
 /**
  * The one module that owns the proxy library. Swapping http-proxy for its API-compatible
@@ -35,16 +35,16 @@ const LIBRARIES = new Set(['http-proxy', 'http-proxy-3'])
  *   and sends `Connection: close`
  * @param {number} [options.timeoutMs=30000] upstream inactivity timeout (connect, headers or body)
  * @param {'http-proxy' | 'http-proxy-3'} [options.library] the proxy library (for measurement)
+ * @param {Buffer | null} [options.upstreamCa] CA certificates (PEM) https upstreams are verified
+ *   against instead of Node's bundled roots
  * @returns {{ forward: Function, close: () => void, library: string }}
  */
-function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEFAULT_LIBRARY } = {}) {
+function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEFAULT_LIBRARY, upstreamCa = null } = {}) {
   if (!LIBRARIES.has(library)) throw new ERR_POLISTES_BAD_OPTION(`unknown proxy library "${library}"; expected one of: ${[...LIBRARIES].join(', ')}`)
   const lib = require(library)
   const createProxyServer = lib.createProxyServer || lib.createProxy || (lib.default && lib.default.createProxyServer)
-  const agent = keepAlive
-    ? new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: 'lifo' })
-    : false
-  const proxy = createProxyServer({ xfwd: true, agent })
+  const agents = createUpstreamAgents({ keepAlive, ca: upstreamCa })
+  const proxy = createProxyServer({ xfwd: true })
   const kAttempt = Symbol('polistes.attempt')
 
   // The library emits 'proxyReq' once the upstream socket is assigned: arm the timeout there, and
@@ -57,7 +57,7 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
       proxyReq.destroy()
       return
     }
-    if (agent) stripHopByHop(proxyReq, req)
+    if (keepAlive) stripHopByHop(proxyReq, req)
     proxyReq.setTimeout(timeoutMs, () => {
       attempt.timedOut = true
       proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
@@ -112,7 +112,7 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
       }
     }
     req[kAttempt] = attempt
-    const options = { target: upstream.target }
+    const options = { target: upstream.target, agent: agents.agentFor(upstream.target) }
     if (replay) options.buffer = Readable.from([])
     proxy.web(req, res, options, (err) => {
       if (req[kAttempt] !== attempt) return // a stale attempt's listener
@@ -123,7 +123,7 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
   }
 
   function close () {
-    if (agent) agent.destroy()
+    agents.close()
     proxy.close && proxy.close()
   }
 

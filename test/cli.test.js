@@ -68,7 +68,7 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
     fs.writeFileSync(file, JSON.stringify({ address: '127.0.0.1:8080', strategy: 'RoundRobin', backends: ['ftp://127.0.0.1:21'] }))
     const { code, stderr } = await run(['--config', file])
     expect(code).toBe(2)
-    expect(stderr).toMatch(/only http:\/\/ backends are supported/)
+    expect(stderr).toMatch(/only http:\/\/ and https:\/\/ backends are supported/)
     expect(oneLine(stderr)).toBe(true)
   })
 

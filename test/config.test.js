@@ -70,9 +70,16 @@ describe('backend URLs', () => {
     expect(parseBackend({ url: 'http://[::1]:9101', weight: 2, region: 'us' })).toMatchObject({ url: 'http://[::1]:9101', weight: 2, region: 'us' })
   })
 
+  test('https:// backends are accepted, and a port equal to the scheme\'s default counts as explicit', () => {
+    expect(parseBackend('https://127.0.0.1:8443#eu')).toEqual({ id: '127.0.0.1:8443', url: 'https://127.0.0.1:8443', weight: 1, region: 'eu' })
+    expect(parseBackend('https://localhost:443')).toEqual({ id: 'localhost:443', url: 'https://localhost', weight: 1 })
+    expect(parseBackend('http://[::1]:80')).toEqual({ id: '[::1]:80', url: 'http://[::1]', weight: 1 })
+    expect(() => parseBackend('https://localhost')).toThrow(/explicit host and port/)
+  })
+
   test.each([
     ['http://x:abc', /malformed URL/],
-    ['https://127.0.0.1:9101', /only http:\/\//],
+    ['ftp://127.0.0.1:9101', /only http:\/\/ and https:\/\//],
     ['http://127.0.0.1', /explicit host and port/],
     ['http://127.0.0.1:9101/path', /must be an origin/],
     ['http://127.0.0.1:9101#w=0', /weight must be a positive number/],

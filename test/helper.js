@@ -5,7 +5,11 @@
  */
 
 const http = require('node:http')
-const { spawn } = require('node:child_process')
+const https = require('node:https')
+const { spawn, execFileSync } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const nodePath = require('node:path')
 const { once } = require('node:events')
 
 /**
@@ -51,17 +55,19 @@ async function request (url, { timeoutMs = 5000, ...options } = {}) {
 }
 
 /**
- * Start a plain upstream on 127.0.0.1:0 whose behaviour the test scripts.
+ * Start an upstream on 127.0.0.1:0 whose behaviour the test scripts: plain, or https with `tls`.
  * @param {(req: http.IncomingMessage, res: http.ServerResponse) => void} handler
+ * @param {{ tls?: { cert: Buffer | string, key: Buffer | string } }} [options]
  * @returns {Promise<{ url: string, server: http.Server, sockets: Set<import('net').Socket>, requests: number, connections: number, close: () => Promise<void> }>}
  */
-async function startUpstream (handler) {
+async function startUpstream (handler, { tls } = {}) {
   const sockets = new Set()
   const upstream = { url: '', server: null, sockets, requests: 0, connections: 0 }
-  const server = http.createServer((req, res) => {
+  const onRequest = (req, res) => {
     upstream.requests++
     handler(req, res)
-  })
+  }
+  const server = tls ? https.createServer(tls, onRequest) : http.createServer(onRequest)
   server.on('connection', (socket) => {
     upstream.connections++
     sockets.add(socket)
@@ -70,7 +76,7 @@ async function startUpstream (handler) {
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
   upstream.server = server
-  upstream.url = `http://127.0.0.1:${server.address().port}`
+  upstream.url = `${tls ? 'https' : 'http'}://127.0.0.1:${server.address().port}`
   upstream.close = () => new Promise((resolve) => {
     server.close(() => resolve())
     for (const s of sockets) s.destroy()
@@ -144,4 +150,39 @@ function startServerCli (script, args) {
   return { child, url }
 }
 
-module.exports = { rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli }
+/**
+ * Test-only TLS material, made with `openssl` in a fresh temporary directory: a private CA (and its key), a
+ * server certificate it signed for localhost and 127.0.0.1 (valid 2 days), that certificate's key,
+ * a second unrelated key, and a self-signed certificate no CA vouches for. EC P-256: fast to make.
+ * @returns {{ dir: string, ca: string, caKey: string, cert: string, key: string, otherKey: string, selfSigned: string, selfSignedKey: string, remove: () => void }} file paths
+ */
+function makeCertificates () {
+  const dir = fs.mkdtempSync(nodePath.join(os.tmpdir(), 'polistes-tls-'))
+  const f = (name) => nodePath.join(dir, name)
+  const openssl = (...args) => execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10000 })
+  const newKey = (file) => openssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', file)
+  newKey(f('ca.key'))
+  openssl('req', '-x509', '-new', '-key', f('ca.key'), '-days', '2', '-subj', '/CN=polistes test CA', '-out', f('ca.pem'))
+  newKey(f('key.pem'))
+  openssl('req', '-new', '-key', f('key.pem'), '-subj', '/CN=localhost', '-out', f('server.csr'))
+  fs.writeFileSync(f('ext.cnf'), 'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth\n')
+  openssl('x509', '-req', '-in', f('server.csr'), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial',
+    '-days', '2', '-extfile', f('ext.cnf'), '-out', f('cert.pem'))
+  newKey(f('other.key'))
+  newKey(f('self.key'))
+  openssl('req', '-x509', '-new', '-key', f('self.key'), '-days', '2', '-subj', '/CN=localhost',
+    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-out', f('self.pem'))
+  return {
+    dir,
+    ca: f('ca.pem'),
+    caKey: f('ca.key'),
+    cert: f('cert.pem'),
+    key: f('key.pem'),
+    otherKey: f('other.key'),
+    selfSigned: f('self.pem'),
+    selfSignedKey: f('self.key'),
+    remove: () => fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+module.exports = { rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli, makeCertificates }
