@@ -231,17 +231,6 @@ class Balancer {
       }
     })
 
-    watchBodySize(req, this.maxBodySize, () => {
-      this.counters.bodyTooLarge++
-      if (current && !current.done) {
-        current.handle.abort()
-        finish(current, { statusCode: current.statusCode, error: 'request body too large' })
-      }
-      if (res.headersSent) return res.destroy()
-      req.resume() // read the rest and drop it (bounded by requestTimeoutMs), so that the client reads its 413
-      this.reply(res, 413, 'body-too-large', `request body larger than ${this.maxBodySize} bytes`)
-    })
-
     const dispatch = () => {
       const eligible = this.pool.eligible()
       const candidates = tried.size === 0 ? eligible : eligible.filter((u) => !tried.has(u.id))
@@ -281,6 +270,19 @@ class Balancer {
       }, { replay: tried.size > 1 })
     }
     dispatch()
+    // After dispatch, not before: a 'data' listener added first would start the body flowing before
+    // the upstream request has its socket, and its headers would go out before the engine edits them.
+    watchBodySize(req, this.maxBodySize, () => {
+      if (res.writableEnded) return // answered already (503, or an upstream that did not wait for the body)
+      this.counters.bodyTooLarge++
+      if (current && !current.done) {
+        current.handle.abort()
+        finish(current, { statusCode: current.statusCode, error: 'request body too large' })
+      }
+      if (res.headersSent) return res.destroy()
+      req.resume() // read the rest and drop it (bounded by requestTimeoutMs), so that the client reads its 413
+      this.reply(res, 413, 'body-too-large', `request body larger than ${this.maxBodySize} bytes`)
+    })
   }
 
   /** Write the balancer's own error response (never after headers went out). */
