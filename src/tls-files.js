@@ -2,7 +2,7 @@
 
 const fs = require('node:fs')
 const tls = require('node:tls')
-const { X509Certificate } = require('node:crypto')
+const { X509Certificate, createPrivateKey } = require('node:crypto')
 const { ERR_POLISTES_BAD_OPTION } = require('./errors')
 
 /**
@@ -20,11 +20,18 @@ const { ERR_POLISTES_BAD_OPTION } = require('./errors')
 function readServerTls (certFile, keyFile) {
   const cert = readFile('--tls-cert', certFile)
   const key = readFile('--tls-key', keyFile)
-  certificates('--tls-cert', certFile, cert)
+  const [leaf] = certificates('--tls-cert', certFile, cert)
+  let privateKey
   try {
+    privateKey = createPrivateKey(key)
     tls.createSecureContext({ cert, key })
   } catch (err) {
     throw new ERR_POLISTES_BAD_OPTION(`--tls-key ${keyFile} cannot be used with --tls-cert ${certFile}: ${err.message}`)
+  }
+  // OpenSSL only compares a key with a certificate of its own type: an EC key with an RSA
+  // certificate passes, and every handshake fails later
+  if (!leaf.checkPrivateKey(privateKey)) {
+    throw new ERR_POLISTES_BAD_OPTION(`--tls-key ${keyFile} is not the private key of the first certificate in --tls-cert ${certFile}`)
   }
   return { cert, key }
 }

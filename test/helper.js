@@ -153,8 +153,9 @@ function startServerCli (script, args) {
 /**
  * Test-only TLS material, made with `openssl` in a fresh temporary directory: a private CA (and its key), a
  * server certificate it signed for localhost and 127.0.0.1 (valid 2 days), that certificate's key,
- * a second unrelated key, and a self-signed certificate no CA vouches for. EC P-256: fast to make.
- * @returns {{ dir: string, ca: string, caKey: string, cert: string, key: string, otherKey: string, selfSigned: string, selfSignedKey: string, remove: () => void }} file paths
+ * a second unrelated key, a self-signed certificate no CA vouches for (all EC P-256: fast to make), and
+ * a self-signed RSA certificate (`rsaCert`).
+ * @returns {{ dir: string, rsaCert: string, ca: string, caKey: string, cert: string, key: string, otherKey: string, selfSigned: string, selfSignedKey: string, remove: () => void }} file paths
  */
 function makeCertificates () {
   const dir = fs.mkdtempSync(nodePath.join(os.tmpdir(), 'polistes-tls-'))
@@ -172,8 +173,10 @@ function makeCertificates () {
   newKey(f('self.key'))
   openssl('req', '-x509', '-new', '-key', f('self.key'), '-days', '2', '-subj', '/CN=localhost',
     '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-out', f('self.pem'))
+  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('rsa.key'), '-days', '2', '-subj', '/CN=localhost', '-out', f('rsa.pem'))
   return {
     dir,
+    rsaCert: f('rsa.pem'),
     ca: f('ca.pem'),
     caKey: f('ca.key'),
     cert: f('cert.pem'),

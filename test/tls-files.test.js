@@ -21,7 +21,8 @@ describe('readServerTls', () => {
     ['a missing key file', () => [certs.cert, path.join(certs.dir, 'nope.key')], /^--tls-key \S+nope\.key: cannot read it \(ENOENT\)$/],
     ['a key given as the certificate', () => [certs.key, certs.key], /^--tls-cert \S+key\.pem: no PEM certificate in it/],
     ['a key that is not the certificate\'s', () => [certs.cert, certs.otherKey], /^--tls-key \S+other\.key cannot be used with --tls-cert \S+cert\.pem: .*key values mismatch/],
-    ['a certificate given as the key', () => [certs.cert, certs.cert], /^--tls-key \S+cert\.pem cannot be used with --tls-cert/]
+    ['a certificate given as the key', () => [certs.cert, certs.cert], /^--tls-key \S+cert\.pem cannot be used with --tls-cert/],
+    ['a key of another type than the certificate\'s', () => [certs.rsaCert, certs.key], /^--tls-key \S+key\.pem is not the private key of the first certificate in --tls-cert \S+rsa\.pem$/]
   ])('%s is ERR_POLISTES_BAD_OPTION with one line naming the file', (_name, args, message) => {
     let error
     try { readServerTls(...args()) } catch (err) { error = err }
