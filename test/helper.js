@@ -5,6 +5,8 @@
  */
 
 const http = require('node:http')
+const fs = require('node:fs')
+const path = require('node:path')
 const { spawn } = require('node:child_process')
 const { once } = require('node:events')
 
@@ -144,4 +146,39 @@ function startServerCli (script, args) {
   return { child, url }
 }
 
-module.exports = { rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli }
+/**
+ * The polistes CLI entry: bin/polistes.js when it exists, else src/cli.js.
+ * @returns {string}
+ */
+function cliEntry () {
+  const bin = path.join(__dirname, '..', 'bin', 'polistes.js')
+  return fs.existsSync(bin) ? bin : path.join(__dirname, '..', 'src', 'cli.js')
+}
+
+/**
+ * Start the polistes CLI as a server with JSON logs; `ready` resolves with the log line that says
+ * where it listens (its `url` field), `lines` collects every parsed log line, `exited` resolves
+ * with the exit code and signal.
+ * @param {string[]} args
+ * @param {{ timeoutMs?: number }} [options]
+ * @returns {{ child: import('node:child_process').ChildProcess, lines: object[], exited: Promise<{ code: number|null, signal: string|null }>, ready: Promise<{ url: string }>, stderr: () => string }}
+ */
+function startCli (args, { timeoutMs = 10000 } = {}) {
+  const child = spawn(process.execPath, [cliEntry(), '--log-format', 'json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const lines = []
+  let buffer = ''
+  child.stdout.on('data', (d) => {
+    buffer += d
+    const parts = buffer.split('\n')
+    buffer = parts.pop()
+    for (const part of parts) if (part.trim()) lines.push(JSON.parse(part))
+  })
+  let stderr = ''
+  child.stderr.on('data', (d) => { stderr += d })
+  const exited = once(child, 'exit').then(([code, signal]) => ({ code, signal }))
+  const ready = waitFor(() => lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('polistes listening')), { timeoutMs })
+    .catch((err) => { child.kill('SIGKILL'); throw new Error(`${err.message}; stderr: ${stderr}`) })
+  return { child, lines, exited, ready, stderr: () => stderr }
+}
+
+module.exports = { rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli, cliEntry, startCli }
