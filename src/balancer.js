@@ -79,10 +79,9 @@ class Balancer {
     this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0 }
     this.closing = false
     this.server = http.createServer((req, res) => this.handle(req, res))
-    this.server.on('clientError', (err, socket) => {
-      if (socket.writable && !socket.destroyed) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')
-      else socket.destroy(err)
-    })
+    this.server.on('clientError', (err, socket) => refuse(socket, CLIENT_ERROR_STATUS[err.code]))
+    // CONNECT asks for a forward proxy, which polistes is not: refuse it, as nginx does
+    this.server.on('connect', (req, socket) => refuse(socket))
     this.url = undefined
   }
 
@@ -149,6 +148,7 @@ class Balancer {
   handle (req, res) {
     if (this.closing) res.shouldKeepAlive = false
     if (this.statsPath && req.url === this.statsPath && req.method === 'GET') return this.serveStats(res)
+    if (req.url[0] !== '/') return this.reply(res, 400, 'request-target', 'only origin-form request targets (/path) are served')
     this.counters.requests++
     const ctx = { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method }
     const retryable = IDEMPOTENT.has(req.method) && !hasBody(req)
@@ -230,6 +230,19 @@ class Balancer {
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' })
     res.end(body)
   }
+}
+
+/** Answers to requests Node's parser rejects, as Node's own default handler gives them (else 400). */
+const CLIENT_ERROR_STATUS = {
+  HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
+  ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout'
+}
+
+/** Answer a request polistes does not serve with an empty error response and close. */
+function refuse (socket, status) {
+  status ||= '400 Bad Request'
+  if (socket.writable && !socket.destroyed) socket.end(`HTTP/1.1 ${status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`)
+  else socket.destroy()
 }
 
 /** The routing key: the URL path without its query string. */
