@@ -8,6 +8,7 @@ const { createProxyEngine } = require('./proxy-engine')
 const { createPolicy } = require('./policies')
 const { silentLogger } = require('./logger')
 const { PolistesError } = require('./errors')
+const { tunnelUpgrade } = require('./upgrade')
 
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
@@ -82,6 +83,8 @@ class Balancer {
     this.server.on('clientError', (err, socket) => refuse(socket, CLIENT_ERROR_STATUS[err.code]))
     // CONNECT asks for a forward proxy, which polistes is not: refuse it, as nginx does
     this.server.on('connect', (req, socket) => refuse(socket))
+    this.server.on('upgrade', (req, socket, head) => this.handleUpgrade(req, socket, head))
+    this.timeoutMs = timeoutMs
     this.url = undefined
   }
 
@@ -216,6 +219,36 @@ class Balancer {
       }, { replay: tried.size > 1 })
     }
     dispatch()
+  }
+
+  /**
+   * Tunnel an Upgrade request (WebSocket) to one upstream the policy picks. The tunnel counts as
+   * in flight on its upstream while it is open; it feeds no latency to the policy (a session's
+   * length is not a response time) and is never retried.
+   * @param {import('http').IncomingMessage} req
+   * @param {import('net').Socket} socket
+   * @param {Buffer} head
+   */
+  handleUpgrade (req, socket, head) {
+    if (this.closing || req.url[0] !== '/') return refuse(socket)
+    this.counters.requests++
+    const upstream = this.policy.pick(this.pool.eligible(), { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method })
+    if (!upstream) {
+      this.counters.noUpstream++
+      return refuse(socket, '503 Service Unavailable')
+    }
+    upstream.inflight++
+    upstream.requests++
+    tunnelUpgrade(req, socket, head, upstream.target, {
+      timeoutMs: this.timeoutMs,
+      onOpen: () => this.pool.succeed(upstream),
+      onFailure: (err) => {
+        this.counters.failures[err.code === 'ETIMEDOUT' ? 'timeout' : 'connect']++
+        this.pool.fail(upstream)
+        this.logger.warn({ upstream: upstream.id, err: err.message, url: req.url }, 'upgrade failed')
+      },
+      onClose: () => upstream.inflight--
+    })
   }
 
   /** Write the balancer's own error response (never after headers went out). */
