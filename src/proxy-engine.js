@@ -57,6 +57,10 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
       proxyReq.destroy()
       return
     }
+    // Node's ClientRequest throws (uncaught, from the body pipe) when a `Trailer` header goes out
+    // on a message that is not chunked: one `GET` with `Trailer: x` would kill the process. The
+    // library forwards no request trailers anyway, so the announcement is dropped.
+    proxyReq.removeHeader('trailer')
     if (agent) stripHopByHop(proxyReq, req)
     proxyReq.setTimeout(timeoutMs, () => {
       attempt.timedOut = true
