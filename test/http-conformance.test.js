@@ -210,6 +210,24 @@ describe.each(ENGINES)('HTTP conformance through the CLI (engine %s)', (engine) 
       expect(upstream.records[0].body.length).toBe(MiB.length)
     })
 
+    test.each([
+      ['a GET', 'GET /t HTTP/1.1\r\nHost: x\r\nTrailer: X-Checksum\r\n\r\n', ''],
+      ['a POST with Content-Length', 'POST /t HTTP/1.1\r\nHost: x\r\nTrailer: X-Checksum\r\nContent-Length: 3\r\n\r\nabc', 'abc'],
+      ['a chunked POST with the trailer', 'POST /t HTTP/1.1\r\nHost: x\r\nTrailer: X-Checksum\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Checksum: 1\r\n\r\n', 'abc']
+    ])('%s announcing a Trailer is forwarded and the process lives on', async (_name, bytes, sent) => {
+      upstream.handler = (req, res, record) => req.on('end', () => res.end(record.body))
+      const conn = new RawConnection(base)
+      try {
+        await conn.send(bytes)
+        const { responses } = await conn.read(1)
+        expect(responses.map((r) => r.status)).toEqual([200])
+        expect(responses[0].body.toString()).toBe(sent)
+      } finally {
+        conn.destroy()
+      }
+      await expectAlive()
+    })
+
     test('Expect: 100-continue gets 100 Continue before the body is sent, then the final answer', async () => {
       upstream.handler = echoDigest
       const body = Buffer.from('the body after 100')
