@@ -44,7 +44,9 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
   const agent = keepAlive
     ? new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 256, scheduling: 'lifo' })
     : false
-  const proxy = createProxyServer({ xfwd: true, agent })
+  // toProxy: the request target goes out verbatim (the front server admits origin-form only);
+  // otherwise the library runs it through url.parse(), which throws, uncaught, on `//%zz@x`.
+  const proxy = createProxyServer({ xfwd: true, agent, toProxy: true })
   const kAttempt = Symbol('polistes.attempt')
 
   // The library emits 'proxyReq' once the upstream socket is assigned: arm the timeout there, and
@@ -57,10 +59,6 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
       proxyReq.destroy()
       return
     }
-    // Node's ClientRequest throws (uncaught, from the body pipe) when a `Trailer` header goes out
-    // on a message that is not chunked: one `GET` with `Trailer: x` would kill the process. The
-    // library forwards no request trailers anyway, so the announcement is dropped.
-    proxyReq.removeHeader('trailer')
     if (agent) stripHopByHop(proxyReq, req)
     proxyReq.setTimeout(timeoutMs, () => {
       attempt.timedOut = true
@@ -116,6 +114,10 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
       }
     }
     req[kAttempt] = attempt
+    // Node's ClientRequest throws, uncaught, when a `Trailer` header goes out on a message that is
+    // not chunked: one `GET` with `Trailer: x` killed the process. The library forwards no
+    // request trailers anyway, so the announcement is dropped before the request is built.
+    delete req.headers.trailer
     const options = { target: upstream.target }
     if (replay) options.buffer = Readable.from([])
     proxy.web(req, res, options, (err) => {
