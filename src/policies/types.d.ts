@@ -29,10 +29,11 @@ export interface Outcome {
   cache?: 'HIT' | 'MISS'
 }
 
-/** The contract every routing algorithm implements (see DESIGN.md). */
+/** The contract every routing algorithm implements (see docs/design.md, "The policy contract"). */
 export interface Policy {
   readonly name: string
   pick (upstreams: readonly Upstream[], ctx?: PickContext): Upstream | undefined
+  /** optional: callers check that a policy has it before calling it */
   onStart? (upstream: Upstream, ctx?: PickContext): void
   onEnd? (upstream: Upstream, ctx: PickContext | undefined, outcome: Outcome): void
   snapshot? (): unknown
