@@ -118,6 +118,10 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
     // not chunked: one `GET` with `Trailer: x` killed the process. The library forwards no
     // request trailers anyway, so the announcement is dropped before the request is built.
     delete req.headers.trailer
+    // The front server has already answered `Expect: 100-continue` (Node sends 100 itself), and
+    // the library skips its 'proxyReq' event for requests that carry Expect: no timeout, no
+    // hop-by-hop stripping. nginx drops Expect too.
+    delete req.headers.expect
     const options = { target: upstream.target }
     if (replay) options.buffer = Readable.from([])
     proxy.web(req, res, options, (err) => {
