@@ -230,12 +230,12 @@ describe.each(ENGINES)('HTTP conformance through the CLI (engine %s)', (engine) 
       await expectAlive()
     })
 
-    test('Expect: 100-continue gets 100 Continue before the body is sent, then the final answer', async () => {
+    test('Expect: 100-continue gets 100 Continue before the body is sent, then the final answer; Expect and hop-by-hop headers stay here', async () => {
       upstream.handler = echoDigest
       const body = Buffer.from('the body after 100')
       const conn = new RawConnection(base)
       try {
-        await conn.send(`POST /expect HTTP/1.1\r\nHost: ${host}\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`)
+        await conn.send(`POST /expect HTTP/1.1\r\nHost: ${host}\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\nConnection: X-Client-Hop\r\nX-Client-Hop: 1\r\n\r\n`)
         await waitFor(() => parseResponses(conn.unread()).responses.length > 0) // the body is held back until then
         expect(parseResponses(conn.unread()).responses.map((r) => r.status)).toEqual([100])
         await conn.send(body)
@@ -243,6 +243,8 @@ describe.each(ENGINES)('HTTP conformance through the CLI (engine %s)', (engine) 
         expect(responses.map((r) => r.status)).toEqual([100, 200])
         expect(responses[1].body.toString()).toBe(crypto.createHash('sha256').update(body).digest('hex'))
         expect(upstream.records[0].body.toString()).toBe(body.toString())
+        expect(upstream.records[0].headers.expect).toBeUndefined() // answered here, as nginx does
+        expect(upstream.records[0].headers['x-client-hop']).toBeUndefined()
       } finally {
         conn.destroy()
       }
