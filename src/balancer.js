@@ -8,6 +8,7 @@ const { createPolicy } = require('./policies')
 const { silentLogger } = require('./logger')
 const { DEFAULTS, validateOptions } = require('./defaults')
 const { createLifecycle } = require('./http-lifecycle')
+const { tunnelUpgrade } = require('./upgrade')
 
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
@@ -74,10 +75,11 @@ class Balancer {
     this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0 }
     this.server = http.createServer((req, res) => this.handle(req, res))
     this.lifecycle = createLifecycle(this.server, { name: 'balancer' })
-    this.server.on('clientError', (err, socket) => {
-      if (socket.writable && !socket.destroyed) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')
-      else socket.destroy(err)
-    })
+    this.server.on('clientError', (err, socket) => refuse(socket, CLIENT_ERROR_STATUS[err.code]))
+    // CONNECT asks for a forward proxy, which polistes is not: refuse it, as nginx does
+    this.server.on('connect', (req, socket) => refuse(socket))
+    this.server.on('upgrade', (req, socket, head) => this.handleUpgrade(req, socket, head))
+    this.timeoutMs = timeoutMs
     this.url = undefined
   }
 
@@ -128,6 +130,7 @@ class Balancer {
    */
   handle (req, res) {
     if (this.statsPath && req.url === this.statsPath && req.method === 'GET') return this.serveStats(res)
+    if (req.url[0] !== '/') return this.reply(res, 400, 'request-target', 'only origin-form request targets (/path) are served')
     this.counters.requests++
     const ctx = { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method }
     const retryable = IDEMPOTENT.has(req.method) && !hasBody(req)
@@ -196,6 +199,35 @@ class Balancer {
     dispatch()
   }
 
+  /**
+   * Tunnel an Upgrade request (WebSocket) to one upstream the policy picks. The tunnel counts as
+   * in flight on its upstream while it is open; it feeds no latency to the policy (a session's
+   * length is not a response time) and is never retried.
+   * @param {import('http').IncomingMessage} req
+   * @param {import('net').Socket} socket
+   * @param {Buffer} head
+   */
+  handleUpgrade (req, socket, head) {
+    if (this.closing || req.url[0] !== '/') return refuse(socket)
+    this.counters.requests++
+    const upstream = this.policy.pick(this.pool.eligible(), { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method })
+    if (!upstream) {
+      this.counters.noUpstream++
+      return refuse(socket, '503 Service Unavailable')
+    }
+    this.pool.acquire(upstream)
+    tunnelUpgrade(req, socket, head, upstream.target, {
+      timeoutMs: this.timeoutMs,
+      onOpen: () => this.pool.succeed(upstream),
+      onFailure: (err) => {
+        this.counters.failures[err.code === 'ETIMEDOUT' ? 'timeout' : 'connect']++
+        this.pool.fail(upstream)
+        this.logger.warn({ upstream: upstream.id, err: err.message, url: req.url }, 'upgrade failed')
+      },
+      onClose: () => this.pool.release(upstream)
+    })
+  }
+
   /** Write the balancer's own error response (never after headers went out). */
   reply (res, statusCode, reason, message) {
     if (res.headersSent || res.destroyed) return
@@ -217,6 +249,19 @@ function withDefaults (options) {
     if (o[key] === undefined) o[key] = DEFAULTS[key]
   }
   return o
+}
+
+/** Answers to requests Node's parser rejects, as Node's own default handler gives them (else 400). */
+const CLIENT_ERROR_STATUS = {
+  HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
+  ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout'
+}
+
+/** Answer a request polistes does not serve with an empty error response and close. */
+function refuse (socket, status) {
+  status ||= '400 Bad Request'
+  if (socket.writable && !socket.destroyed) socket.end(`HTTP/1.1 ${status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`)
+  else socket.destroy()
 }
 
 /** The routing key: the URL path without its query string. */

@@ -44,7 +44,9 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
   const agent = keepAlive
     ? new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: 'lifo' })
     : false
-  const proxy = createProxyServer({ xfwd: true, agent })
+  // toProxy: the request target goes out verbatim (the front server admits origin-form only);
+  // otherwise the library runs it through url.parse(), which throws, uncaught, on `//%zz@x`.
+  const proxy = createProxyServer({ xfwd: true, agent, toProxy: true })
   const kAttempt = Symbol('polistes.attempt')
 
   // The library emits 'proxyReq' once the upstream socket is assigned: arm the timeout there, and
@@ -112,6 +114,14 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
       }
     }
     req[kAttempt] = attempt
+    // Node's ClientRequest throws, uncaught, when a `Trailer` header goes out on a message that is
+    // not chunked: one `GET` with `Trailer: x` killed the process. The library forwards no
+    // request trailers anyway, so the announcement is dropped before the request is built.
+    delete req.headers.trailer
+    // The front server has already answered `Expect: 100-continue` (Node sends 100 itself), and
+    // the library skips its 'proxyReq' event for requests that carry Expect: no timeout, no
+    // hop-by-hop stripping. nginx drops Expect too.
+    delete req.headers.expect
     const options = { target: upstream.target }
     if (replay) options.buffer = Readable.from([])
     proxy.web(req, res, options, (err) => {

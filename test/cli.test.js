@@ -1,36 +1,16 @@
 'use strict'
 
-const { spawn } = require('node:child_process')
 const path = require('node:path')
 const fs = require('node:fs')
 const os = require('node:os')
 const http = require('node:http')
 const { once } = require('node:events')
-const { request, startUpstream, waitFor, runNode } = require('./helper')
+const { request, startUpstream, waitFor, runNode, startCli, cliEntry } = require('./helper')
 
-const CLI = path.join(__dirname, '..', 'bin', 'polistes.js')
+const CLI = cliEntry()
 
 /** Run the CLI to completion (bounded) and collect its output. */
 const run = (args) => runNode(CLI, args, { timeoutMs: 10000 })
-
-/** Start the CLI as a server; resolve once it logs where it listens. */
-function startCli (args, { timeoutMs = 10000 } = {}) {
-  const child = spawn(process.execPath, [CLI, '--log-format', 'json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-  const lines = []
-  let buffer = ''
-  child.stdout.on('data', (d) => {
-    buffer += d
-    const parts = buffer.split('\n')
-    buffer = parts.pop()
-    for (const part of parts) if (part.trim()) lines.push(JSON.parse(part))
-  })
-  let stderr = ''
-  child.stderr.on('data', (d) => { stderr += d })
-  const exited = once(child, 'exit').then(([code, signal]) => ({ code, signal }))
-  const ready = waitFor(() => lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('polistes listening')), { timeoutMs })
-    .catch((err) => { child.kill('SIGKILL'); throw new Error(`${err.message}; stderr: ${stderr}`) })
-  return { child, lines, exited, ready }
-}
 
 const oneLine = (text) => text.trim().split('\n').length === 1 && !/\n\s+at /.test(text)
 
