@@ -375,6 +375,18 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
         }
         recent.push({ key, specialist: sid, theta: st, requests: krec.step })
       }
+      // keys owned: those whose lowest threshold is below thetaStart (learnt), by that upstream
+      const owned = {}
+      for (const id of ups.keys()) owned[id] = 0
+      for (const krec of keys.values()) {
+        let sid
+        let st = thetaStart
+        for (const [id, urec] of ups) {
+          const t = thetaOf(krec, urec)
+          if (t < st) { st = t; sid = id }
+        }
+        if (sid !== undefined) owned[sid]++
+      }
       return {
         name: 'wasp',
         picks,
@@ -384,6 +396,7 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
         maxKeys,
         idleWins,
         upstreams: [...ups.values()].map((u) => ({ id: u.id, latencyMs: u.latency, idle: u.idle })),
+        owned,
         recent
       }
     }
