@@ -7,7 +7,7 @@
  * flight at all times (a completion immediately triggers the next request). No sockets, no timers:
  * simulated time advances from one completion to the next, so a run is fast and reproducible.
  *
- * Any policy that follows the contract in DESIGN.md can be plugged in (round-robin, random, wasp).
+ * Any policy that follows the contract in docs/design.md ("The policy contract") can be plugged in (round-robin, random, wasp).
  * The model maintains each upstream's `inflight`, calls `onStart`/`onEnd` when the policy has them,
  * and reports the backend's cache result as `outcome.cache` (like the `X-Cache` header) unless
  * `feedback` is false.

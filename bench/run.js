@@ -4,7 +4,7 @@
 /**
  * `npm run bench`: compare routing algorithms on a fresh fleet and balancer per run, with load
  * from autocannon in a child process. Prints a table of medians with ratios to round-robin and
- * writes JSON, CSV and a self-contained HTML report (see the README, "Benchmarks").
+ * writes JSON, CSV and a self-contained HTML report (see docs/benchmarks.md).
  */
 
 const fs = require('node:fs')

@@ -38,7 +38,7 @@ const scenarios = {
     ]
   },
 
-  // EXPERIMENTS.md A: latency-aware routing, no cache effect (every page cached after its first miss).
+  // docs/experiments.md, A: latency-aware routing, no cache effect (every page cached after its first miss).
   'latency-profiles': {
     description: 'latency profiles A 10,15,20,400x3,10,15,20 / B 200 / C 250 ms, no cache effect',
     fleet: {
@@ -83,7 +83,7 @@ const scenarios = {
     targets: []
   },
 
-  // EXPERIMENTS.md C: workers in regions at different distances.
+  // docs/experiments.md, C: workers in regions at different distances.
   // Regions of unequal size (3 eu, 2 us, 1 asia), as a deployment grows: with equal sizes
   // equal-regions would be round-robin under another name.
   regions: {

@@ -28,7 +28,7 @@ function roundLatency (l) {
  * @param {object} params.settings from options.js (fleet, pages, connections, warmup, duration, ...)
  * @param {(p: object) => void} [params.onProgress] called each second
  * @param {string} [params.profileDir] when set, the balancer child runs with --cpu-prof into it
- * @returns {Promise<object>} the run record (see README, "Benchmarks")
+ * @returns {Promise<object>} the run record (see docs/benchmarks.md, "JSON schema")
  */
 async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDir }) {
   const { warmup, duration } = settings

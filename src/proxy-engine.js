@@ -6,7 +6,7 @@ const { Readable } = require('node:stream')
 /**
  * The one module that owns the proxy library. Swapping http-proxy for its API-compatible
  * successor http-proxy-3 is the `library` default below: nothing else in polistes requires either.
- * (The README's "Proxy library" section gives the measurements behind the choice.)
+ * (docs/proxy-behaviour.md, "Proxy library", gives the measurements behind the choice.)
  */
 const DEFAULT_LIBRARY = 'http-proxy'
 const LIBRARIES = new Set(['http-proxy', 'http-proxy-3'])

@@ -1,6 +1,6 @@
 'use strict'
 
-// The contract of DESIGN.md, checked for every registered policy (wasp included).
+// The contract of docs/design.md ("The policy contract"), checked for every registered policy (wasp included).
 const { policyNames, createPolicy } = require('../src/policies')
 const { mulberry32, fakeClock, upstreams, drive } = require('./policies-prng')
 

@@ -61,7 +61,7 @@ describe('ewma', () => {
     expect(drive(policy, pool, run)).toEqual(expected)
   })
 
-  test('EXPERIMENTS.md A backends: the steady 200 ms B takes most, the 250 ms C almost nothing', () => {
+  test('docs/experiments.md A backends: the steady 200 ms B takes most, the 250 ms C almost nothing', () => {
     const profileA = [10, 15, 20, 400, 400, 400, 10, 15, 20]
     const latency = (id, nth) => (id === 'A' ? profileA[nth % profileA.length] : id === 'B' ? 200 : 250)
     const [a, b, c] = shares(drive(createEwma(), upstreams(['A', 'B', 'C']), { picks: 3000, latency }), ['A', 'B', 'C'])

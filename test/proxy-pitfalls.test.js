@@ -18,7 +18,7 @@ function logSink () {
   return { logger: pino({ level: 'debug' }, stream), lines }
 }
 
-// Both libraries run the same pitfalls: the README's choice rests on these results.
+// Both libraries run the same pitfalls: the choice in docs/proxy-behaviour.md rests on these results.
 describe.each(['http-proxy', 'http-proxy-3'])('proxy pitfalls with %s', (library) => {
   const open = []
   const start = async (options) => {

@@ -4,7 +4,7 @@
  * Equal regions: requests are split equally among regions, and within a region a member is chosen at
  * random.
  *
- * Source: EXPERIMENTS.md C, the "EqualRegions" algorithm of the regional forwarder ("equal split among
+ * Source: docs/experiments.md, C, the "EqualRegions" algorithm of the regional forwarder ("equal split among
  * regions, random worker within"). Regions are taken in turn (sorted by name, so the order does not
  * depend on list order) and a member at random within the region, with the injected `random`.
  * An upstream without `region` belongs to the region named "default". The rotation follows the region

@@ -4,7 +4,7 @@
  * EWMA: exponentially weighted moving average of each upstream's response latency; the lowest wins,
  * and an upstream with no sample yet is probed first.
  *
- * Source: EXPERIMENTS.md A (the adaptive aiohttp proxy: "EWMA with alpha 0.2, lowest wins ...
+ * Source: docs/experiments.md, A (the adaptive aiohttp proxy: "EWMA with alpha 0.2, lowest wins ...
  * probe a backend with no sample yet"); the estimator is the classic
  * `avg = alpha * sample + (1 - alpha) * avg` (Roberts 1959; TCP's SRTT, RFC 6298, is the same with
  * alpha 1/8). The first sample initializes the average.
@@ -158,7 +158,7 @@ function createLowestEwma (name, { alpha = 0.2 } = {}) {
  * Create an EWMA policy: lowest exponentially weighted moving average of latency wins; unsampled
  * upstreams are probed first.
  * @param {object} [options]
- * @param {number} [options.alpha=0.2] weight of the newest sample, in (0, 1]; 0.2 as in EXPERIMENTS.md A
+ * @param {number} [options.alpha=0.2] weight of the newest sample, in (0, 1]; 0.2 as in docs/experiments.md, A
  *   (about the last 5-10 samples matter; higher reacts faster and flaps more)
  * @returns {import('./types').Policy}
  */

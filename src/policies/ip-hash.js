@@ -6,7 +6,7 @@
  * Sources: Thaler & Ravishankar, "Using name-based mappings to increase hit rates", IEEE/ACM ToN
  * 6(1), 1998 (rendezvous hashing); weighted form `score = w / -ln(h)` from Schindelhauer & Schomaker,
  * "Weighted distributed hash tables", SPAA 2005. The policy's name and its round-robin fallback follow
- * nginx `ip_hash` (`ngx_http_upstream_ip_hash_module.c`) and the IpHash strategy of EXPERIMENTS.md D.
+ * nginx `ip_hash` (`ngx_http_upstream_ip_hash_module.c`) and the IpHash strategy of docs/experiments.md, D.
  *
  * Each upstream scores `hash(id, clientAddress)`; the highest score wins. The same address goes to the
  * same upstream while the membership is unchanged; when an upstream joins, only the addresses it now

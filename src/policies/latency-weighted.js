@@ -4,7 +4,7 @@
  * Latency-weighted: each upstream's share of requests is proportional to its speed, 1 / latency
  * (times `upstream.weight`): an upstream three times faster gets three times the requests.
  *
- * Source: EXPERIMENTS.md C, the "Smart" algorithm of the regional forwarder ("share proportional to
+ * Source: docs/experiments.md, C, the "Smart" algorithm of the regional forwarder ("share proportional to
  * speed"). Latency is the EWMA of `./ewma.js` (same failure rule); the split is made deterministic
  * with nginx's smooth weighted round-robin (`./weighted-round-robin.js`) over the weights
  * `weight / latencyEwma`, recomputed at every pick, so no random source is needed and the shares hold

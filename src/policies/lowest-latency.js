@@ -4,7 +4,7 @@
  * Lowest latency: every request goes to the upstream with the currently lowest latency estimate
  * (an EWMA of its response times), probing upstreams that have no estimate yet.
  *
- * Source: EXPERIMENTS.md C, the "Lowest" algorithm of the regional forwarder ("all to the
+ * Source: docs/experiments.md, C, the "Lowest" algorithm of the regional forwarder ("all to the
  * lowest-latency worker"; reported there as by far the slowest, because it does not spread load).
  * It is kept as a baseline under its own name so that benchmark tables line up with C. The engine is
  * the one of `./ewma.js` (same probing, tie-breaking and failure rules); where C measured each worker

@@ -4,7 +4,7 @@
  * Random: each pick takes a uniformly random eligible upstream.
  *
  * Source: the "Random" strategy of the Rust/Tokio balancer and the regional forwarder
- * this project grew from (see EXPERIMENTS.md, C and D).
+ * this project grew from (see docs/experiments.md, C and D).
  *
  * @param {object} [options] unused; accepted for a uniform factory signature
  * @param {{ random?: () => number }} [deps] injected random source in [0, 1)

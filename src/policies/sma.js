@@ -4,7 +4,7 @@
  * SMA: simple moving average of each upstream's last N response latencies; the lowest wins, and an
  * upstream with no sample yet is probed first.
  *
- * Source: EXPERIMENTS.md A (the adaptive aiohttp proxy: "SMA of the last N=3 latencies per backend,
+ * Source: docs/experiments.md, A (the adaptive aiohttp proxy: "SMA of the last N=3 latencies per backend,
  * lowest wins ... probe a backend with no sample yet"). Probing, tie-breaking, failure samples and
  * memory follow the rules documented in `./ewma.js` (shared `pickLowest` and `latencySample`).
  * Each upstream keeps a ring of at most `window` samples and their running sum: O(1) per sample.
@@ -18,7 +18,7 @@ const { latencySample, pickLowest } = require('./ewma')
  * Create an SMA policy.
  * @param {object} [options]
  * @param {number} [options.window=3] how many of the latest latencies are averaged (integer >= 1);
- *   3 as in EXPERIMENTS.md A: reacts within three responses to a latency change
+ *   3 as in docs/experiments.md, A: reacts within three responses to a latency change
  * @returns {import('./types').Policy}
  */
 function createSma ({ window = 3 } = {}) {

@@ -29,7 +29,7 @@ export interface Outcome {
   cache?: 'HIT' | 'MISS'
 }
 
-/** The contract every routing algorithm implements (see DESIGN.md). */
+/** The contract every routing algorithm implements (see docs/design.md, "The policy contract"). */
 export interface Policy {
   readonly name: string
   pick (upstreams: readonly Upstream[], ctx?: PickContext): Upstream | undefined

@@ -31,7 +31,7 @@
 
 const { PolistesError } = require('../errors')
 
-/** Every parameter, with the reason for its default in the comment (and in the README's API section). */
+/** Every parameter, with the reason for its default in the comment (and in docs/algorithms.md, "Wasp options"). */
 const defaults = Object.freeze({
   /** lowest threshold: a full specialist answers the first-round stimulus with p = 0.9 */
   thetaMin: 1,

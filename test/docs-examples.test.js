@@ -5,17 +5,23 @@ const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 
 const ROOT = path.join(__dirname, '..')
-const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')
-const api = readme.slice(readme.indexOf('\n## API'), readme.indexOf('\n## ', readme.indexOf('\n## API') + 1))
-const blocks = [...api.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1])
+const DOCS = ['README.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
 
-test('the API section has runnable examples', () => {
-  expect(blocks.length).toBeGreaterThanOrEqual(8)
+/** Every ```js block of a markdown file. */
+function jsBlocks (file) {
+  const text = fs.readFileSync(path.join(ROOT, file), 'utf8')
+  return [...text.matchAll(/^```js\n([\s\S]*?)^```/gm)].map((m) => m[1])
+}
+
+const examples = DOCS.flatMap((file) => jsBlocks(file).map((code, i) => [file, i + 1, code]))
+
+test('docs/api.md has a runnable example for each function', () => {
+  expect(jsBlocks('docs/api.md').length).toBeGreaterThanOrEqual(8)
 })
 
 // Run from the repository root, where `require('polistes/wasp')` resolves through the package's own
 // exports map (self-reference), exactly as it does for a consumer.
-test.each(blocks.map((code, i) => [i + 1, code]))('README API example %i runs', (_i, code) => {
+test.each(examples)('%s example %i runs and prints', (_file, _i, code) => {
   const esm = /^\s*import /m.test(code)
   const result = spawnSync(process.execPath, [...(esm ? ['--input-type=module'] : []), '-e', code], { cwd: ROOT, encoding: 'utf8', timeout: 15000 })
   expect(result.stderr).toBe('')
