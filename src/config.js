@@ -17,12 +17,14 @@ const DEFAULTS = Object.freeze({
   failTimeoutMs: 5000,
   graceMs: 10000,
   policyOptions: {},
+  accessLog: false,
   fleet: { count: 7, basePort: 9101, cachePages: 4, missMs: 20 }
 })
 
 /** Keys a config file may hold. `address`, `strategy` and `receiver_addresses` are the seed's shape. */
 const FILE_KEYS = new Set(['address', 'host', 'port', 'strategy', 'algo', 'backends', 'receiver_addresses',
-  'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'fleet'])
+  'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'fleet',
+  'accessLog', 'accessLogFile'])
 const FLEET_KEYS = new Set(['count', 'basePort', 'cachePages', 'missMs'])
 
 /**
@@ -60,7 +62,7 @@ function readConfigFile (file) {
   if (strategy !== undefined) out.algo = normalizeAlgo(strategy)
   const backends = json.backends ?? json.receiver_addresses
   if (backends !== undefined) out.backends = backends
-  for (const key of ['keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions']) {
+  for (const key of ['keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'accessLog', 'accessLogFile']) {
     if (json[key] !== undefined) out[key] = json[key]
   }
   if (json.fleet !== undefined) {
@@ -111,6 +113,12 @@ function resolveConfig (flags, file = {}) {
   checkInteger('port', config.port, 0, 65535)
   if (typeof config.host !== 'string' || config.host === '') throw badOption('host must be a non-empty string')
   if (typeof config.keepAlive !== 'boolean') throw badOption(`keepAlive must be true or false, got ${JSON.stringify(config.keepAlive)}`)
+  if (typeof config.accessLog !== 'boolean') throw badOption(`accessLog must be true or false, got ${JSON.stringify(config.accessLog)}`)
+  if (config.accessLogFile !== undefined) {
+    if (typeof config.accessLogFile !== 'string' || config.accessLogFile === '') throw badOption(`accessLogFile must be a file path, got ${JSON.stringify(config.accessLogFile)}`)
+    if (flags.accessLog === false && flags.accessLogFile !== undefined) throw badOption('--no-access-log and --access-log-file contradict each other: give one')
+    if (flags.accessLog !== false) config.accessLog = true // a file asks for the log, unless a flag turns it off
+  }
   checkNumber('timeoutMs', config.timeoutMs)
   checkNumber('failTimeoutMs', config.failTimeoutMs)
   checkNumber('graceMs', config.graceMs)
