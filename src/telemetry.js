@@ -56,16 +56,18 @@ class Telemetry {
    * @param {object} [options]
    * @param {number} [options.windowS=300] seconds of per-second history kept (the dashboard's span)
    * @param {number} [options.maxPages=64] routing keys tracked one by one in the heat map
-   * @param {number} [options.halfLifeS=10] half-life of the heat map's request counts
+   * @param {number} [options.halfLifeS=5] half-life of the heat map's request counts (a page that
+   *   moves to another upstream shows there within seconds)
    * @param {() => number} [options.now=Date.now] wall clock in ms (injected for tests)
    */
-  constructor ({ windowS = 300, maxPages = 64, halfLifeS = 10, now = Date.now } = {}) {
+  constructor ({ windowS = 300, maxPages = 64, halfLifeS = 5, now = Date.now } = {}) {
     for (const [name, value] of Object.entries({ windowS, maxPages })) {
       if (!(Number.isInteger(value) && value >= 1)) throw new TypeError(`telemetry: ${name} must be a positive integer, got ${value}`)
     }
     if (!(halfLifeS > 0)) throw new TypeError(`telemetry: halfLifeS must be > 0, got ${halfLifeS}`)
     this.windowS = windowS
     this.maxPages = maxPages
+    this.halfLifeS = halfLifeS
     this.decayPerS = Math.pow(2, -1 / halfLifeS)
     this.now = now
     /** @type {Map<string, UpstreamRecord>} */
@@ -287,7 +289,7 @@ class Telemetry {
    * page `pages[i]`, column j upstream `upstreams[j]`; `share[i][j]` is the part of page i's recent
    * requests that upstream j served (0 when the page saw nothing lately).
    * @param {string[]} [columns] upstream ids to show, in this order (default: every one seen)
-   * @returns {{ pages: string[], upstreams: string[], counts: number[][], share: number[][] }}
+   * @returns {{ pages: string[], upstreams: string[], counts: number[][], share: number[][], halfLifeS: number }}
    */
   heatmap (columns) {
     this.tick()
@@ -302,7 +304,7 @@ class Telemetry {
       counts.push(line)
       share.push(line.map((c) => (sum > 0 ? round(c / sum, 4) : 0)))
     }
-    return { pages: order.map((o) => o.name), upstreams: ids, counts, share }
+    return { pages: order.map((o) => o.name), upstreams: ids, counts, share, halfLifeS: this.halfLifeS }
   }
 }
 

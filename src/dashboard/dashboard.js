@@ -21,7 +21,9 @@
     rps: new Map(), // id -> number[]
     hit: new Map(), // id -> (number | null)[]
     charts: {},
-    heatKey: ''
+    heatKey: '',
+    failures: new Map(), // id -> { count, at } (at: frame number of the last increase)
+    down: new Set()
   }
   window.polistes = state
 
@@ -40,7 +42,7 @@
     const axisY = (label, values) => ({ label, stroke: '#6b7385', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#eef0f3' }, size: 56, values })
     const perBackend = (fmt) => state.ids.map((id, i) => ({ label: id, stroke: colour(i), width: 1.6, spanGaps: true, value: (u, v) => fmt(v) }))
     const el = $('chart-rps')
-    const common = { height: 190, cursor: { points: { size: 5 } }, legend: { live: true } }
+    const common = { height: 190, cursor: { points: { size: 5 } }, legend: { live: false } }
     state.charts.rps = new Plot({
       ...common,
       width: width(el),
@@ -64,7 +66,7 @@
       axes: [time, axisY('ms', (u, vals) => vals.map((v) => (v == null ? '' : v < 1 ? v.toFixed(2) : String(+v.toFixed(1)))))],
       series: [{},
         { label: 'p50', stroke: '#4e79a7', width: 2, spanGaps: true, value: (u, v) => fmtMs(v) },
-        { label: 'p99', stroke: '#e15759', width: 2, spanGaps: true, fill: 'rgba(225,87,89,0.06)', value: (u, v) => fmtMs(v) }]
+        { label: 'p99', stroke: '#e15759', width: 2, spanGaps: true, value: (u, v) => fmtMs(v) }]
     }, latData(), latEl)
   }
 
@@ -120,6 +122,18 @@
     state.charts.lat.setData(latData())
   }
 
+  /** A backend is down when ejected, or when its failure count grew in the last FAILING_FRAMES frames. */
+  const FAILING_FRAMES = 10
+  function health (frame) {
+    state.down = new Set()
+    for (const u of frame.upstreams) {
+      const seen = state.failures.get(u.id)
+      if (!seen || u.failures > seen.count) state.failures.set(u.id, { count: u.failures, at: seen ? state.frames : -Infinity })
+      const failing = state.frames - state.failures.get(u.id).at < FAILING_FRAMES
+      if (!u.healthy || failing) state.down.add(u.id)
+    }
+  }
+
   function summary (frame) {
     $('policy').textContent = frame.policy
     const last = state.t.length - 1
@@ -131,7 +145,7 @@
     $('hit').textContent = n > 0 ? fmtPct(hits / n) : (last >= 0 ? fmtPct(state.hitAll[last]) : '-')
     $('p50').textContent = fmtMs(frame.summary.p50)
     $('p99').textContent = fmtMs(frame.summary.p99)
-    const up = frame.upstreams.filter((u) => u.healthy).length
+    const up = frame.upstreams.filter((u) => !state.down.has(u.id)).length
     $('up').textContent = `${up} / ${frame.upstreams.length}`
     $('up').style.color = up < frame.upstreams.length ? '#c0392b' : ''
   }
@@ -150,7 +164,7 @@
     const heat = frame.heat
     const table = $('heat')
     const key = heat.pages.join('|') + '#' + heat.upstreams.join('|')
-    const healthy = new Map(frame.upstreams.map((u) => [u.id, u.healthy]))
+    $('half-life').textContent = String(heat.halfLifeS)
     if (key !== state.heatKey) {
       state.heatKey = key
       const head = ['<tr><th></th>']
@@ -162,7 +176,7 @@
     }
     heat.upstreams.forEach((id, j) => {
       const th = table.tHead.rows[0].cells[j + 1]
-      th.classList.toggle('down', healthy.get(id) === false)
+      th.classList.toggle('down', state.down.has(id))
     })
     const led = heat.upstreams.map(() => 0)
     let owners = 0
@@ -195,6 +209,7 @@
     const frame = JSON.parse(event.data)
     const rebuild = absorb(frame)
     drawCharts(rebuild)
+    health(frame)
     summary(frame)
     drawHeat(frame)
     state.frames++
