@@ -14,7 +14,7 @@ const { spawn } = require('node:child_process')
 const { once } = require('node:events')
 const { mulberry32 } = require('../src/prng')
 
-const CLI = path.join(__dirname, '..', 'src', 'cli.js')
+const CLI = path.join(__dirname, '..', 'bin', 'polistes.js')
 /** The Debian/Ubuntu package's binary (`apt-get install chromium`); CHROMIUM_PATH overrides it. */
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium'
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
@@ -60,7 +60,7 @@ async function launchBrowser ({ width = 1400, height = 900, timeoutMs = 30000 } 
 }
 
 /**
- * Start `polistes` (src/cli.js) in a child process on 127.0.0.1 and wait for its URL.
+ * Start `polistes` (bin/polistes.js) in a child process on 127.0.0.1 and wait for its URL.
  * @param {string[]} args extra flags; `--port 0` unless a port is given
  * @param {{ timeoutMs?: number }} [options]
  * @returns {Promise<{ url: string, port: number, child: import('node:child_process').ChildProcess, stop: () => Promise<void> }>}

@@ -14,7 +14,7 @@
 const path = require('node:path')
 const fs = require('node:fs')
 const yargs = require('yargs/yargs')
-const { PolistesError } = require('../src/errors')
+const { PolistesError, ERR_POLISTES_BAD_OPTION } = require('../src/errors')
 const { startFleet } = require('../servers/fleet')
 const { launchBrowser, startCli, driveLoad, openDashboard, readDashboard } = require('./dashboard-browser')
 
@@ -33,18 +33,18 @@ async function main (argv) {
     .help()
     .version(false)
     .exitProcess(false)
-    .fail((msg, err) => { throw new PolistesError('ERR_POLISTES_BAD_OPTION', err ? err.message : msg) })
+    .fail((msg, err) => { throw new ERR_POLISTES_BAD_OPTION(err ? err.message : msg) })
     .parse()
   if (args.help) return
   for (const name of ['before', 'after', 'connections']) {
-    if (!(Number.isFinite(args[name]) && args[name] > 0)) throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${name} must be a positive number`)
+    if (!(Number.isFinite(args[name]) && args[name] > 0)) throw new ERR_POLISTES_BAD_OPTION(`--${name} must be a positive number`)
   }
 
   const fleet = await startFleet({ count: 7, basePort: 0, processes: true })
   const victim = fleet.backends.find((b) => b.id === args.kill)
   if (args.kill && !victim) {
     await fleet.close()
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--kill: no backend "${args.kill}" (a to g)`)
+    throw new ERR_POLISTES_BAD_OPTION(`--kill: no backend "${args.kill}" (a to g)`)
   }
   let cli = null
   let browser = null

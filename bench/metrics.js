@@ -97,4 +97,26 @@ function cpuSeconds (before, after) {
   return ((after.user - before.user) + (after.system - before.system)) / 1e6
 }
 
-module.exports = { hitRate, perBackend, specialization, cpuPer10k, cpuSeconds }
+/**
+ * The balancer's own counters for a run record (learning and measured phases together).
+ * `errors` counts what went wrong on the balancer's side: failed upstream attempts of every kind
+ * (a retried one included) plus requests no upstream could take.
+ *
+ * @param {{ requests: number, retries: number, noUpstream: number,
+ *   failures: { connect: number, timeout: number, stream: number } } | undefined} stats the balancer's stats()
+ * @returns {{ requests: number, retries: number, failures: { connect: number, timeout: number, stream: number },
+ *   noUpstream: number, errors: number } | undefined} undefined when there are no stats
+ */
+function balancerCounts (stats) {
+  if (!stats) return undefined
+  const { connect, timeout, stream } = stats.failures
+  return {
+    requests: stats.requests,
+    retries: stats.retries,
+    failures: { connect, timeout, stream },
+    noUpstream: stats.noUpstream,
+    errors: connect + timeout + stream + stats.noUpstream
+  }
+}
+
+module.exports = { hitRate, perBackend, specialization, cpuPer10k, cpuSeconds, balancerCounts }

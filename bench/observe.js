@@ -20,7 +20,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const yargs = require('yargs/yargs')
-const { PolistesError } = require('../src/errors')
+const { PolistesError, ERR_POLISTES_BAD_OPTION } = require('../src/errors')
 const { createBalancer } = require('../src/balancer')
 const { createMetrics } = require('../src/metrics')
 const { createAccessLog } = require('../src/access-log')
@@ -186,7 +186,7 @@ function parse (argv) {
     .help()
     .version(false)
     .exitProcess(false)
-    .fail((msg, err) => { throw new PolistesError('ERR_POLISTES_BAD_OPTION', err ? err.message : msg) })
+    .fail((msg, err) => { throw new ERR_POLISTES_BAD_OPTION(err ? err.message : msg) })
     .parse()
 }
 
@@ -194,7 +194,7 @@ async function main (argv) {
   const args = parse(argv)
   if (args.help) return
   for (const name of ['rounds', 'seconds', 'rate', 'connections']) {
-    if (!(Number.isInteger(args[name]) && args[name] > 0)) throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${name} must be a positive integer, got ${args[name]}`)
+    if (!(Number.isInteger(args[name]) && args[name] > 0)) throw new ERR_POLISTES_BAD_OPTION(`--${name} must be a positive integer, got ${args[name]}`)
   }
   const out = { node: process.version, cpus: os.cpus().length, loadavg: os.loadavg().map((x) => +x.toFixed(2)) }
   out.recordNs = measureRecord()

@@ -7,15 +7,15 @@
 
 const path = require('node:path')
 const yargs = require('yargs/yargs')
-const { PolistesError } = require('../src/errors')
+const { PolistesError, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('../src/errors')
 const { policyNames } = require('../src/policies')
 const { parsePopularity } = require('./popularity')
 const { getScenario, scenarioNames } = require('./scenarios')
 
 const RESULTS_DIR = path.join(__dirname, 'results')
 
-function bad (message, code = 'ERR_POLISTES_BAD_OPTION') {
-  return new PolistesError(code, message)
+function bad (message) {
+  return new ERR_POLISTES_BAD_OPTION(message)
 }
 
 /**
@@ -96,7 +96,7 @@ function parseOptions (argv) {
   if (algos.length === 0) throw bad('--algos needs at least one algorithm')
   for (const algo of algos) {
     if (!known.includes(algo)) {
-      throw bad(`unknown algorithm "${algo}"; expected one of: ${known.join(', ')}`, 'ERR_POLISTES_UNKNOWN_ALGO')
+      throw new ERR_POLISTES_UNKNOWN_ALGO(algo, known)
     }
   }
   if (new Set(algos).size !== algos.length) throw bad(`--algos lists an algorithm twice: ${algos.join(',')}`)

@@ -8,7 +8,7 @@
  * reproduces the request sequence.
  */
 
-const { PolistesError } = require('../src/errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../src/errors')
 
 /**
  * @typedef {{ kind: 'uniform' } | { kind: 'zipf', s: number }} Popularity
@@ -18,7 +18,7 @@ const { PolistesError } = require('../src/errors')
  * Parse `uniform` or `zipf:<s>` (s > 0; `zipf` alone means s = 1).
  * @param {string} text
  * @returns {Popularity}
- * @throws {PolistesError} ERR_POLISTES_BAD_OPTION on anything else
+ * @throws {import('../src/errors').PolistesError} ERR_POLISTES_BAD_OPTION on anything else
  */
 function parsePopularity (text) {
   const value = String(text).trim().toLowerCase()
@@ -28,7 +28,7 @@ function parsePopularity (text) {
     const s = m[1] === undefined ? 1 : Number(m[1])
     if (s > 0 && Number.isFinite(s)) return { kind: 'zipf', s }
   }
-  throw new PolistesError('ERR_POLISTES_BAD_OPTION',
+  throw new ERR_POLISTES_BAD_OPTION(
     `--popularity must be "uniform" or "zipf:<s>" with s > 0 (e.g. zipf:1.0), got "${text}"`)
 }
 

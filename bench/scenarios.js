@@ -17,17 +17,33 @@
 
 const LOREM_PAGES = 25
 
+/** Seven backends whose 4-page caches cannot hold the 25 pages, 20 ms per miss. */
+const CACHE_FLEET = { count: 7, cachePages: 4, missMs: 20 }
+
+/** Caches larger than the page set and free misses: every page is cached after its first miss. */
+const NO_CACHE_EFFECT = { cachePages: 1000, missMs: 0 }
+
+/** The algorithms compared where caches matter. */
+const CACHE_ALGOS = ['round-robin', 'chash-bounded', 'wasp']
+
+/**
+ * A scenario from the fields it sets; the others are the common ones: the 25 lorem pages asked
+ * uniformly, round-robin as the baseline, balancer keep-alive on, no targets.
+ *
+ * @param {object} fields
+ * @returns {object} the scenario
+ */
+function scenario (fields) {
+  return { pages: LOREM_PAGES, popularity: 'uniform', baseline: 'round-robin', keepAliveVariants: [true], targets: [], ...fields }
+}
+
 /** @type {Record<string, object>} */
 const scenarios = {
-  cache: {
+  cache: scenario({
     description: 'cache affinity: 7 backends with 4-page caches, 25 pages, 20 ms per miss',
-    fleet: { count: 7, cachePages: 4, missMs: 20 },
-    pages: LOREM_PAGES,
-    popularity: 'uniform',
+    fleet: { ...CACHE_FLEET },
     connections: 32,
-    algos: ['round-robin', 'chash-bounded', 'wasp'],
-    baseline: 'round-robin',
-    keepAliveVariants: [true],
+    algos: CACHE_ALGOS,
     columns: ['rps', 'mean', 'p50', 'p90', 'p99', 'max', 'hitRate', 'specialization', 'cpuPer10k', 'errors'],
     targets: [
       { algo: 'wasp', metric: 'hitRate', min: 0.90 },
@@ -36,62 +52,49 @@ const scenarios = {
       { algo: 'wasp', metric: 'mean', ratio: true, max: 0.35 },
       { algo: '*', metric: 'errors', max: 0 }
     ]
-  },
+  }),
 
   // docs/experiments.md, A: latency-aware routing, no cache effect (every page cached after its first miss).
-  'latency-profiles': {
+  'latency-profiles': scenario({
     description: 'latency profiles A 10,15,20,400x3,10,15,20 / B 200 / C 250 ms, no cache effect',
     fleet: {
       count: 3,
-      cachePages: 1000,
-      missMs: 0,
+      ...NO_CACHE_EFFECT,
       perBackend: [
         { latencyProfile: [10, 15, 20, 400, 400, 400, 10, 15, 20] },
         { latencyProfile: [200] },
         { latencyProfile: [250] }
       ]
     },
-    pages: LOREM_PAGES,
-    popularity: 'uniform',
     connections: 100,
     algos: ['round-robin', 'sma', 'ewma', 'p2c-peak-ewma'],
-    baseline: 'round-robin',
     keepAliveVariants: [true, false],
-    columns: ['rps', 'mean', 'p50', 'p95', 'p99', 'share', 'errors'],
-    targets: []
-  },
+    columns: ['rps', 'mean', 'p50', 'p95', 'p99', 'share', 'errors']
+  }),
 
   // Caches of unequal size and one backend twice as slow on a miss.
-  heterogeneous: {
+  heterogeneous: scenario({
     description: 'caches 2,2,4,4,8,8,8 pages; the last backend pays 40 ms per miss, the others 20',
     fleet: {
-      count: 7,
-      cachePages: 4,
-      missMs: 20,
+      ...CACHE_FLEET,
       perBackend: [
         { cachePages: 2 }, { cachePages: 2 }, { cachePages: 4 }, { cachePages: 4 },
         { cachePages: 8 }, { cachePages: 8 }, { cachePages: 8, missMs: 40 }
       ]
     },
-    pages: LOREM_PAGES,
-    popularity: 'uniform',
     connections: 32,
-    algos: ['round-robin', 'chash-bounded', 'wasp'],
-    baseline: 'round-robin',
-    keepAliveVariants: [true],
-    columns: ['rps', 'mean', 'p50', 'p99', 'hitRate', 'specialization', 'share', 'errors'],
-    targets: []
-  },
+    algos: CACHE_ALGOS,
+    columns: ['rps', 'mean', 'p50', 'p99', 'hitRate', 'specialization', 'share', 'errors']
+  }),
 
   // docs/experiments.md, C: workers in regions at different distances.
   // Regions of unequal size (3 eu, 2 us, 1 asia), as a deployment grows: with equal sizes
   // equal-regions would be round-robin under another name.
-  regions: {
+  regions: scenario({
     description: 'six backends in three regions of unequal size, added latency eu 300 (x3), us 350 (x2), asia 550 ms (x1)',
     fleet: {
       count: 6,
-      cachePages: 1000,
-      missMs: 0,
+      ...NO_CACHE_EFFECT,
       perBackend: [
         { latencyProfile: [300] }, { latencyProfile: [300] }, { latencyProfile: [300] },
         { latencyProfile: [350] }, { latencyProfile: [350] },
@@ -102,15 +105,10 @@ const scenarios = {
       { region: 'eu' }, { region: 'eu' }, { region: 'eu' }, { region: 'us' }, { region: 'us' },
       { region: 'asia' }
     ],
-    pages: LOREM_PAGES,
-    popularity: 'uniform',
     connections: 100,
     algos: ['round-robin', 'equal-regions', 'latency-weighted'],
-    baseline: 'round-robin',
-    keepAliveVariants: [true],
-    columns: ['rps', 'mean', 'p50', 'p95', 'p99', 'share', 'errors'],
-    targets: []
-  }
+    columns: ['rps', 'mean', 'p50', 'p95', 'p99', 'share', 'errors']
+  })
 }
 
 /** @returns {string[]} scenario names */

@@ -153,7 +153,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
         hitRate: round(warmup ? metrics.hitRate(snaps[0].stats, start.stats) : NaN, 4),
         latency: roundLatency(l.latency)
       },
-      balancer: lbStats && { requests: lbStats.requests, errors: lbStats.errors, retries: lbStats.retries },
+      balancer: metrics.balancerCounts(lbStats),
       timeline
     }
   } finally {

@@ -23,7 +23,6 @@ const server = http.createServer((req, res) => {
   }
   const start = performance.now()
   upstream.inflight++
-  wasp.onStart(upstream, ctx)
   let done = false
   const end = (outcome) => {
     if (done) return

@@ -7,7 +7,7 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
-const { PolistesError } = require('../src/errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../src/errors')
 const { intOption, numberOption, listOption } = require('./cli-support')
 
 /** The repository's committed pages. */
@@ -26,7 +26,7 @@ const DEFAULTS = Object.freeze({
 })
 
 function bad (message) {
-  return new PolistesError('ERR_POLISTES_BAD_OPTION', message)
+  return new ERR_POLISTES_BAD_OPTION(message)
 }
 
 function checkInt (name, value, min = 0) {

@@ -1,12 +1,13 @@
 'use strict'
 
 /**
- * What the CLIs in servers/ share: a yargs 17 parser whose failures become a PolistesError, and a
- * runner that turns any error into ONE line on stderr and exit code 2 (no stack trace).
+ * What the CLIs in servers/ share: a yargs 17 parser whose failures become a PolistesError, a
+ * runner that turns any error into ONE line on stderr and exit code 2 (no stack trace), and a
+ * clean stop on signals.
  */
 
 const yargs = require('yargs/yargs')
-const { PolistesError } = require('../src/errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../src/errors')
 
 /**
  * A strict yargs parser with `--help`, no `--version`, and failures thrown as PolistesError.
@@ -23,7 +24,7 @@ function yargsFor (argv, description) {
     .help()
     .wrap(null)
     .fail((message, err) => {
-      throw new PolistesError('ERR_POLISTES_BAD_OPTION', message || (err && err.message) || 'bad arguments')
+      throw new ERR_POLISTES_BAD_OPTION(message || (err && err.message) || 'bad arguments')
     })
 }
 
@@ -31,20 +32,29 @@ function bounds (min, max) {
   return max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`
 }
 
+/** Parse a numeric option; `kind` says which values count and how the message names them. */
+function parseNumeric (name, text, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}, kind) {
+  const raw = String(text).trim()
+  const value = Number(raw)
+  if (raw === '' || !kind.test(value) || value < min || value > max) {
+    throw new ERR_POLISTES_BAD_OPTION(`--${name} must be ${kind.name} ${bounds(min, max)}, got "${text}"`)
+  }
+  return value
+}
+
+const INTEGER = { name: 'an integer', test: Number.isInteger }
+const FINITE = { name: 'a number', test: Number.isFinite }
+
 /**
  * Parse an integer option given as text.
  *
  * @param {string} name option name, for the message
  * @param {string|number} text the raw value
- * @param {{ min?: number, max?: number }} [range] inclusive bounds
+ * @param {{ min?: number, max?: number }} [range] inclusive bounds (default 0 .. MAX_SAFE_INTEGER)
  * @returns {number} the integer
  */
-function intOption (name, text, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}) {
-  const value = Number(String(text).trim())
-  if (String(text).trim() === '' || !Number.isInteger(value) || value < min || value > max) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${name} must be an integer ${bounds(min, max)}, got "${text}"`)
-  }
-  return value
+function intOption (name, text, range) {
+  return parseNumeric(name, text, range, INTEGER)
 }
 
 /**
@@ -52,15 +62,11 @@ function intOption (name, text, { min = 0, max = Number.MAX_SAFE_INTEGER } = {})
  *
  * @param {string} name option name, for the message
  * @param {string|number} text the raw value
- * @param {{ min?: number, max?: number }} [range] inclusive bounds
+ * @param {{ min?: number, max?: number }} [range] inclusive bounds (default 0 .. MAX_SAFE_INTEGER)
  * @returns {number} the number
  */
-function numberOption (name, text, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}) {
-  const value = Number(String(text).trim())
-  if (String(text).trim() === '' || !Number.isFinite(value) || value < min || value > max) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${name} must be a number ${bounds(min, max)}, got "${text}"`)
-  }
-  return value
+function numberOption (name, text, range) {
+  return parseNumeric(name, text, range, FINITE)
 }
 
 /**
@@ -98,4 +104,22 @@ async function runCli (name, main) {
   }
 }
 
-module.exports = { yargsFor, intOption, numberOption, listOption, runCli }
+/**
+ * Stop a server CLI cleanly: on SIGINT, SIGTERM or, under a parent process, the parent's
+ * disconnect (so that no orphan lingers), call `close` once, then exit 0.
+ *
+ * @param {() => Promise<void>} close stops what the CLI started
+ */
+function exitOnStop (close) {
+  let stopping = false
+  const stop = () => {
+    if (stopping) return
+    stopping = true
+    close().then(() => process.exit(0))
+  }
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+  if (process.send) process.on('disconnect', stop)
+}
+
+module.exports = { yargsFor, intOption, numberOption, listOption, runCli, exitOnStop }

@@ -9,7 +9,7 @@
 
 const path = require('node:path')
 const { fork } = require('node:child_process')
-const { PolistesError } = require('../src/errors')
+const { ERR_POLISTES_BAD_OPTION, ERR_POLISTES_BAD_CONFIG, ERR_POLISTES_PORT_IN_USE } = require('../src/errors')
 const { createBackend } = require('./static-server')
 const { normalizeBackendOptions } = require('./backend-options')
 
@@ -21,7 +21,7 @@ const READY_TIMEOUT_MS = 10000
 const EXIT_TIMEOUT_MS = 5000
 
 function bad (message) {
-  return new PolistesError('ERR_POLISTES_BAD_OPTION', message)
+  return new ERR_POLISTES_BAD_OPTION(message)
 }
 
 /**
@@ -90,7 +90,7 @@ function resolveBackends (shared, count, perBackend) {
  * @param {number[][]} [options.latencyProfiles] one latency profile per backend
  * @param {object[]} [options.perBackend=[]] overrides for backend i
  * @returns {Promise<{ backends: { id: string, url: string, port: number, pid?: number }[], close: () => Promise<void> }>}
- *   rejects with PolistesError (bad option, port in use, child failed); nothing is left running then
+ *   rejects with a PolistesError (bad option, port in use, child failed); nothing is left running then
  */
 async function startFleet (options = {}) {
   const { count = 7, basePort = 9101, host = '127.0.0.1', processes = false, perBackend = [], ...shared } = options
@@ -136,7 +136,7 @@ function startChild (config, port, host) {
     else stderr = (stderr + text).slice(-4000)
   })
   const started = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new PolistesError('ERR_POLISTES_BAD_CONFIG', `backend ${config.id} did not report ready within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS)
+    const timer = setTimeout(() => fail(new ERR_POLISTES_BAD_CONFIG(`backend ${config.id} did not report ready within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS)
     function fail (err) {
       clearTimeout(timer)
       child.off('message', onMessage)
@@ -152,15 +152,15 @@ function startChild (config, port, host) {
       resolve({ id: msg.id, url: msg.url, port: msg.port, pid: child.pid })
     }
     function onExit (code, signal) {
-      // The child printed "static-server: <message>" and exited 2: pass its line on, unchanged.
+      // The child printed "static-server: <message>" and exited 2: pass its line on, unchanged
+      // (a taken port is rebuilt as the same error the in-process backend throws).
       const line = stderr.trim().split('\n').pop() || `exited with ${signal || code}`
       const message = line.replace(/^static-server: /, '')
-      const err = new PolistesError(/in use/.test(message) ? 'ERR_POLISTES_PORT_IN_USE' : 'ERR_POLISTES_BAD_OPTION', message)
-      fail(err)
+      fail(/ is already in use$/.test(message) ? new ERR_POLISTES_PORT_IN_USE(`backend ${config.id}`, host, port) : new ERR_POLISTES_BAD_OPTION(message))
     }
     child.on('message', onMessage)
     child.on('exit', onExit)
-    child.on('error', (err) => fail(new PolistesError('ERR_POLISTES_BAD_CONFIG', `backend ${config.id}: ${err.message}`)))
+    child.on('error', (err) => fail(new ERR_POLISTES_BAD_CONFIG(`backend ${config.id}: ${err.message}`)))
   })
   return { child, started }
 }
@@ -193,7 +193,7 @@ async function startChildren (configs, portOf, host) {
 module.exports = { startFleet, backendId }
 
 if (require.main === module) {
-  const { runCli, yargsFor, intOption } = require('./cli-support')
+  const { runCli, yargsFor, intOption, exitOnStop } = require('./cli-support')
   const { BACKEND_FLAGS, fleetOptionsFromArgs } = require('./backend-options')
   runCli('fleet', async (argv) => {
     const args = yargsFor(argv, 'A fleet of page backends a, b, c, … Scalar backend flags take one value for all or a comma list, one per backend.')
@@ -209,17 +209,7 @@ if (require.main === module) {
     const basePort = intOption('base-port', args['base-port'], { min: 0, max: 65535 })
     const fleet = await startFleet({ count, basePort, host: args.host, processes: args.processes, ...fleetOptionsFromArgs(args) })
     for (const b of fleet.backends) console.log(`backend ${b.id} ${b.url}${b.pid ? ` pid ${b.pid}` : ''}`)
-    let stopping = false
-    const stop = () => {
-      if (stopping) return
-      stopping = true
-      fleet.close().then(() => process.exit(0))
-    }
-    process.once('SIGINT', stop)
-    process.once('SIGTERM', stop)
-    if (process.send) {
-      process.send({ type: 'ready', backends: fleet.backends })
-      process.on('disconnect', stop)
-    }
+    exitOnStop(() => fleet.close())
+    if (process.send) process.send({ type: 'ready', backends: fleet.backends })
   })
 }

@@ -6,29 +6,20 @@
  * Every page response carries `X-Server: <id>` and `X-Cache: HIT|MISS`; `GET /_stats` reports
  * the counters as JSON.
  *
- * How the cache is filled (the choice the design left open): on a MISS node-static stays the
- * file-serving path and writes the response itself; we tee what it writes for a full 200 into the
- * cache. On a HIT we replay the cached body and entity headers from memory. Reading the file
- * ourselves and serving it would bypass node-static entirely, which is what the experiment
- * replaces; teeing keeps node-static's headers (Content-Type, ETag, Last-Modified) and costs one
- * copy of the body per miss.
+ * On a MISS node-static serves the file and the cache keeps what it writes (servers/cache-tee.js);
+ * on a HIT we replay the cached body and entity headers from memory.
  */
 
 const http = require('node:http')
 const nodeStatic = require('node-static')
-const { PolistesError } = require('../src/errors')
+const { createLifecycle } = require('../src/http-lifecycle')
 const { normalizeBackendOptions } = require('./backend-options')
 const { createPageCache } = require('./page-cache')
+const { teeFullBody, fullPageRequest } = require('./cache-tee')
 const { createLatencyProfile } = require('./latency-profile')
 const { createFaults } = require('./faults')
 const { wait, burnCpu } = require('./miss-cost')
 const { checkMethod, resolvePagePath, guardWriteHead, parseRange } = require('./guards')
-
-/** Entity headers kept with a cached page and replayed on a hit. */
-const KEPT_HEADERS = ['content-type', 'etag', 'last-modified']
-
-/** Request headers that would make node-static answer something other than a full 200. */
-const STRIPPED_ON_MISS = ['range', 'if-none-match', 'if-modified-since', 'accept-encoding']
 
 /**
  * @typedef {object} BackendStats the body of `GET /_stats`
@@ -83,19 +74,8 @@ function createBackend (options = {}) {
   const counters = { requests: 0, rejected: 0, guarded: 0, errors: 0, hangs: 0, drops: 0 }
   let inflight = 0
   let closing = false
-  let closePromise = null
 
-  // Requests in progress per socket, so close() can end idle keep-alive sockets itself instead of
-  // relying on Node's idle bookkeeping (which can lag right after a response).
-  const sockets = new Map()
   const server = http.createServer((req, res) => {
-    const socket = req.socket
-    sockets.set(socket, (sockets.get(socket) || 0) + 1)
-    res.once('close', () => {
-      const active = (sockets.get(socket) || 1) - 1
-      if (sockets.has(socket)) sockets.set(socket, active)
-      if (closing && active === 0) socket.end() // after the flush of what was written
-    })
     handle(req, res).catch((err) => {
       // Nothing may escape as an unhandled rejection (Node 20 would exit).
       if (!res.headersSent) send(res, 500, 'internal error: ' + err.message)
@@ -103,10 +83,7 @@ function createBackend (options = {}) {
     })
   })
   server.keepAliveTimeout = 5000
-  server.on('connection', (socket) => {
-    sockets.set(socket, 0)
-    socket.once('close', () => sockets.delete(socket))
-  })
+  const lifecycle = createLifecycle(server, { name: `backend ${o.id}` })
 
   function stats () {
     const c = cache.stats()
@@ -133,44 +110,62 @@ function createBackend (options = {}) {
     }
   }
 
-  function send (res, status, text, headers = {}) {
-    const body = text ? text + '\n' : ''
+  /** Write a whole response; while closing, with `Connection: close`. */
+  function reply (res, status, body, headers) {
     if (closing) res.setHeader('Connection', 'close')
-    res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body), ...headers })
+    res.writeHead(status, headers)
     res.end(body)
+  }
+
+  /** A plain-text response: `text` and a newline. */
+  function send (res, status, text, headers = {}) {
+    const body = text + '\n'
+    reply(res, status, body, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body), ...headers })
   }
 
   async function handle (req, res) {
     guardWriteHead(res)
     res.setHeader('X-Server', o.id)
-
-    const method = checkMethod(req.method)
-    const route = resolvePagePath(req.url, o.root)
-    if (route.key === '/_stats' && !method) {
-      const body = JSON.stringify(stats())
-      if (closing) res.setHeader('Connection', 'close')
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' })
-      return res.end(body)
-    }
-    if (method) {
-      if (method.status === 204) {
-        if (closing) res.setHeader('Connection', 'close')
-        res.writeHead(204, method.headers)
-        return res.end()
-      }
-      counters.guarded++
-      return send(res, method.status, method.reason, method.headers)
-    }
-    if (route.status) {
-      counters.guarded++
-      return send(res, route.status, route.reason)
-    }
-
+    const route = routeOrAnswer(req, res)
+    if (!route) return
     counters.requests++
     if (o.maxInflight > 0 && inflight >= o.maxInflight) {
       counters.rejected++
       return send(res, 503, 'busy', { 'Retry-After': '1' })
     }
+    const gone = track(res)
+    if (injectFault(req, res)) return
+    return servePage(req, res, route, gone)
+  }
+
+  /**
+   * Answer what is not a page request: `GET /_stats`, OPTIONS, refused methods and paths.
+   * @returns {import('./guards').PageRoute|null} the page to serve, or null when answered here
+   */
+  function routeOrAnswer (req, res) {
+    const method = checkMethod(req.method)
+    const route = resolvePagePath(req.url, o.root)
+    if (route.key === '/_stats' && !method) {
+      const body = JSON.stringify(stats())
+      reply(res, 200, body, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' })
+      return null
+    }
+    if (method && method.status === 204) {
+      reply(res, 204, undefined, method.headers)
+      return null
+    }
+    const refusal = method || (route.status ? route : null)
+    if (!refusal) return route
+    counters.guarded++
+    send(res, refusal.status, refusal.reason, refusal.headers)
+    return null
+  }
+
+  /**
+   * Count a page request in `inflight` until its response finishes or closes.
+   * @returns {() => boolean} whether the response closed already (client abort, drop, destroyed hang)
+   */
+  function track (res) {
     inflight++
     let done = false
     let gone = false
@@ -179,121 +174,66 @@ function createBackend (options = {}) {
       hung.delete(res)
     }
     res.once('finish', release) // 'finish' comes first for a normal response ('close' follows a tick later)
-    res.once('close', () => { gone = true; release() }) // client abort, drop, destroyed hang
+    res.once('close', () => { gone = true; release() })
+    return () => gone
+  }
 
+  /**
+   * Inject the fault drawn for this request, if any: drop the socket, hang, or answer 500.
+   * @returns {boolean} whether a fault took the request
+   */
+  function injectFault (req, res) {
     const fault = faults.draw()
     if (fault === 'drop') {
       counters.drops++
-      return req.socket.destroy()
-    }
-    if (fault === 'hang') {
+      req.socket.destroy()
+    } else if (fault === 'hang') {
       counters.hangs++
-      if (closing) return res.destroy() // close() already swept the hung set
-      hung.add(res)
-      return
-    }
-    if (fault === 'error') {
+      if (closing) res.destroy() // close() already swept the hung set
+      else hung.add(res)
+    } else if (fault === 'error') {
       counters.errors++
-      return send(res, 500, 'injected error')
+      send(res, 500, 'injected error')
     }
+    return fault !== null
+  }
 
+  /** A HIT after the profile's extra delay, or a MISS after the miss cost, unless the client left meanwhile. */
+  async function servePage (req, res, route, gone) {
     const page = cache.lookup(route.key)
     const extraMs = profile.next()
     if (page) {
       res.setHeader('X-Cache', 'HIT')
       await wait(extraMs)
-      if (gone) return
-      return sendCached(req, res, page)
+      if (!gone()) sendCached(req, res, page)
+      return
     }
     res.setHeader('X-Cache', 'MISS')
     await wait(o.missMs + extraMs)
     if (o.missCpuMs > 0) burnCpu(o.missCpuMs)
-    if (gone) return
-    return serveMiss(res, req, route)
+    if (!gone()) serveMiss(req, res, route)
   }
 
+  /** Replay a cached page: the whole body, or the one byte range asked for. */
   function sendCached (req, res, page) {
     const range = parseRange(req.headers.range, page.body.length)
-    if (closing) res.setHeader('Connection', 'close')
-    if (range) {
-      res.writeHead(206, {
-        ...page.headers,
-        'Content-Range': `bytes ${range.start}-${range.end}/${page.body.length}`,
-        'Content-Length': range.end - range.start + 1
-      })
-      return res.end(page.body.subarray(range.start, range.end + 1))
-    }
-    res.writeHead(200, { ...page.headers, 'Content-Length': page.body.length })
-    res.end(page.body)
+    if (!range) return reply(res, 200, page.body, { ...page.headers, 'Content-Length': page.body.length })
+    reply(res, 206, page.body.subarray(range.start, range.end + 1), {
+      ...page.headers,
+      'Content-Range': `bytes ${range.start}-${range.end}/${page.body.length}`,
+      'Content-Length': range.end - range.start + 1
+    })
   }
 
-  /**
-   * Let node-static serve the file, and keep what it writes for a full 200.
-   * node-static sees a request view, not `req`: a safe re-encoded URL, method GET (Node still
-   * suppresses the body of a HEAD, because the real response belongs to a HEAD request; this avoids
-   * node-static's second writeHead for non-GET methods) and no Range / conditional / gzip headers,
-   * so that it always produces a full 200 that can be cached (its 206 path crashes on Node 20).
-   */
-  function serveMiss (res, req, route) {
-    const headers = { ...req.headers }
-    for (const name of STRIPPED_ON_MISS) delete headers[name]
-    const view = { url: route.url, method: 'GET', headers }
+  /** Let node-static serve the file, and keep the page in the cache once its last byte is written. */
+  function serveMiss (req, res, route) {
     if (closing) res.setHeader('Connection', 'close')
-    teeFullBody(res, (body, head) => cache.store(route.key, { body, headers: head }))
-    files.serve(view, res, (err) => {
+    teeFullBody(res, (body, headers) => cache.store(route.key, { body, headers }))
+    files.serve(fullPageRequest(req, route.url), res, (err) => {
       if (!err) return
       if (res.headersSent) return res.destroy() // a read error mid-stream: the body is truncated
       send(res, err.status || 500, err.message || 'error')
     })
-  }
-
-  /**
-   * Wrap res so that the body node-static writes for a full 200 is handed to `onFullBody` as soon as
-   * its last byte is written (Content-Length reached), before node-static's own `res.end()`, which
-   * only comes on the read stream's 'close': a client may already hold the whole page by then.
-   */
-  function teeFullBody (res, onFullBody) {
-    const chunks = []
-    let size = 0
-    let status = 0
-    let expected = -1
-    let head = {}
-    let kept = false
-    const writeHead = res.writeHead
-    const write = res.write
-    const end = res.end
-    const collect = (chunk, encoding) => {
-      if (kept || status !== 200 || !chunk || typeof chunk === 'function') return
-      const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk, typeof encoding === 'string' ? encoding : 'utf8')
-      chunks.push(buffer)
-      size += buffer.length
-      if (size === expected) {
-        kept = true
-        const headers = Object.fromEntries(KEPT_HEADERS.filter((k) => head[k] !== undefined).map((k) => [k, String(head[k])]))
-        onFullBody(Buffer.concat(chunks), headers)
-        chunks.length = 0
-      }
-    }
-    res.writeHead = function teeWriteHead (code, ...rest) {
-      if (!res.headersSent) {
-        status = code
-        const h = rest.find((a) => a && typeof a === 'object') || {}
-        head = Object.fromEntries(Object.entries(h).map(([k, v]) => [k.toLowerCase(), v]))
-        expected = Number(head['content-length'])
-      }
-      return writeHead.call(res, code, ...rest)
-    }
-    res.write = function teeWrite (chunk, encoding, ...rest) {
-      collect(chunk, encoding)
-      return write.call(res, chunk, encoding, ...rest)
-    }
-    res.end = function teeEnd (chunk, encoding, ...rest) {
-      collect(chunk, encoding)
-      if (!kept && status === 200 && expected === 0) onFullBody(Buffer.alloc(0), {}) // an empty file
-      kept = true
-      chunks.length = 0
-      return end.call(res, chunk, encoding, ...rest)
-    }
   }
 
   /**
@@ -304,23 +244,9 @@ function createBackend (options = {}) {
    * @returns {Promise<{ port: number, url: string }>} rejects with PolistesError
    *   ERR_POLISTES_PORT_IN_USE when the address is taken
    */
-  function listen (port = 0, host = '127.0.0.1') {
-    return new Promise((resolve, reject) => {
-      const onError = (err) => {
-        server.off('listening', onListening)
-        if (err.code === 'EADDRINUSE') reject(new PolistesError('ERR_POLISTES_PORT_IN_USE', `backend ${o.id}: ${host}:${port} is already in use`))
-        else reject(new PolistesError('ERR_POLISTES_BAD_OPTION', `backend ${o.id}: cannot listen on ${host}:${port}: ${err.code || err.message}`))
-      }
-      const onListening = () => {
-        server.off('error', onError)
-        const address = server.address()
-        const shown = address.address.includes(':') ? `[${address.address}]` : address.address
-        resolve({ port: address.port, url: `http://${shown}:${address.port}` })
-      }
-      server.once('error', onError)
-      server.once('listening', onListening)
-      server.listen(port, host)
-    })
+  async function listen (port = 0, host = '127.0.0.1') {
+    const { port: bound, url } = await lifecycle.listen(port, host)
+    return { port: bound, url }
   }
 
   /**
@@ -331,18 +257,11 @@ function createBackend (options = {}) {
    * @returns {Promise<void>} resolves when the server is closed
    */
   function close () {
-    if (closePromise) return closePromise
     closing = true
-    closePromise = new Promise((resolve) => {
-      if (!server.listening) return resolve()
-      const grace = setTimeout(() => server.closeAllConnections(), o.closeGraceMs)
-      server.close(() => { clearTimeout(grace); resolve() })
-      server.closeIdleConnections()
-      for (const [socket, active] of sockets) if (active === 0) socket.end()
-      for (const res of hung) res.destroy()
-      hung.clear()
-    })
-    return closePromise
+    const closed = lifecycle.close({ graceMs: o.closeGraceMs })
+    for (const res of hung) res.destroy()
+    hung.clear()
+    return closed
   }
 
   return { id: o.id, server, listen, stats, close }
@@ -351,7 +270,7 @@ function createBackend (options = {}) {
 module.exports = { createBackend }
 
 if (require.main === module) {
-  const { runCli, yargsFor, intOption } = require('./cli-support')
+  const { runCli, yargsFor, intOption, exitOnStop } = require('./cli-support')
   const { BACKEND_FLAGS, backendOptionsFromArgs } = require('./backend-options')
   runCli('static-server', async (argv) => {
     const args = yargsFor(argv, 'One page backend: node-static + bounded page cache + emulated miss cost.')
@@ -365,17 +284,7 @@ if (require.main === module) {
     const { url } = await backend.listen(port, args.host)
     const s = backend.stats()
     console.log(`backend ${s.id} listening on ${url} (pid ${process.pid}, cache ${s.cachePages} pages, miss ${s.missMs} ms)`)
-    if (process.send) {
-      process.send({ type: 'ready', id: s.id, url, port: Number(new URL(url).port) })
-      process.on('disconnect', stop) // the parent is gone: do not linger as an orphan
-    }
-    let stopping = false
-    function stop () {
-      if (stopping) return
-      stopping = true
-      backend.close().then(() => process.exit(0))
-    }
-    process.once('SIGINT', stop)
-    process.once('SIGTERM', stop)
+    exitOnStop(() => backend.close())
+    if (process.send) process.send({ type: 'ready', id: s.id, url, port: Number(new URL(url).port) })
   })
 }

@@ -2,7 +2,7 @@
 
 const fs = require('node:fs')
 const pino = require('pino')
-const { PolistesError } = require('./errors')
+const { ERR_POLISTES_BAD_OPTION } = require('./errors')
 
 /**
  * The access log: one pino line per finished request, at `info`:
@@ -28,18 +28,18 @@ const { PolistesError } = require('./errors')
  * @param {import('pino').Logger} [options.logger] where lines go when no file is given
  * @param {string} [options.file] append to this file instead (created if missing)
  * @returns {AccessLog}
- * @throws {PolistesError} ERR_POLISTES_BAD_OPTION when the file cannot be opened
+ * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION when the file cannot be opened
  */
 function createAccessLog ({ logger, file } = {}) {
   let destination = null
   let log = logger
   if (file !== undefined) {
-    if (typeof file !== 'string' || file === '') throw new PolistesError('ERR_POLISTES_BAD_OPTION', 'access log file must be a non-empty path')
+    if (typeof file !== 'string' || file === '') throw new ERR_POLISTES_BAD_OPTION('access log file must be a non-empty path')
     let fd
     try {
       fd = fs.openSync(file, 'a')
     } catch (err) {
-      throw new PolistesError('ERR_POLISTES_BAD_OPTION', `cannot open access log file ${file}: ${err.code || err.message}`)
+      throw new ERR_POLISTES_BAD_OPTION(`cannot open access log file ${file}: ${err.code || err.message}`)
     }
     destination = pino.destination({ dest: fd, sync: false, minLength: 4096 })
     log = pino({ base: undefined }, destination)

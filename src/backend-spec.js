@@ -1,6 +1,6 @@
 'use strict'
 
-const { PolistesError } = require('./errors')
+const { ERR_POLISTES_BAD_URL, ERR_POLISTES_NO_BACKENDS } = require('./errors')
 
 /**
  * A backend as the pool needs it.
@@ -18,7 +18,7 @@ const { PolistesError } = require('./errors')
  * @param {string | { url: string, id?: string, weight?: number, region?: string }} input
  * @param {number} index position in the list, used for error messages
  * @returns {BackendSpec}
- * @throws {PolistesError} ERR_POLISTES_BAD_URL when the URL or a fragment token is malformed
+ * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_URL when the URL or a fragment token is malformed
  */
 function parseBackend (input, index = 0) {
   const where = `backend #${index + 1}`
@@ -29,7 +29,7 @@ function parseBackend (input, index = 0) {
     extra = input
   }
   if (typeof raw !== 'string' || raw.trim() === '') {
-    throw new PolistesError('ERR_POLISTES_BAD_URL', `${where}: expected a URL such as http://127.0.0.1:9101, got ${JSON.stringify(raw)}`)
+    throw new ERR_POLISTES_BAD_URL(where, `expected a URL such as http://127.0.0.1:9101, got ${JSON.stringify(raw)}`)
   }
   raw = raw.trim()
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`
@@ -37,16 +37,16 @@ function parseBackend (input, index = 0) {
   try {
     url = new URL(withScheme)
   } catch {
-    throw new PolistesError('ERR_POLISTES_BAD_URL', `${where}: malformed URL "${raw}"`)
+    throw new ERR_POLISTES_BAD_URL(where, `malformed URL "${raw}"`)
   }
   if (url.protocol !== 'http:') {
-    throw new PolistesError('ERR_POLISTES_BAD_URL', `${where}: only http:// backends are supported, got "${raw}"`)
+    throw new ERR_POLISTES_BAD_URL(where, `only http:// backends are supported, got "${raw}"`)
   }
   if (!url.hostname || !url.port) {
-    throw new PolistesError('ERR_POLISTES_BAD_URL', `${where}: "${raw}" needs an explicit host and port`)
+    throw new ERR_POLISTES_BAD_URL(where, `"${raw}" needs an explicit host and port`)
   }
   if ((url.pathname && url.pathname !== '/') || url.search || url.username || url.password) {
-    throw new PolistesError('ERR_POLISTES_BAD_URL', `${where}: "${raw}" must be an origin (no path, query or credentials)`)
+    throw new ERR_POLISTES_BAD_URL(where, `"${raw}" must be an origin (no path, query or credentials)`)
   }
   const spec = { id: `${url.hostname}:${url.port}`, url: url.origin, weight: 1 }
   for (const token of url.hash.replace(/^#/, '').split('&').filter(Boolean)) {
@@ -67,30 +67,30 @@ function parseBackend (input, index = 0) {
 function parseWeight (where, value) {
   const weight = Number(value)
   if (!Number.isFinite(weight) || weight <= 0) {
-    throw new PolistesError('ERR_POLISTES_BAD_URL', `${where}: weight must be a positive number, got "${value}"`)
+    throw new ERR_POLISTES_BAD_URL(where, `weight must be a positive number, got "${value}"`)
   }
   return weight
 }
 
 function badToken (where, token) {
-  return new PolistesError('ERR_POLISTES_BAD_URL', `${where}: unknown fragment token "${token}" (expected a region word, region=, w=, weight= or id=)`)
+  return new ERR_POLISTES_BAD_URL(where, `unknown fragment token "${token}" (expected a region word, region=, w=, weight= or id=)`)
 }
 
 /**
  * Parse a list of backends: an array, or one comma-separated string.
  * @param {string | Array<string | object>} list
  * @returns {BackendSpec[]}
- * @throws {PolistesError} on a malformed entry or duplicate ids
+ * @throws {import('./errors').PolistesError} on a malformed entry or duplicate ids
  */
 function parseBackends (list) {
   const items = typeof list === 'string' ? list.split(',').filter((s) => s.trim() !== '') : list
   if (!Array.isArray(items) || items.length === 0) {
-    throw new PolistesError('ERR_POLISTES_NO_BACKENDS', 'no backends given: pass --backends http://127.0.0.1:9101,... or leave it out to use the embedded fleet')
+    throw new ERR_POLISTES_NO_BACKENDS()
   }
   const specs = items.map(parseBackend)
   const seen = new Set()
   for (const spec of specs) {
-    if (seen.has(spec.id)) throw new PolistesError('ERR_POLISTES_BAD_URL', `duplicate backend id "${spec.id}"`)
+    if (seen.has(spec.id)) throw new ERR_POLISTES_BAD_URL('backends', `duplicate backend id "${spec.id}"`)
     seen.add(spec.id)
   }
   return specs

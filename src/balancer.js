@@ -1,13 +1,13 @@
 'use strict'
 
 const http = require('node:http')
-const { once } = require('node:events')
 const { Pool } = require('./pool')
 const { parseBackends } = require('./backend-spec')
 const { createProxyEngine } = require('./proxy-engine')
 const { createPolicy } = require('./policies')
 const { silentLogger } = require('./logger')
-const { PolistesError } = require('./errors')
+const { DEFAULTS, validateOptions } = require('./defaults')
+const { createLifecycle } = require('./http-lifecycle')
 const { createTelemetry } = require('./telemetry')
 const { createAdmin, PREFIX: ADMIN_PREFIX } = require('./admin')
 
@@ -58,18 +58,13 @@ async function startBalancer (options) {
 
 class Balancer {
   /** @param {BalancerOptions} options */
-  constructor ({
-    backends, algo = 'wasp', policyOptions = {}, policy, port = 8080, host = '127.0.0.1',
-    keepAlive = true, timeoutMs = 30000, retries = 2, maxFails = 1, failTimeoutMs = 5000,
-    admin = true, telemetry = createTelemetry(), accessLog = null, library, logger = silentLogger(),
-    random = Math.random, now = () => performance.now()
-  }) {
-    for (const [name, value] of Object.entries({ timeoutMs, failTimeoutMs })) {
-      if (!(Number.isFinite(value) && value > 0)) throw new PolistesError('ERR_POLISTES_BAD_OPTION', `${name} must be a positive number, got ${value}`)
-    }
-    for (const [name, value] of Object.entries({ retries, maxFails })) {
-      if (!(Number.isInteger(value) && value >= 0)) throw new PolistesError('ERR_POLISTES_BAD_OPTION', `${name} must be a non-negative integer, got ${value}`)
-    }
+  constructor (options) {
+    const {
+      backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs,
+      admin = true, telemetry = createTelemetry(), accessLog = null, library, logger = silentLogger(),
+      random = Math.random, now = () => performance.now()
+    } = withDefaults(options)
+    validateOptions({ port, host, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, policyOptions })
     this.port = port
     this.host = host
     this.retries = retries
@@ -80,13 +75,13 @@ class Balancer {
     this.logger = logger
     this.debug = logger.isLevelEnabled('debug')
     this.now = now
-    this.pool = new Pool(parseBackends(backends), { maxFails: Math.max(1, maxFails), failTimeoutMs, now })
+    this.pool = new Pool(parseBackends(backends), { maxFails, failTimeoutMs, now })
     for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order
     this.policy = policy || createPolicy(algo, policyOptions, { random, now })
     this.engine = createProxyEngine({ keepAlive, timeoutMs, library })
     this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0 }
-    this.closing = false
     this.server = http.createServer((req, res) => this.handle(req, res))
+    this.lifecycle = createLifecycle(this.server, { name: 'balancer' })
     this.server.on('clientError', (err, socket) => {
       if (socket.writable && !socket.destroyed) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')
       else socket.destroy(err)
@@ -94,24 +89,22 @@ class Balancer {
     this.url = undefined
   }
 
-  /** @returns {Promise<this>} resolves once listening; rejects with ERR_POLISTES_PORT_IN_USE */
+  /** @returns {Promise<this>} resolves once listening; rejects with ERR_POLISTES_PORT_IN_USE or ERR_POLISTES_BAD_OPTION */
   async listen () {
-    const onError = once(this.server, 'error').then(([err]) => { throw err })
-    this.server.listen(this.port, this.host)
     try {
-      await Promise.race([once(this.server, 'listening'), onError])
+      const { port, url } = await this.lifecycle.listen(this.port, this.host)
+      this.port = port
+      this.url = url
     } catch (err) {
       this.engine.close()
-      if (err.code === 'EADDRINUSE') throw new PolistesError('ERR_POLISTES_PORT_IN_USE', `cannot listen on ${this.host}:${this.port}: the port is in use (choose another with --port)`)
-      if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND' || err.code === 'EACCES') throw new PolistesError('ERR_POLISTES_BAD_OPTION', `cannot listen on ${this.host}:${this.port}: ${err.code}`)
       throw err
     }
-    onError.catch(() => {})
-    const address = this.server.address()
-    this.port = address.port
-    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
-    this.url = `http://${host}:${address.port}`
     return this
+  }
+
+  /** @returns {boolean} true once close() was called */
+  get closing () {
+    return this.lifecycle.closing
   }
 
   /**
@@ -119,22 +112,11 @@ class Balancer {
    * @param {{ graceMs?: number }} [options]
    * @returns {Promise<void>}
    */
-  async close ({ graceMs = 10000 } = {}) {
-    if (this.closing) return this._closed
-    this.closing = true
-    this._closed = new Promise((resolve) => {
-      if (!this.server.listening) return resolve()
-      const timer = setTimeout(() => this.server.closeAllConnections(), graceMs)
-      // a keep-alive connection turns idle when its in-flight response ends: close it then
-      const sweep = setInterval(() => this.server.closeIdleConnections(), 50)
-      this.server.close(() => {
-        clearTimeout(timer)
-        clearInterval(sweep)
-        resolve()
-      })
-      this.server.closeIdleConnections()
-    }).then(() => this.engine.close())
-    this.admin.close()
+  async close ({ graceMs = DEFAULTS.graceMs } = {}) {
+    if (!this._closed) {
+      this.admin.close() // event streams would otherwise hold their connections open
+      this._closed = this.lifecycle.close({ graceMs }).then(() => this.engine.close())
+    }
     return this._closed
   }
 
@@ -144,8 +126,8 @@ class Balancer {
     return {
       ...this.counters,
       failures: { ...this.counters.failures },
-      inflight: this.pool.all().reduce((sum, u) => sum + u.inflight, 0),
-      upstreams: this.pool.all().map((u) => ({ ...u.toJSON(), healthy: u.downUntil <= t })),
+      inflight: this.pool.inflight(),
+      upstreams: this.pool.all().map((u) => ({ ...u.toJSON(), healthy: this.pool.isHealthy(u, t) })),
       policy: { name: this.policy.name, state: this.policy.snapshot ? this.policy.snapshot() : undefined }
     }
   }
@@ -156,7 +138,6 @@ class Balancer {
    * @param {import('http').ServerResponse} res
    */
   handle (req, res) {
-    if (this.closing) res.shouldKeepAlive = false
     if (this.mountAdmin && req.url.startsWith(ADMIN_PREFIX) && this.admin.handle(req, res)) return
     this.counters.requests++
     const t0 = this.now()
@@ -169,7 +150,7 @@ class Balancer {
     const finish = (attempt, outcome) => {
       if (attempt.done) return
       attempt.done = true
-      attempt.upstream.inflight--
+      this.pool.release(attempt.upstream)
       const latencyMs = this.now() - attempt.t0
       if (this.policy.onEnd) this.policy.onEnd(attempt.upstream, ctx, { latencyMs, ...outcome })
       if (this.debug) this.logger.debug({ method: req.method, url: req.url, upstream: attempt.upstream.id, status: outcome.statusCode, cache: outcome.cache, ms: Math.round(latencyMs * 100) / 100, error: outcome.error }, 'request')
@@ -197,8 +178,7 @@ class Balancer {
         return this.reply(res, 503, 'no-upstream', 'no upstream available')
       }
       tried.add(upstream.id)
-      upstream.inflight++
-      upstream.requests++
+      this.pool.acquire(upstream)
       if (this.policy.onStart) this.policy.onStart(upstream, ctx)
       const attempt = { upstream, t0: this.now(), done: false, statusCode: undefined, cache: undefined, handle: null }
       current = attempt
@@ -248,6 +228,15 @@ class Balancer {
     this.telemetry.record(upstream, key, status, ms, cache, bytes)
     if (this.accessLog) this.accessLog.write(req.method, req.url, status, upstream, attempts, ms, cache, bytes)
   }
+}
+
+/** Options with the defaults filled in (an explicit `undefined` takes the default too). */
+function withDefaults (options) {
+  const o = { ...options }
+  for (const key of ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs']) {
+    if (o[key] === undefined) o[key] = DEFAULTS[key]
+  }
+  return o
 }
 
 /** The routing key: the URL path without its query string. */

@@ -1,16 +1,19 @@
-#!/usr/bin/env node
 'use strict'
 
-const path = require('node:path')
+/**
+ * The command line of polistes: flags and config file → one validated config → a running balancer.
+ * The executable is bin/polistes.js, which also supplies the embedded fleet of test backends
+ * (servers/): nothing under src/ imports servers/.
+ */
+
 const yargs = require('yargs/yargs')
-const { PolistesError } = require('./errors')
+const { PolistesError, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_NO_BACKENDS } = require('./errors')
 const { policyNames } = require('./policies')
-const { DEFAULTS, readConfigFile, resolveConfig } = require('./config')
+const { readConfigFile, resolveConfig } = require('./config')
+const { DEFAULTS } = require('./defaults')
 const { startBalancer } = require('./balancer')
 const { createLogger } = require('./logger')
 const { createAccessLog } = require('./access-log')
-
-const ROOT = path.join(__dirname, '..')
 
 /**
  * Parse argv into the flags that were actually given (so a config file can supply the rest).
@@ -26,7 +29,7 @@ function parseArgs (argv) {
     .option('host', { type: 'string', describe: 'listen address', defaultDescription: DEFAULTS.host })
     .option('backends', { alias: 'b', type: 'string', describe: 'comma-separated backend URLs, e.g. http://127.0.0.1:9101#eu&w=2 (fragment: region, w=weight, id=)' })
     .option('config', { alias: 'c', type: 'string', describe: 'JSON config file ({ address, strategy, backends, ... }); flags override it' })
-    .option('keep-alive', { type: 'boolean', describe: 'reuse upstream connections (--no-keep-alive: one connection per request)', defaultDescription: 'true' })
+    .option('keep-alive', { type: 'boolean', describe: 'reuse upstream connections (--no-keep-alive: one connection per request)', defaultDescription: String(DEFAULTS.keepAlive) })
     .option('timeout', { type: 'number', describe: 'upstream inactivity timeout in ms (answered with 504)', defaultDescription: String(DEFAULTS.timeoutMs) })
     .option('retries', { type: 'number', describe: 'extra attempts on other upstreams for idempotent requests without a body', defaultDescription: String(DEFAULTS.retries) })
     .option('max-fails', { type: 'number', describe: 'consecutive failures that eject an upstream', defaultDescription: String(DEFAULTS.maxFails) })
@@ -45,7 +48,7 @@ function parseArgs (argv) {
     .version(require('../package.json').version)
     .exitProcess(false)
     .fail((message, err) => {
-      throw new PolistesError('ERR_POLISTES_BAD_OPTION', err ? err.message : message)
+      throw new ERR_POLISTES_BAD_OPTION(err ? err.message : message)
     })
     .wrap(Math.min(110, process.stdout.columns || 110))
   const argvParsed = args.parse()
@@ -65,7 +68,7 @@ function parseArgs (argv) {
     try {
       flags.policyOptions = JSON.parse(argvParsed['policy-options'])
     } catch (err) {
-      throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--policy-options is not valid JSON: ${err.message}`)
+      throw new ERR_POLISTES_BAD_OPTION(`--policy-options is not valid JSON: ${err.message}`)
     }
   }
   const fleetFlags = { 'fleet-size': 'count', 'fleet-base-port': 'basePort', 'cache-pages': 'cachePages', 'miss-ms': 'missMs' }
@@ -76,15 +79,23 @@ function parseArgs (argv) {
 }
 
 function requireNumber (flag, value) {
-  if (typeof value !== 'number' || Number.isNaN(value)) throw new PolistesError('ERR_POLISTES_BAD_OPTION', `--${flag} must be a number`)
+  if (typeof value !== 'number' || Number.isNaN(value)) throw new ERR_POLISTES_BAD_OPTION(`--${flag} must be a number`)
   return value
 }
 
 /**
+ * Starts the embedded fleet from the resolved `fleet` options (count, basePort, cachePages, missMs).
+ * @callback StartFleet
+ * @param {{ count: number, basePort: number, cachePages: number, missMs: number }} fleet
+ * @returns {Promise<{ backends: Array<{ id: string, url: string }>, close: () => Promise<void> }>}
+ */
+
+/**
  * Run the balancer (and the embedded fleet when no backends are given) until SIGINT/SIGTERM.
  * @param {string[]} argv
+ * @param {{ startFleet?: StartFleet }} [options] without `startFleet`, backends are required
  */
-async function main (argv) {
+async function main (argv, { startFleet } = {}) {
   const parsed = parseArgs(argv)
   if (parsed.exit) return
   const file = parsed.configFile ? readConfigFile(parsed.configFile) : {}
@@ -94,9 +105,9 @@ async function main (argv) {
   let fleet = null
   let backends = config.backends
   if (!backends) {
-    const { startFleet } = require('../servers/fleet')
+    if (!startFleet) throw new ERR_POLISTES_NO_BACKENDS()
     try {
-      fleet = await startFleet({ ...config.fleet, host: '127.0.0.1', root: path.join(ROOT, 'public') })
+      fleet = await startFleet(config.fleet)
     } catch (err) {
       if (err.code === 'ERR_POLISTES_PORT_IN_USE') err.message += ' (embedded fleet: choose other ports with --fleet-base-port, or 0 for any free ones)'
       throw err
@@ -113,6 +124,7 @@ async function main (argv) {
   } catch (err) {
     if (fleet) await fleet.close()
     if (accessLog) await accessLog.close()
+    if (err.code === 'ERR_POLISTES_PORT_IN_USE') err.message += ' (choose another with --port)'
     throw err
   }
   logger.info({ algo: config.algo, url: balancer.url, keepAlive: config.keepAlive }, `polistes listening on ${balancer.url} (algo ${config.algo})`)
@@ -139,18 +151,12 @@ async function main (argv) {
 
 /** Print one line for a known error and exit 2; anything else is a bug and keeps its stack. */
 function onError (err) {
-  if (err instanceof PolistesError || (err && typeof err.code === 'string' && err.code.startsWith('ERR_POLISTES_'))) {
+  if (err instanceof PolistesError) {
     process.stderr.write(`polistes: ${err.message}\n`)
-    process.exit(err.exitCode || 2)
-  }
-  if (err && err.code === 'EADDRINUSE') {
-    process.stderr.write(`polistes: cannot listen: ${err.address || ''}:${err.port || ''} is in use\n`)
-    process.exit(2)
+    process.exit(err.exitCode)
   }
   process.stderr.write(`polistes: unexpected error: ${err && err.stack}\n`)
   process.exit(1)
 }
 
-if (require.main === module) main(process.argv.slice(2)).catch(onError)
-
-module.exports = { main, parseArgs }
+module.exports = { main, parseArgs, onError }

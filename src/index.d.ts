@@ -30,9 +30,9 @@ export interface BalancerOptions {
   keepAlive?: boolean
   /** upstream inactivity timeout in ms, answered with 504 (default 30000) */
   timeoutMs?: number
-  /** extra attempts on other upstreams for idempotent requests without a body (default 2) */
+  /** extra attempts on other upstreams for idempotent requests without a body, 0 to 100 (default 2) */
   retries?: number
-  /** consecutive failures that eject an upstream (default 1) */
+  /** consecutive failures that eject an upstream, 1 to 1000 (default 1) */
   maxFails?: number
   /** how long an ejected upstream is left out, ms (default 5000) */
   failTimeoutMs?: number
@@ -138,9 +138,45 @@ export function createAccessLog (options: { file: string } | { logger: Logger })
 /** A seeded PRNG (mulberry32) in [0, 1), e.g. for a policy's injected `random`. */
 export function mulberry32 (seed: number): () => number
 
+export type PolistesErrorCode =
+  | 'ERR_POLISTES_UNKNOWN_ALGO'
+  | 'ERR_POLISTES_BAD_URL'
+  | 'ERR_POLISTES_BAD_CONFIG'
+  | 'ERR_POLISTES_BAD_OPTION'
+  | 'ERR_POLISTES_PORT_IN_USE'
+  | 'ERR_POLISTES_NO_BACKENDS'
+
+/** Base of every polistes error: a stable `code`, a one-line `message`, `exitCode` 2 for a CLI. */
 export class PolistesError extends Error {
   constructor (code: string, message: string)
   code: string
   exitCode: number
 }
-export const errorCodes: Record<string, string>
+/** code → what it means */
+export const errorCodes: Record<PolistesErrorCode, string>
+
+/** One class per code: the call passes facts, the message template is polistes's. */
+export class ERR_POLISTES_UNKNOWN_ALGO extends PolistesError {
+  constructor (name: unknown, known: string[])
+  code: 'ERR_POLISTES_UNKNOWN_ALGO'
+}
+export class ERR_POLISTES_BAD_URL extends PolistesError {
+  constructor (where: string, problem: string)
+  code: 'ERR_POLISTES_BAD_URL'
+}
+export class ERR_POLISTES_BAD_CONFIG extends PolistesError {
+  constructor (problem: string)
+  code: 'ERR_POLISTES_BAD_CONFIG'
+}
+export class ERR_POLISTES_BAD_OPTION extends PolistesError {
+  constructor (problem: string)
+  code: 'ERR_POLISTES_BAD_OPTION'
+}
+export class ERR_POLISTES_PORT_IN_USE extends PolistesError {
+  constructor (who: string, host: string, port: number)
+  code: 'ERR_POLISTES_PORT_IN_USE'
+}
+export class ERR_POLISTES_NO_BACKENDS extends PolistesError {
+  constructor ()
+  code: 'ERR_POLISTES_NO_BACKENDS'
+}

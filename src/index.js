@@ -7,7 +7,7 @@
 const { createBalancer, startBalancer, routingKey } = require('./balancer')
 const { createPolicy, policyNames } = require('./policies')
 const { parseBackend, parseBackends } = require('./backend-spec')
-const { PolistesError, codes } = require('./errors')
+const errors = require('./errors')
 const { mulberry32 } = require('./prng')
 const { createTelemetry } = require('./telemetry')
 const { createAccessLog } = require('./access-log')
@@ -23,6 +23,12 @@ module.exports = {
   mulberry32,
   createTelemetry,
   createAccessLog,
-  PolistesError,
-  errorCodes: codes
+  PolistesError: errors.PolistesError,
+  errorCodes: errors.codes,
+  ERR_POLISTES_UNKNOWN_ALGO: errors.ERR_POLISTES_UNKNOWN_ALGO,
+  ERR_POLISTES_BAD_URL: errors.ERR_POLISTES_BAD_URL,
+  ERR_POLISTES_BAD_CONFIG: errors.ERR_POLISTES_BAD_CONFIG,
+  ERR_POLISTES_BAD_OPTION: errors.ERR_POLISTES_BAD_OPTION,
+  ERR_POLISTES_PORT_IN_USE: errors.ERR_POLISTES_PORT_IN_USE,
+  ERR_POLISTES_NO_BACKENDS: errors.ERR_POLISTES_NO_BACKENDS
 }

@@ -18,7 +18,7 @@
 
 const fs = require('node:fs')
 const readline = require('node:readline')
-const { PolistesError } = require('./errors')
+const { PolistesError, ERR_POLISTES_BAD_OPTION } = require('./errors')
 
 const HEADER = 'timestamp,backend,latency_ms,status,cache'
 
@@ -80,22 +80,22 @@ async function main (argv) {
     return
   }
   const unknown = args.find((a) => a.startsWith('-') && a !== '-')
-  if (unknown) throw new PolistesError('ERR_POLISTES_BAD_OPTION', `unknown option ${unknown} (usage: log-to-csv [file])`)
-  if (args.length > 1) throw new PolistesError('ERR_POLISTES_BAD_OPTION', `one file at most, got ${args.length}`)
+  if (unknown) throw new ERR_POLISTES_BAD_OPTION(`unknown option ${unknown} (usage: log-to-csv [file])`)
+  if (args.length > 1) throw new ERR_POLISTES_BAD_OPTION(`one file at most, got ${args.length}`)
   const file = args[0] && args[0] !== '-' ? args[0] : undefined
   let input = process.stdin
   if (file) {
     try {
       fs.accessSync(file, fs.constants.R_OK)
     } catch (err) {
-      throw new PolistesError('ERR_POLISTES_BAD_OPTION', `cannot read ${file}: ${err.code || err.message}`)
+      throw new ERR_POLISTES_BAD_OPTION(`cannot read ${file}: ${err.code || err.message}`)
     }
     input = fs.createReadStream(file)
   }
   const counts = await convert(input, process.stdout)
   const where = file || 'stdin'
   if (counts.rows === 0) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `no access-log line in ${where}${counts.notJson ? ` (${counts.notJson} line(s) are not JSON: log with --log-format json or --access-log-file)` : ''}`)
+    throw new ERR_POLISTES_BAD_OPTION(`no access-log line in ${where}${counts.notJson ? ` (${counts.notJson} line(s) are not JSON: log with --log-format json or --access-log-file)` : ''}`)
   }
   if (counts.notJson > 0) process.stderr.write(`log-to-csv: ${counts.notJson} line(s) of ${where} are not JSON and were left out\n`)
 }

@@ -1,5 +1,7 @@
 'use strict'
 
+const { ERR_POLISTES_BAD_URL } = require('./errors')
+
 /**
  * The pool owns membership and health; policies only ever see `eligible()`.
  *
@@ -30,7 +32,7 @@ class Pool {
    * @returns {Upstream}
    */
   add (spec) {
-    if (this.members.has(spec.id)) throw new Error(`duplicate upstream id "${spec.id}"`)
+    if (this.members.has(spec.id)) throw new ERR_POLISTES_BAD_URL('pool', `duplicate upstream id "${spec.id}"`)
     const upstream = new Upstream(spec)
     this.members.set(spec.id, upstream)
     this._eligible = null
@@ -64,13 +66,47 @@ class Pool {
       let next = Infinity
       const up = []
       for (const u of this.members.values()) {
-        if (u.downUntil <= t) up.push(u)
+        if (this.isHealthy(u, t)) up.push(u)
         else next = Math.min(next, u.downUntil)
       }
       this._nextCheck = next
       this._eligible = up.length > 0 ? up : this.all()
     }
     return this._eligible
+  }
+
+  /**
+   * An attempt is dispatched to `upstream`: one more in flight, one more request.
+   * @param {Upstream} upstream
+   */
+  acquire (upstream) {
+    upstream.inflight++
+    upstream.requests++
+  }
+
+  /**
+   * The attempt dispatched by {@link Pool#acquire} ended (answered, failed or aborted).
+   * @param {Upstream} upstream
+   */
+  release (upstream) {
+    upstream.inflight--
+  }
+
+  /**
+   * Whether `upstream` is not ejected at time `t`.
+   * @param {Upstream} upstream
+   * @param {number} [t] now, in the pool's clock
+   * @returns {boolean}
+   */
+  isHealthy (upstream, t = this.now()) {
+    return upstream.downUntil <= t
+  }
+
+  /** @returns {number} attempts in flight over all members */
+  inflight () {
+    let sum = 0
+    for (const u of this.members.values()) sum += u.inflight
+    return sum
   }
 
   /**

@@ -2,6 +2,7 @@
 
 const http = require('node:http')
 const { Readable } = require('node:stream')
+const { ERR_POLISTES_BAD_OPTION } = require('./errors')
 
 /**
  * The one module that owns the proxy library. Swapping http-proxy for its API-compatible
@@ -34,15 +35,14 @@ const LIBRARIES = new Set(['http-proxy', 'http-proxy-3'])
  *   and sends `Connection: close`
  * @param {number} [options.timeoutMs=30000] upstream inactivity timeout (connect, headers or body)
  * @param {'http-proxy' | 'http-proxy-3'} [options.library] the proxy library (for measurement)
- * @param {number} [options.maxSockets=Infinity] per-upstream connection cap when keep-alive is on
  * @returns {{ forward: Function, close: () => void, library: string }}
  */
-function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEFAULT_LIBRARY, maxSockets = Infinity } = {}) {
-  if (!LIBRARIES.has(library)) throw new Error(`unknown proxy library "${library}"`)
+function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEFAULT_LIBRARY } = {}) {
+  if (!LIBRARIES.has(library)) throw new ERR_POLISTES_BAD_OPTION(`unknown proxy library "${library}"; expected one of: ${[...LIBRARIES].join(', ')}`)
   const lib = require(library)
   const createProxyServer = lib.createProxyServer || lib.createProxy || (lib.default && lib.default.createProxyServer)
   const agent = keepAlive
-    ? new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 256, scheduling: 'lifo' })
+    ? new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: 'lifo' })
     : false
   const proxy = createProxyServer({ xfwd: true, agent })
   const kAttempt = Symbol('polistes.attempt')

@@ -11,7 +11,7 @@ const { startBalancer } = require('../src')
 const { createAccessLog } = require('../src/access-log')
 const { request, startUpstream, closedPort, waitFor } = require('./helper')
 
-const CLI = path.join(__dirname, '..', 'src', 'cli.js')
+const CLI = path.join(__dirname, '..', 'bin', 'polistes.js')
 
 function tmpFile (name) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-access-'))

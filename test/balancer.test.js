@@ -127,3 +127,30 @@ describe('graceful close', () => {
     }
   })
 })
+
+describe('options', () => {
+  const { createBalancer } = require('../src/balancer')
+  const { resolveConfig, DEFAULTS } = require('../src/config')
+  const backends = ['http://127.0.0.1:9']
+
+  test.each([
+    [{ maxFails: 0 }, 'maxFails must be an integer in [1, 1000], got 0'],
+    [{ retries: -1 }, 'retries must be an integer in [0, 100], got -1'],
+    [{ timeoutMs: 0 }, 'timeoutMs must be a positive number, got 0'],
+    [{ port: 70000 }, 'port must be an integer in [0, 65535], got 70000'],
+    [{ keepAlive: 'yes' }, 'keepAlive must be true or false, got "yes"']
+  ])('%j is refused by the balancer and by the config resolver with the same message', (bad, message) => {
+    expect(() => createBalancer({ backends, ...bad })).toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION', message }))
+    expect(() => resolveConfig(bad)).toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION', message }))
+  })
+
+  test('defaults come from the shared DEFAULTS', () => {
+    const lb = createBalancer({ backends })
+    expect(lb.port).toBe(DEFAULTS.port)
+    expect(lb.host).toBe(DEFAULTS.host)
+    expect(lb.retries).toBe(DEFAULTS.retries)
+    expect(lb.pool.maxFails).toBe(DEFAULTS.maxFails)
+    expect(lb.policy.name).toBe(DEFAULTS.algo)
+    lb.engine.close()
+  })
+})

@@ -1,6 +1,8 @@
 'use strict'
 
-const { hitRate, perBackend, specialization, cpuPer10k, cpuSeconds } = require('../bench/metrics')
+const { hitRate, perBackend, specialization, cpuPer10k, cpuSeconds, balancerCounts } = require('../bench/metrics')
+const { startBalancer } = require('../src/balancer')
+const { request, closedPort } = require('./helper')
 
 const before = [
   { id: 'a', requests: 10, hits: 5, misses: 5, evictions: 1 },
@@ -37,5 +39,22 @@ describe('bench metrics', () => {
     expect(cpuSeconds(c0, c1)).toBe(3)
     expect(cpuPer10k(c0, c1, 20000)).toBe(1.5)
     expect(cpuPer10k(c0, c1, 0)).toBeNaN()
+  })
+
+  test('the balancer counts sum failed upstream attempts and requests no upstream could take', async () => {
+    const port = await closedPort()
+    // a policy that routes /page1.html only: anything else finds no upstream
+    const policy = { name: 'page1-only', pick: (candidates, ctx) => ctx.key === '/page1.html' ? candidates[0] : undefined }
+    const lb = await startBalancer({ backends: [{ id: 'a', url: `http://127.0.0.1:${port}` }], policy, port: 0 })
+    try {
+      expect((await request(`${lb.url}/page1.html`)).status).toBe(502) // connect refused
+      expect((await request(`${lb.url}/page2.html`)).status).toBe(503) // no upstream
+      expect(balancerCounts(lb.stats())).toEqual({
+        requests: 2, retries: 0, failures: { connect: 1, timeout: 0, stream: 0 }, noUpstream: 1, errors: 2
+      })
+    } finally {
+      await lb.close()
+    }
+    expect(balancerCounts(undefined)).toBeUndefined()
   })
 })

@@ -4,6 +4,7 @@ const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 const { parseOptions } = require('../bench/options')
 const { rotation } = require('../bench/run')
+const { scenarioNames, getScenario } = require('../bench/scenarios')
 
 const RUN = path.join(__dirname, '..', 'bench', 'run.js')
 
@@ -27,6 +28,15 @@ describe('bench options', () => {
       keepAlive: true
     })
     expect(s.fleet).toMatchObject({ count: 7, cachePages: 4, missMs: 20 })
+  })
+
+  test.each(scenarioNames())('scenario %s parses, its baseline among its algorithms, with its own keep-alive variants', (name) => {
+    const s = parseOptions(['--scenario', name])
+    const scenario = getScenario(name)
+    expect(s).toMatchObject({ scenario: name, pages: 25, popularity: { kind: 'uniform' }, baseline: 'round-robin', algos: scenario.algos })
+    expect(scenario.algos).toContain(scenario.baseline)
+    expect(s.arms).toHaveLength(scenario.algos.length * scenario.keepAliveVariants.length)
+    expect(Array.isArray(scenario.targets)).toBe(true)
   })
 
   test('options override the scenario\'s fleet and load', () => {

@@ -46,6 +46,9 @@ describe('bench end to end', () => {
       expect(run.timeline[0].phase).toBe('learning')
       expect(run.timeline[2]).toMatchObject({ phase: 'measured' })
       expect(run.learning.requests).toBeGreaterThan(0)
+      const { failures, noUpstream } = run.balancer
+      expect(run.balancer.requests).toBeGreaterThan(0)
+      expect(run.balancer.errors).toBe(failures.connect + failures.timeout + failures.stream + noUpstream)
     }
     for (const algo of ['round-robin', 'wasp']) {
       expect(doc.summary[algo]).toEqual(expect.objectContaining({ rps: expect.any(Number), p99: expect.any(Number), hitRate: expect.any(Number) }))

@@ -8,7 +8,7 @@ const http = require('node:http')
 const { once } = require('node:events')
 const { request, startUpstream, waitFor, runNode } = require('./helper')
 
-const CLI = path.join(__dirname, '..', 'src', 'cli.js')
+const CLI = path.join(__dirname, '..', 'bin', 'polistes.js')
 
 /** Run the CLI to completion (bounded) and collect its output. */
 const run = (args) => runNode(CLI, args, { timeoutMs: 10000 })
@@ -80,7 +80,7 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
     try {
       const { code, stderr } = await run(['--port', String(blocker.address().port), '--backends', upstream.url])
       expect(code).toBe(2)
-      expect(stderr).toMatch(/port is in use/)
+      expect(stderr).toBe(`polistes: balancer: 127.0.0.1:${blocker.address().port} is already in use (choose another with --port)\n`)
       expect(oneLine(stderr)).toBe(true)
     } finally {
       blocker.close()
@@ -100,6 +100,11 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
     } finally {
       blocker.close()
     }
+  })
+
+  test('the library CLI without a fleet starter needs --backends', async () => {
+    const { main } = require('../src/cli')
+    await expect(main(['--log-level', 'silent'])).rejects.toMatchObject({ code: 'ERR_POLISTES_NO_BACKENDS', message: /no backends given/ })
   })
 
   test('--help prints usage and exits 0', async () => {

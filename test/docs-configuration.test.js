@@ -48,7 +48,7 @@ test('every default written as a value in the table is one of src/config.js DEFA
 })
 
 test('the table lists exactly the flags of polistes --help', async () => {
-  const { code: exit, stdout } = await runNode(path.join(ROOT, 'src', 'cli.js'), ['--help'])
+  const { code: exit, stdout } = await runNode(path.join(ROOT, 'bin', 'polistes.js'), ['--help'])
   expect(exit).toBe(0)
   const help = new Set([...stdout.matchAll(/^ +(?:-\w, +)?--([a-z][a-z-]*)/gm)].map((m) => m[1]))
   help.delete('help')

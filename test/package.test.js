@@ -27,7 +27,7 @@ test('a consumer installs the packed tarball and uses polistes/wasp from require
   try {
     const packed = JSON.parse(run(['pack', '--json', '--pack-destination', tmp], root))
     const tarball = path.join(tmp, packed[0].filename)
-    expect(packed[0].files.map((f) => f.path)).toEqual(expect.arrayContaining(['src/policies/wasp.js', 'src/policies/wasp.d.ts']))
+    expect(packed[0].files.map((f) => f.path)).toEqual(expect.arrayContaining(['bin/polistes.js', 'src/policies/wasp.js', 'src/policies/wasp.d.ts']))
     const project = path.join(tmp, 'consumer')
     fs.mkdirSync(project)
     run(['init', '-y'], project)

@@ -1,7 +1,7 @@
 'use strict'
 
 const { createChashBounded } = require('../src/policies/chash-bounded')
-const { upstreams, drive, shares } = require('./policies-prng')
+const { upstreams, drive, shares } = require('./policy-driver')
 
 const ids = (n) => Array.from({ length: n }, (_, i) => `u${i}`)
 const keys = (n) => Array.from({ length: n }, (_, i) => `/page-${i}.html`)

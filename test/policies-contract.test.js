@@ -2,7 +2,7 @@
 
 // The contract of docs/design.md ("The policy contract"), checked for every registered policy (wasp included).
 const { policyNames, createPolicy } = require('../src/policies')
-const { mulberry32, fakeClock, upstreams, drive } = require('./policies-prng')
+const { mulberry32, fakeClock, upstreams, drive } = require('./policy-driver')
 
 const names = policyNames()
 

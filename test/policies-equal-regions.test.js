@@ -1,7 +1,7 @@
 'use strict'
 
 const { createEqualRegions } = require('../src/policies/equal-regions')
-const { mulberry32, sequence, upstreams, drive, shares } = require('./policies-prng')
+const { mulberry32, sequence, upstreams, drive, shares } = require('./policy-driver')
 
 const fleet = [
   { id: 'eu1', region: 'eu' }, { id: 'eu2', region: 'eu' },

@@ -1,19 +1,10 @@
 'use strict'
 
-const { createEwma, latencySample, pickLowest } = require('../src/policies/ewma')
-const { upstreams, drive, shares } = require('./policies-prng')
-
-// a is fast (10 ms) for its first 5 requests, then slow (100 ms); b is a steady 50 ms
-const aSlowsDown = (id, nth) => (id === 'b' ? 50 : nth < 5 ? 10 : 100)
+const { createEwma } = require('../src/policies/ewma')
+const { upstreams, drive, replay, shares, aSlowsDown, probeThenLowest } = require('./policy-driver')
 
 const cases = [
-  {
-    name: 'probes every unsampled upstream first, then the lowest average wins',
-    upstreams: ['a', 'b', 'c'],
-    latency: (id) => ({ a: 30, b: 10, c: 20 })[id],
-    picks: 6,
-    expected: ['a', 'b', 'c', 'b', 'b', 'b']
-  },
+  probeThenLowest,
   {
     name: 'alpha 0.2: a keeps traffic until its average passes 50 (10 → 28 → 42.4 → 53.9)',
     upstreams: ['a', 'b'],
@@ -38,27 +29,9 @@ const cases = [
   }
 ]
 
-const samples = [
-  { name: 'a success gives its latency', outcome: { latencyMs: 12, statusCode: 200 }, worst: 100, sample: 12 },
-  { name: 'a 404 is a success for latency', outcome: { latencyMs: 3, statusCode: 404 }, worst: 100, sample: 3 },
-  { name: 'a fast error counts as the worst known', outcome: { latencyMs: 2, error: new Error('reset') }, worst: 100, sample: 100 },
-  { name: 'a fast 503 counts as the worst known', outcome: { latencyMs: 2, statusCode: 503 }, worst: 80, sample: 80 },
-  { name: 'a slow error keeps its own latency', outcome: { latencyMs: 3000, error: 'timeout' }, worst: 80, sample: 3000 },
-  { name: 'an error without latency counts as the worst known', outcome: { error: 'refused' }, worst: 80, sample: 80 },
-  { name: 'an error with nothing known is ignored', outcome: { error: 'refused' }, worst: undefined, sample: undefined },
-  { name: 'no latency is ignored', outcome: { statusCode: 200 }, worst: 80, sample: undefined },
-  { name: 'NaN is ignored', outcome: { latencyMs: NaN }, worst: 80, sample: undefined },
-  { name: 'a negative latency is ignored', outcome: { latencyMs: -1 }, worst: 80, sample: undefined },
-  { name: 'Infinity is ignored', outcome: { latencyMs: Infinity }, worst: 80, sample: undefined },
-  { name: 'no outcome is ignored', outcome: undefined, worst: 80, sample: undefined }
-]
-
 describe('ewma', () => {
-  test.each(cases)('$name', ({ upstreams: specs, options, setup, expected, ...run }) => {
-    const policy = createEwma(options)
-    const pool = upstreams(specs)
-    if (setup) setup(policy, pool)
-    expect(drive(policy, pool, run)).toEqual(expected)
+  test.each(cases)('$name', (testCase) => {
+    expect(replay(createEwma, testCase)).toEqual(testCase.expected)
   })
 
   test('docs/experiments.md A backends: the steady 200 ms B takes most, the 250 ms C almost nothing', () => {
@@ -80,16 +53,6 @@ describe('ewma', () => {
     drive(policy, upstreams(['a']), { picks: 3, latency: (id, nth) => [100, 20, 60][nth] })
     // 100 → 0.25·20 + 0.75·100 = 80 → 0.25·60 + 0.75·80 = 75
     expect(policy.snapshot()).toEqual({ alpha: 0.25, upstreams: { a: { estimateMs: 75, samples: 3 } } })
-  })
-
-  test.each(samples)('latencySample: $name', ({ outcome, worst, sample }) => {
-    expect(latencySample(outcome, worst)).toBe(sample)
-  })
-
-  test('pickLowest never returns an unsampled member whose probe is out while a sampled one exists', () => {
-    const pool = upstreams(['a', { id: 'b', inflight: 1 }])
-    expect(pickLowest(pool, (u) => (u.id === 'a' ? 500 : undefined))).toBe(pool[0])
-    expect(pickLowest(pool, () => undefined)).toBe(pool[0])
   })
 
   test.each([0, -0.1, 1.5, 'x', NaN])('alpha %p is refused with ERR_POLISTES_BAD_OPTION', (alpha) => {

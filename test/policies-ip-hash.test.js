@@ -1,7 +1,7 @@
 'use strict'
 
 const { createIpHash, normalizeAddress } = require('../src/policies/ip-hash')
-const { upstreams, drive, shares } = require('./policies-prng')
+const { upstreams, drive, shares } = require('./policy-driver')
 
 const ids = (n) => Array.from({ length: n }, (_, i) => `u${i}`)
 const addresses = (n) => Array.from({ length: n }, (_, i) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`)

@@ -1,7 +1,7 @@
 'use strict'
 
 const { createLatencyWeighted } = require('../src/policies/latency-weighted')
-const { upstreams, drive, shares } = require('./policies-prng')
+const { upstreams, drive, shares } = require('./policy-driver')
 
 const distributions = [
   {

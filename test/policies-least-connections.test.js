@@ -1,7 +1,7 @@
 'use strict'
 
 const { createLeastConnections } = require('../src/policies/least-connections')
-const { upstreams, drive } = require('./policies-prng')
+const { upstreams, drive } = require('./policy-driver')
 
 const cases = [
   {

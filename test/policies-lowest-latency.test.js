@@ -1,7 +1,7 @@
 'use strict'
 
 const { createLowestLatency } = require('../src/policies/lowest-latency')
-const { upstreams, drive, shares } = require('./policies-prng')
+const { upstreams, drive, shares } = require('./policy-driver')
 
 // docs/experiments.md, C: emea ~325-375 ms, us ~350-430 ms, asia ~535-600 ms round trip
 const regional = (id, nth) => ({ emea: 325, us: 350, asia: 535 })[id] + (nth * 37) % ({ emea: 50, us: 80, asia: 65 })[id]

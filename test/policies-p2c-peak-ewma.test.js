@@ -1,7 +1,7 @@
 'use strict'
 
 const { createP2cPeakEwma } = require('../src/policies/p2c-peak-ewma')
-const { mulberry32, sequence, fakeClock, upstreams, drive, shares } = require('./policies-prng')
+const { mulberry32, sequence, fakeClock, upstreams, drive, shares } = require('./policy-driver')
 
 /** A policy with a scripted or seeded random and a fake clock. */
 function make (options, random = mulberry32(5)) {

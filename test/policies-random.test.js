@@ -1,7 +1,7 @@
 'use strict'
 
 const { createRandom } = require('../src/policies/random')
-const { mulberry32, sequence, upstreams, drive, shares } = require('./policies-prng')
+const { mulberry32, sequence, upstreams, drive, shares } = require('./policy-driver')
 
 const exact = [
   { name: 'maps [0, 1) onto list positions', random: [0, 0.34, 0.99, 0.5], upstreams: ['a', 'b', 'c'], expected: ['a', 'b', 'c', 'b'] },

@@ -30,3 +30,21 @@ describe('policy registry', () => {
     expect(createPolicy(name).name).toBe(name)
   })
 })
+
+describe('policy sources', () => {
+  const fs = require('node:fs')
+  const path = require('node:path')
+  const dir = path.join(__dirname, '..', 'src', 'policies')
+  const localRequires = (file) => [...fs.readFileSync(path.join(dir, file), 'utf8').matchAll(/require\('\.\/([^']+)'\)/g)]
+    .map((m) => m[1].replace(/\.js$/, '') + '.js')
+  const policyFiles = localRequires('index.js')
+  const others = fs.readdirSync(dir).filter((f) => f.endsWith('.js') && f !== 'index.js')
+
+  test('the registry requires one file per policy', () => {
+    expect(policyFiles).toHaveLength(policyNames().length)
+  })
+
+  test.each(others)('%s requires no policy file (helpers come from shared modules)', (file) => {
+    expect(localRequires(file).filter((f) => policyFiles.includes(f))).toEqual([])
+  })
+})

@@ -1,7 +1,7 @@
 'use strict'
 
 const { createRoundRobin } = require('../src/policies/round-robin')
-const { upstreams, drive } = require('./policies-prng')
+const { upstreams, drive } = require('./policy-driver')
 
 const cases = [
   {

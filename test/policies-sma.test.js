@@ -1,19 +1,10 @@
 'use strict'
 
 const { createSma } = require('../src/policies/sma')
-const { upstreams, drive, shares } = require('./policies-prng')
-
-// a is fast (10 ms) for its first 5 requests, then slow (100 ms); b is a steady 50 ms
-const aSlowsDown = (id, nth) => (id === 'b' ? 50 : nth < 5 ? 10 : 100)
+const { upstreams, drive, replay, shares, aSlowsDown, probeThenLowest } = require('./policy-driver')
 
 const cases = [
-  {
-    name: 'probes every unsampled upstream first, then the lowest average wins',
-    upstreams: ['a', 'b', 'c'],
-    latency: (id) => ({ a: 30, b: 10, c: 20 })[id],
-    picks: 6,
-    expected: ['a', 'b', 'c', 'b', 'b', 'b']
-  },
+  probeThenLowest,
   {
     name: 'window 3: a stays until the mean of its last three (10, 100, 100 = 70) passes b',
     upstreams: ['a', 'b'],
@@ -72,11 +63,8 @@ const cases = [
 ]
 
 describe('sma', () => {
-  test.each(cases)('$name', ({ upstreams: specs, options, setup, expected, ...run }) => {
-    const policy = createSma(options)
-    const pool = upstreams(specs)
-    if (setup) setup(policy, pool)
-    expect(drive(policy, pool, run)).toEqual(expected)
+  test.each(cases)('$name', (testCase) => {
+    expect(replay(createSma, testCase)).toEqual(testCase.expected)
   })
 
   test('sends almost all traffic to the fastest (10 / 50 / 100 ms)', () => {

@@ -1,7 +1,7 @@
 'use strict'
 
 const { createWeightedRoundRobin } = require('../src/policies/weighted-round-robin')
-const { upstreams, drive, shares } = require('./policies-prng')
+const { upstreams, drive, replay, shares } = require('./policy-driver')
 
 const failA = (policy, pool) => {
   policy.pick(pool) // a (current 5 - 7 = -2)
@@ -59,11 +59,8 @@ const distributions = [
 ]
 
 describe('weighted-round-robin', () => {
-  test.each(cases)('$name', ({ upstreams: specs, options, setup, expected, ...run }) => {
-    const policy = createWeightedRoundRobin(options)
-    const pool = upstreams(specs)
-    if (setup) setup(policy, pool)
-    expect(drive(policy, pool, run)).toEqual(expected)
+  test.each(cases)('$name', (testCase) => {
+    expect(replay(createWeightedRoundRobin, testCase)).toEqual(testCase.expected)
   })
 
   test.each(distributions)('$name', ({ upstreams: specs, picks, expectedRatios, tolerance }) => {

@@ -69,10 +69,15 @@ test('a taken port fails the whole fleet and leaves nothing listening', async ()
   try {
     const port = first.backends[0].port
     await expect(startFleet({ count: 2, basePort: port - 1 })).rejects.toMatchObject({ code: 'ERR_POLISTES_PORT_IN_USE' })
-    // backend a got port - 1 and was closed again: the port is free.
-    const probe = net.createServer()
-    await new Promise((resolve, reject) => probe.once('error', reject).listen(port - 1, '127.0.0.1', resolve))
-    await new Promise((resolve) => probe.close(resolve))
+    // backend a got port - 1 and was closed again: nothing listens there. (A connect probe, not a
+    // listen probe: on a busy machine a client socket may hold port - 1 as its local port, which
+    // makes listen fail with EADDRINUSE although no server is left.)
+    const refused = await new Promise((resolve) => {
+      const socket = net.connect(port - 1, '127.0.0.1')
+      socket.once('connect', () => { socket.destroy(); resolve(false) })
+      socket.once('error', (err) => resolve(err.code === 'ECONNREFUSED'))
+    })
+    expect(refused).toBe(true)
   } finally {
     await first.close()
   }

@@ -19,22 +19,15 @@
  *
  * The ring is rebuilt lazily, only when the membership signature (ids and weights, in list order)
  * changes; between changes a pick is one binary search plus a short walk, plus O(n) for the signature
- * and the in-flight total. Hash: FNV-1a 32 + murmur3 fmix32 (`./ip-hash.js`): fast, deterministic.
+ * and the in-flight total. Hash: FNV-1a 32 + murmur3 fmix32 (`./shared.js`): fast, deterministic.
  * A request without a key is routed round-robin.
  */
 
-const { PolistesError } = require('../errors')
-const { createRoundRobin } = require('./round-robin')
-const { weightOf } = require('./weighted-round-robin')
-const { hash32 } = require('./ip-hash')
+const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+const { createRotation, inflightOf, weightOf, hash32 } = require('./shared')
 
 /** Cap on the ring's size, whatever the weights: points are scaled down to fit. */
 const MAX_POINTS = 1 << 16
-
-function inflightOf (upstream) {
-  const n = upstream.inflight
-  return typeof n === 'number' && n > 0 ? n : 0
-}
 
 /**
  * Build a ring: sorted points, and for each point the index (in `upstreams`) of its owner.
@@ -87,12 +80,12 @@ function firstAtOrAfter (points, h) {
  */
 function createChashBounded ({ balanceFactor = 1.25, replicas = 100 } = {}) {
   if (!(typeof balanceFactor === 'number' && balanceFactor >= 1)) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `chash-bounded: balanceFactor must be a number >= 1, got ${balanceFactor}`)
+    throw new ERR_POLISTES_BAD_OPTION(`chash-bounded: balanceFactor must be a number >= 1, got ${balanceFactor}`)
   }
   if (!(Number.isInteger(replicas) && replicas >= 1)) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `chash-bounded: replicas must be an integer >= 1, got ${replicas}`)
+    throw new ERR_POLISTES_BAD_OPTION(`chash-bounded: replicas must be an integer >= 1, got ${replicas}`)
   }
-  const fallback = createRoundRobin()
+  const fallback = createRotation()
   let signature
   let ring
   let builds = 0
@@ -107,7 +100,7 @@ function createChashBounded ({ balanceFactor = 1.25, replicas = 100 } = {}) {
       const key = ctx && ctx.key
       if (typeof key !== 'string') {
         unkeyed++
-        return fallback.pick(upstreams)
+        return fallback.next(upstreams)
       }
       hashed++
       if (upstreams.length === 1) return upstreams[0]

@@ -12,7 +12,7 @@
  * O(n) per pick (grouping); no per-upstream state.
  */
 
-const { randomIndex } = require('./random')
+const { randomIndex } = require('./shared')
 
 const DEFAULT_REGION = 'default'
 

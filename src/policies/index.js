@@ -1,5 +1,7 @@
 'use strict'
 
+const { ERR_POLISTES_UNKNOWN_ALGO } = require('../errors')
+
 const { createRoundRobin } = require('./round-robin')
 const { createRandom } = require('./random')
 const { createWeightedRoundRobin } = require('./weighted-round-robin')
@@ -46,14 +48,12 @@ function policyNames () {
  * @param {object} [options] policy options
  * @param {{ random?: () => number, now?: () => number }} [deps] injected sources
  * @returns {object} the policy
- * @throws {Error} with code ERR_POLISTES_UNKNOWN_ALGO when the name is not registered
+ * @throws {import('../errors').PolistesError} ERR_POLISTES_UNKNOWN_ALGO when the name is not registered
  */
 function createPolicy (name, options, deps) {
   const factory = Object.hasOwn(policies, name) ? policies[name] : undefined
   if (!factory) {
-    const err = new Error(`unknown algorithm "${name}"; expected one of: ${policyNames().join(', ')}`)
-    err.code = 'ERR_POLISTES_UNKNOWN_ALGO'
-    throw err
+    throw new ERR_POLISTES_UNKNOWN_ALGO(name, policyNames())
   }
   return factory(options, deps)
 }

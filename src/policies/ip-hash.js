@@ -16,52 +16,11 @@
  * A request without `ctx.clientAddress` is routed round-robin. Stateless apart from that cursor.
  *
  * Hash: FNV-1a 32 over UTF-16 code units (identical to byte-wise FNV-1a for ASCII), followed by the
- * murmur3 `fmix32` finalizer so that similar inputs ("a#1", "a#2") spread over the whole range.
+ * murmur3 `fmix32` finalizer so that similar inputs ("a#1", "a#2") spread over the whole range
+ * (both in `./shared.js`, which chash-bounded uses too).
  */
 
-const { createRoundRobin } = require('./round-robin')
-const { weightOf } = require('./weighted-round-robin')
-
-const FNV_OFFSET = 0x811c9dc5
-const FNV_PRIME = 0x01000193
-
-/**
- * FNV-1a, 32 bits, over the string's UTF-16 code units.
- * @param {string} str
- * @param {number} [seed] starting state (default the FNV offset basis), to chain strings
- * @returns {number} unsigned 32-bit hash
- */
-function fnv1a32 (str, seed = FNV_OFFSET) {
-  let h = seed
-  for (let i = 0; i < str.length; i++) {
-    h ^= str.charCodeAt(i)
-    h = Math.imul(h, FNV_PRIME)
-  }
-  return h >>> 0
-}
-
-/**
- * murmur3's 32-bit finalizer: full avalanche of a 32-bit value.
- * @param {number} h
- * @returns {number} unsigned 32-bit
- */
-function fmix32 (h) {
-  h ^= h >>> 16
-  h = Math.imul(h, 0x85ebca6b)
-  h ^= h >>> 13
-  h = Math.imul(h, 0xc2b2ae35)
-  h ^= h >>> 16
-  return h >>> 0
-}
-
-/**
- * A well-mixed 32-bit hash of a string.
- * @param {string} str
- * @returns {number}
- */
-function hash32 (str) {
-  return fmix32(fnv1a32(str))
-}
+const { createRotation, weightOf, fnv1a32, fmix32 } = require('./shared')
 
 /**
  * Normalize a client address: IPv4-mapped IPv6 counts as IPv4.
@@ -105,7 +64,7 @@ function rendezvous (upstreams, key) {
  * @returns {import('./types').Policy}
  */
 function createIpHash (options = {}) {
-  const fallback = createRoundRobin()
+  const fallback = createRotation()
   let hashed = 0
   let unaddressed = 0
   return {
@@ -115,7 +74,7 @@ function createIpHash (options = {}) {
       const address = normalizeAddress(ctx && ctx.clientAddress)
       if (address === undefined) {
         unaddressed++
-        return fallback.pick(upstreams)
+        return fallback.next(upstreams)
       }
       hashed++
       return upstreams.length === 1 ? upstreams[0] : rendezvous(upstreams, address)
@@ -126,4 +85,4 @@ function createIpHash (options = {}) {
   }
 }
 
-module.exports = { createIpHash, fnv1a32, fmix32, hash32, rendezvous, normalizeAddress }
+module.exports = { createIpHash, rendezvous, normalizeAddress }

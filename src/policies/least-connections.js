@@ -12,12 +12,7 @@
  * counters of its own; its only state is the tie-breaking rotation, a Map keyed by id.
  */
 
-const { smoothPick, weightOf, forgetAbsent } = require('./weighted-round-robin')
-
-function inflightOf (upstream) {
-  const n = upstream.inflight
-  return typeof n === 'number' && n > 0 ? n : 0
-}
+const { inflightOf, smoothPick, weightOf, forgetAbsent } = require('./shared')
 
 /**
  * Create a (weighted) least-connections policy. Weights come from `upstream.weight` (default 1).

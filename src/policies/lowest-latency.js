@@ -7,12 +7,12 @@
  * Source: docs/experiments.md, C, the "Lowest" algorithm of the regional forwarder ("all to the
  * lowest-latency worker"; reported there as by far the slowest, because it does not spread load).
  * It is kept as a baseline under its own name so that benchmark tables line up with C. The engine is
- * the one of `./ewma.js` (same probing, tie-breaking and failure rules); where C measured each worker
+ * the one of `ewma` (`./latency.js`: same probing, tie-breaking and failure rules); where C measured each worker
  * once at start, this keeps measuring, so the winner changes when its latency grows under the load it
  * attracts. It deliberately ignores `inflight`: use `p2c-peak-ewma` for a latency policy that spreads.
  */
 
-const { createLowestEwma } = require('./ewma')
+const { createLowestEwma } = require('./latency')
 
 /**
  * Create a lowest-latency policy.

@@ -27,19 +27,13 @@
  *   penalty and tower's default RTT are for, but with no magic constant. With nothing sampled anywhere,
  *   every estimate is equal and the policy is P2C least-loaded. A number fixes it (Linkerd uses 30 ms).
  * - Ties (equal cost): the first of the two draws, i.e. random.
- * - Failures: see `latencySample` in `./ewma.js` (a failure counts at least as slow as the worst known).
+ * - Failures: see `latencySample` in `./latency.js` (a failure counts at least as slow as the worst known).
  * - `upstream.weight` is not used (as in Finagle and tower).
  */
 
-const { PolistesError } = require('../errors')
-const { forgetAbsent } = require('./weighted-round-robin')
-const { latencySample } = require('./ewma')
-const { randomIndex } = require('./random')
-
-function inflightOf (upstream) {
-  const n = upstream.inflight
-  return typeof n === 'number' && n > 0 ? n : 0
-}
+const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+const { inflightOf, forgetAbsent, randomIndex, ewma, largest } = require('./shared')
+const { latencySample } = require('./latency')
 
 /**
  * Create a P2C peak-EWMA policy.
@@ -53,10 +47,10 @@ function inflightOf (upstream) {
  */
 function createP2cPeakEwma ({ tau = 10000, initialLatencyMs } = {}, { random = Math.random, now = () => performance.now() } = {}) {
   if (!(typeof tau === 'number' && tau > 0)) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `p2c-peak-ewma: tau must be a positive number of ms, got ${tau}`)
+    throw new ERR_POLISTES_BAD_OPTION(`p2c-peak-ewma: tau must be a positive number of ms, got ${tau}`)
   }
   if (initialLatencyMs !== undefined && !(typeof initialLatencyMs === 'number' && initialLatencyMs >= 0 && Number.isFinite(initialLatencyMs))) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `p2c-peak-ewma: initialLatencyMs must be a finite number >= 0, got ${initialLatencyMs}`)
+    throw new ERR_POLISTES_BAD_OPTION(`p2c-peak-ewma: initialLatencyMs must be a finite number >= 0, got ${initialLatencyMs}`)
   }
   /** @type {Map<string, { est: number, stamp: number, samples: number }>} */
   const table = new Map()
@@ -66,12 +60,7 @@ function createP2cPeakEwma ({ tau = 10000, initialLatencyMs } = {}, { random = M
   }
 
   function worst (t) {
-    let w
-    for (const entry of table.values()) {
-      const e = estimateAt(entry, t)
-      if (w === undefined || e > w) w = e
-    }
-    return w
+    return largest(table, (entry) => estimateAt(entry, t))
   }
 
   return {
@@ -120,7 +109,7 @@ function createP2cPeakEwma ({ tau = 10000, initialLatencyMs } = {}, { random = M
         entry.est = rtt
       } else {
         const w = Math.exp(-Math.max(0, t - entry.stamp) / tau)
-        entry.est = entry.est * w + rtt * (1 - w)
+        entry.est = ewma(entry.est, rtt, 1 - w, w) // the decay w is the old estimate's weight
       }
       entry.stamp = t
       entry.samples++

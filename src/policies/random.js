@@ -1,5 +1,7 @@
 'use strict'
 
+const { randomIndex } = require('./shared')
+
 /**
  * Random: each pick takes a uniformly random eligible upstream.
  *
@@ -20,16 +22,4 @@ function createRandom (options = {}, { random = Math.random } = {}) {
   }
 }
 
-/**
- * A uniform index in [0, n). Clamped, so that a source returning exactly 1 (out of contract)
- * still yields a member instead of `undefined`.
- * @param {() => number} random
- * @param {number} n
- * @returns {number}
- */
-function randomIndex (random, n) {
-  const i = Math.floor(random() * n)
-  return i >= 0 && i < n ? i : (i >= n ? n - 1 : 0)
-}
-
-module.exports = { createRandom, randomIndex }
+module.exports = { createRandom }

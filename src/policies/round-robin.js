@@ -1,5 +1,7 @@
 'use strict'
 
+const { createRotation } = require('./shared')
+
 /**
  * Round-robin: each pick takes the next upstream in list order.
  *
@@ -11,35 +13,22 @@
  * carries on from where it was and never serves the same member twice in a row (a bare
  * `counter % length` does: picks 5 of [a, b, c] → b, then 6 % 4 of [a, b, c, d] → b again).
  * If the last-picked member left, its successor at the vacated position goes next.
- * O(1) while the list is unchanged, O(n) once after a change.
+ * O(1) while the list is unchanged, O(n) once after a change. The cursor (`createRotation` in
+ * `./shared.js`) also serves ip-hash and chash-bounded for requests without an address or key.
  *
  * @param {object} [options] unused; accepted for a uniform factory signature
  * @returns {import('./types').Policy}
  */
 function createRoundRobin (options = {}) {
-  let lastId
-  let lastIndex = -1
+  const rotation = createRotation()
   return {
     name: 'round-robin',
     pick (upstreams) {
       if (!upstreams || upstreams.length === 0) return undefined
-      let next = 0
-      if (lastIndex >= 0) {
-        if (upstreams[lastIndex] !== undefined && upstreams[lastIndex].id === lastId) {
-          next = lastIndex + 1
-        } else {
-          const found = upstreams.findIndex((u) => u.id === lastId)
-          next = found >= 0 ? found + 1 : lastIndex
-        }
-      }
-      next %= upstreams.length
-      const upstream = upstreams[next]
-      lastId = upstream.id
-      lastIndex = next
-      return upstream
+      return rotation.next(upstreams)
     },
     snapshot () {
-      return { cursor: lastIndex + 1, last: lastId === undefined ? null : lastId }
+      return rotation.snapshot()
     }
   }
 }

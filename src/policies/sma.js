@@ -6,13 +6,13 @@
  *
  * Source: docs/experiments.md, A (the adaptive aiohttp proxy: "SMA of the last N=3 latencies per backend,
  * lowest wins ... probe a backend with no sample yet"). Probing, tie-breaking, failure samples and
- * memory follow the rules documented in `./ewma.js` (shared `pickLowest` and `latencySample`).
+ * memory follow the rules documented in `./latency.js` (shared `pickLowest` and `latencySample`).
  * Each upstream keeps a ring of at most `window` samples and their running sum: O(1) per sample.
  */
 
-const { PolistesError } = require('../errors')
-const { forgetAbsent } = require('./weighted-round-robin')
-const { latencySample, pickLowest } = require('./ewma')
+const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+const { forgetAbsent, largest } = require('./shared')
+const { latencySample, pickLowest } = require('./latency')
 
 /**
  * Create an SMA policy.
@@ -23,23 +23,16 @@ const { latencySample, pickLowest } = require('./ewma')
  */
 function createSma ({ window = 3 } = {}) {
   if (!(Number.isInteger(window) && window >= 1)) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `sma: window must be an integer >= 1, got ${window}`)
+    throw new ERR_POLISTES_BAD_OPTION(`sma: window must be an integer >= 1, got ${window}`)
   }
   /** @type {Map<string, { ring: number[], next: number, sum: number }>} */
   const table = new Map()
 
+  const averageOf = (entry) => entry.sum / entry.ring.length
+
   function average (id) {
     const entry = table.get(id)
-    return entry === undefined ? undefined : entry.sum / entry.ring.length
-  }
-
-  function worst () {
-    let w
-    for (const id of table.keys()) {
-      const a = average(id)
-      if (w === undefined || a > w) w = a
-    }
-    return w
+    return entry === undefined ? undefined : averageOf(entry)
   }
 
   return {
@@ -51,7 +44,7 @@ function createSma ({ window = 3 } = {}) {
     },
     onEnd (upstream, ctx, outcome) {
       if (!upstream) return
-      const sample = latencySample(outcome, worst())
+      const sample = latencySample(outcome, largest(table, averageOf))
       if (sample === undefined) return
       let entry = table.get(upstream.id)
       if (entry === undefined) {
@@ -73,7 +66,7 @@ function createSma ({ window = 3 } = {}) {
     },
     snapshot () {
       const upstreams = {}
-      for (const [id, e] of table) upstreams[id] = { averageMs: e.sum / e.ring.length, samples: [...e.ring] }
+      for (const [id, e] of table) upstreams[id] = { averageMs: averageOf(e), samples: [...e.ring] }
       return { window, upstreams }
     }
   }

@@ -33,6 +33,7 @@ export interface Outcome {
 export interface Policy {
   readonly name: string
   pick (upstreams: readonly Upstream[], ctx?: PickContext): Upstream | undefined
+  /** optional: callers check that a policy has it before calling it */
   onStart? (upstream: Upstream, ctx?: PickContext): void
   onEnd? (upstream: Upstream, ctx: PickContext | undefined, outcome: Outcome): void
   snapshot? (): unknown

@@ -74,7 +74,8 @@ export interface WaspSnapshot {
 export interface WaspPolicy extends Policy {
   readonly name: 'wasp'
   pick<U extends Upstream> (upstreams: readonly U[], ctx?: PickContext): U | undefined
-  onStart (upstream: Upstream, ctx?: PickContext): void
+  /** wasp has no `onStart` (optional in the contract): it learns at pick time and from `onEnd` */
+  onStart?: undefined
   onEnd (upstream: Upstream, ctx: PickContext | undefined, outcome: Outcome): void
   snapshot (): WaspSnapshot
 }

@@ -29,7 +29,9 @@
  * Cost of one pick: at most `rounds` × upstreams response draws plus O(upstreams) set-up.
  */
 
-const { PolistesError } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+const { ewma } = require('./shared')
+const { createMemory } = require('./wasp-memory')
 
 /** Every parameter, with the reason for its default in the comment (and in docs/algorithms.md, "Wasp options"). */
 const defaults = Object.freeze({
@@ -76,7 +78,7 @@ const NUMERIC = ['thetaMin', 'thetaMax', 'thetaStart', 'xi', 'phi', 'stimulus', 
   'rounds', 'loadFactor', 'maxKeys', 'missLearning', 'idleGaps']
 
 function badOption (message) {
-  return new PolistesError('ERR_POLISTES_BAD_OPTION', `wasp: ${message}`)
+  return new ERR_POLISTES_BAD_OPTION(`wasp: ${message}`)
 }
 
 /** Merge and validate options; throws PolistesError ERR_POLISTES_BAD_OPTION. */
@@ -103,121 +105,18 @@ function resolveOptions (options) {
   return o
 }
 
+/** Weight of the newest latency sample in an upstream's EWMA (with `feedback.latency`). */
+const LATENCY_ALPHA = 0.2
+
 /**
- * Create a wasp policy.
+ * Create a wasp policy: resolved options, a memory (thresholds and upstream records), and the
+ * decision phases below, which share one state object and its scratch arrays.
  * @param {Partial<typeof defaults>} [options]
  * @param {{ random?: () => number, now?: () => number }} [deps] injected sources, for determinism
  * @returns {import('./types').Policy & { snapshot (): object }}
  */
 function createWasp (options = {}, { random = Math.random, now = () => performance.now() } = {}) {
-  const o = resolveOptions(options)
-  const { thetaMin, thetaMax, thetaStart, xi, phi, stimulus, stimulusGrowth, rounds, loadFactor, maxKeys, missLearning, idleGaps } = o
-  const useCache = o.feedback.cache
-  const useLatency = o.feedback.latency
-
-  /**
-   * Per key: `step` counts the picks of this key; `entries` maps an upstream id to its threshold
-   * `theta` as of step `at` (forgetting is applied lazily: θ(now) = θ + φ × (step − at)) and the
-   * `epoch` of the upstream record it belongs to (a forgotten upstream's entries are ignored).
-   * @type {Map<string, { step: number, entries: Map<string, { theta: number, at: number, epoch: number }> }>}
-   */
-  const keys = new Map()
-  /**
-   * Per upstream id: `epoch` (new on each (re)join), `seen` (last pick that listed it), latency EWMA,
-   * `idle` (picks since it last served anything, absences included) and `g` (its idle discount in the
-   * current pick).
-   */
-  const ups = new Map()
-  let epochs = 0
-  let picks = 0
-  let fallbacks = 0
-  let guarded = 0
-  let idleWins = 0
-
-  // scratch space reused by every pick, grown on demand: no allocation per decision
-  let eff2 = new Float64Array(16) // θeff² per candidate, -1 when ineligible
-  let recs = new Array(16)
-  let responders = new Int32Array(16)
-
-  function upRecord (id) {
-    let rec = ups.get(id)
-    if (rec === undefined) {
-      rec = { id, epoch: ++epochs, joined: picks, seen: picks, latency: 0, idle: 0, g: 1 }
-      ups.set(id, rec)
-    }
-    return rec
-  }
-
-  /** Forget upstreams absent from every list for FORGET_AFTER picks (amortized sweep). */
-  const FORGET_AFTER = 4096
-  function sweep () {
-    for (const [id, rec] of ups) if (picks - rec.seen > FORGET_AFTER) ups.delete(id)
-  }
-
-  function keyRecord (key, create) {
-    let rec = keys.get(key)
-    if (rec !== undefined) {
-      // LRU touch by re-insertion (a Map iterates in insertion order)
-      keys.delete(key)
-      keys.set(key, rec)
-      return rec
-    }
-    if (!create) return undefined
-    rec = { step: 0, born: picks, entries: new Map() }
-    keys.set(key, rec)
-    if (keys.size > maxKeys) keys.delete(keys.keys().next().value)
-    return rec
-  }
-
-  /** θ[u][k] now, with forgetting applied lazily. */
-  function thetaOf (krec, urec) {
-    const e = krec.entries.get(urec.id)
-    let t
-    if (e !== undefined && e.epoch === urec.epoch) {
-      t = e.theta + phi * (krec.step - e.at)
-    } else if (urec.joined > krec.born) {
-      return thetaStart // joined after the key was first seen: a neutral newcomer
-    } else {
-      t = thetaStart + phi * krec.step // there from the start and never served it: forgets like the rest
-    }
-    return t > thetaMax ? thetaMax : t
-  }
-
-  /** Add `delta` to θ[u][k] (negative = learn), clamped, and stamp it with the key's step. */
-  function adjust (krec, urec, delta) {
-    const t = thetaOf(krec, urec) + delta
-    const theta = t < thetaMin ? thetaMin : (t > thetaMax ? thetaMax : t)
-    const e = krec.entries.get(urec.id)
-    if (e === undefined || e.epoch !== urec.epoch) {
-      krec.entries.set(urec.id, { theta, at: krec.step, epoch: urec.epoch })
-    } else {
-      e.theta = theta
-      e.at = krec.step
-    }
-  }
-
-  /** Load seen by the policy: in-flight count, scaled by relative latency when that feedback is on. */
-  function loadOf (upstream, urec, meanLatency) {
-    const inflight = upstream.inflight > 0 ? upstream.inflight : 0
-    if (!useLatency || meanLatency <= 0 || urec.latency <= 0) return inflight
-    return inflight * (urec.latency / meanLatency)
-  }
-
-  function grow (n) {
-    let size = eff2.length
-    while (size < n) size *= 2
-    eff2 = new Float64Array(size)
-    recs = new Array(size)
-    responders = new Int32Array(size)
-  }
-
-  /** Requests without a key have no affinity: least in-flight, ties to the earliest listed. */
-  function leastLoaded (upstreams) {
-    let best = upstreams[0]
-    for (let i = 1; i < upstreams.length; i++) if (upstreams[i].inflight < best.inflight) best = upstreams[i]
-    return best
-  }
-
+  const w = createState(resolveOptions(options), random)
   return {
     name: 'wasp',
 
@@ -227,115 +126,8 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
      * @param {import('./types').PickContext} [ctx]
      */
     pick (upstreams, ctx) {
-      const n = upstreams ? upstreams.length : 0
-      if (n === 0) return undefined
-      picks++
-      if ((picks & 1023) === 0) sweep()
-      const key = ctx && ctx.key
-      if (n > eff2.length) grow(n)
-
-      // register every candidate (so absent ones can be forgotten) and measure the load
-      let total = 0
-      let latencySum = 0
-      let latencyCount = 0
-      for (let i = 0; i < n; i++) {
-        const urec = upRecord(upstreams[i].id)
-        urec.idle += picks - urec.seen // picks since it last served: an absence counts as idle time
-        urec.seen = picks
-        recs[i] = urec
-        const f = upstreams[i].inflight
-        if (f > 0) total += f
-        if (urec.latency > 0) { latencySum += urec.latency; latencyCount++ }
-      }
-      if (key === undefined || key === null) {
-        const u = leastLoaded(upstreams)
-        recs[upstreams.indexOf(u)].idle = 0
-        return u
-      }
-      const krec = keyRecord(String(key), true)
-      krec.step++
-      if (n === 1) {
-        recs[0].idle = 0
-        adjust(krec, recs[0], -xi)
-        return upstreams[0]
-      }
-
-      // bounded-load guard and effective thresholds
-      const meanLatency = latencyCount > 0 ? latencySum / latencyCount : 0
-      // HAProxy's rule: capacity ceil(c × (total + 1) / n) always leaves the least loaded eligible
-      const cap = Math.ceil(loadFactor * (total + 1) / n)
-      // idleness: beyond idleGaps fair gaps (an upstream with a fair share serves about every n picks)
-      const idleAfter = idleGaps * n
-      let eligible = 0
-      let best = -1
-      let bestEff = Infinity
-      let bestLoad = Infinity
-      for (let i = 0; i < n; i++) {
-        const load = loadOf(upstreams[i], recs[i], meanLatency)
-        if (upstreams[i].inflight >= cap) {
-          eff2[i] = -1
-          continue
-        }
-        eligible++
-        const over = recs[i].idle - idleAfter
-        const g = over > 0 && idleAfter > 0 ? Math.pow(2, -over) : 1 // halves per pick beyond
-        recs[i].g = g
-        const eff = thetaOf(krec, recs[i]) * g * (1 + load)
-        eff2[i] = eff * eff
-        if (eff < bestEff || (eff === bestEff && load < bestLoad)) {
-          best = i
-          bestEff = eff
-          bestLoad = load
-        }
-      }
-      if (eligible < n) guarded++
-
-      // response rounds: each eligible upstream answers with s²/(s²+θeff²); growing stimulus
-      let chosen = -1
-      let s2 = stimulus * stimulus
-      const g2 = stimulusGrowth * stimulusGrowth
-      for (let round = 0; round < rounds && chosen < 0; round++) {
-        let count = 0
-        for (let i = 0; i < n; i++) {
-          const e2 = eff2[i]
-          if (e2 >= 0 && random() * (s2 + e2) < s2) responders[count++] = i
-        }
-        if (count === 1) {
-          chosen = responders[0]
-        } else if (count > 1) {
-          // dominance contest: the less loaded wins more often (weight 1/(1+load)²)
-          let sum = 0
-          for (let j = 0; j < count; j++) {
-            const l = 1 + loadOf(upstreams[responders[j]], recs[responders[j]], meanLatency)
-            sum += 1 / (l * l)
-          }
-          let r = random() * sum
-          chosen = responders[count - 1]
-          for (let j = 0; j < count; j++) {
-            const l = 1 + loadOf(upstreams[responders[j]], recs[responders[j]], meanLatency)
-            r -= 1 / (l * l)
-            if (r < 0) { chosen = responders[j]; break }
-          }
-        }
-        s2 *= g2
-      }
-      if (chosen < 0) {
-        fallbacks++
-        chosen = best
-      }
-      const cr = recs[chosen]
-      if (cr.g < 1) {
-        // it bid at θ × g: keep that for this key (Cicirello & Smith lower an idle machine's thresholds
-        // for real; applied lazily, to the key it takes), so one idle win makes it that key's specialist
-        idleWins++
-        adjust(krec, cr, thetaOf(krec, cr) * (cr.g - 1))
-      }
-      cr.idle = 0
-      adjust(krec, cr, -xi)
-      return upstreams[chosen]
+      return pick(w, upstreams, ctx)
     },
-
-    onStart () {},
 
     /**
      * Feedback from the response. A MISS keeps only `missLearning` of the learning (a cold cache
@@ -343,63 +135,268 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
      * 5xx takes the learning back. Latency feeds an EWMA per upstream when `feedback.latency` is on.
      */
     onEnd (upstream, ctx, outcome) {
-      if (!upstream || !outcome) return
-      const urec = ups.get(upstream.id)
-      if (urec === undefined) return
-      if (useLatency && typeof outcome.latencyMs === 'number' && outcome.latencyMs >= 0) {
-        urec.latency = urec.latency > 0 ? 0.8 * urec.latency + 0.2 * outcome.latencyMs : outcome.latencyMs
-      }
-      const key = ctx && ctx.key
-      if (key === undefined || key === null) return
-      const failed = outcome.error !== undefined && outcome.error !== null
-      const refund = failed || outcome.statusCode >= 500
-        ? xi
-        : (useCache && outcome.cache === 'MISS' ? xi * (1 - missLearning) : 0)
-      if (refund === 0) return
-      const krec = keys.get(String(key)) // no LRU touch: feedback is not a use
-      if (krec !== undefined) adjust(krec, urec, refund)
+      feedback(w, upstream, ctx, outcome)
     },
 
     /** Plain JSON: counters, upstream records, and the specialist of the most recent keys. */
     snapshot () {
-      const recent = []
-      let i = 0
-      const arr = [...keys]
-      for (let j = arr.length - 1; j >= 0 && i < 50; j--, i++) {
-        const [key, krec] = arr[j]
-        let sid
-        let st = Infinity
-        for (const [id, urec] of ups) {
-          const t = thetaOf(krec, urec)
-          if (t < st) { st = t; sid = id }
-        }
-        recent.push({ key, specialist: sid, theta: st, requests: krec.step })
-      }
-      // keys owned: those whose lowest threshold is below thetaStart (learnt), by that upstream
-      const owned = {}
-      for (const id of ups.keys()) owned[id] = 0
-      for (const krec of keys.values()) {
-        let sid
-        let st = thetaStart
-        for (const [id, urec] of ups) {
-          const t = thetaOf(krec, urec)
-          if (t < st) { st = t; sid = id }
-        }
-        if (sid !== undefined) owned[sid]++
-      }
-      return {
-        name: 'wasp',
-        picks,
-        fallbacks,
-        guarded,
-        keys: keys.size,
-        maxKeys,
-        idleWins,
-        upstreams: [...ups.values()].map((u) => ({ id: u.id, latencyMs: u.latency, idle: u.idle })),
-        owned,
-        recent
-      }
+      return snapshot(w)
     }
+  }
+}
+
+/**
+ * The state of one wasp policy: options, random source, memory, counters, and scratch space reused
+ * by every pick and grown on demand (no allocation per decision).
+ */
+function createState (o, random) {
+  return {
+    o,
+    random,
+    useCache: o.feedback.cache,
+    useLatency: o.feedback.latency,
+    memory: createMemory(o),
+    fallbacks: 0,
+    guarded: 0,
+    idleWins: 0,
+    // per pick: the candidates' records, θeff² (-1 when ineligible), this round's responders
+    recs: new Array(16),
+    eff2: new Float64Array(16),
+    responders: new Int32Array(16),
+    // per pick: the mean latency EWMA of the candidates (0 = none known)
+    meanLatency: 0
+  }
+}
+
+function grow (w, n) {
+  let size = w.eff2.length
+  while (size < n) size *= 2
+  w.eff2 = new Float64Array(size)
+  w.recs = new Array(size)
+  w.responders = new Int32Array(size)
+}
+
+/** One decision: registration, then (for a key) thresholds and guard, response rounds, learning. */
+function pick (w, upstreams, ctx) {
+  const n = upstreams ? upstreams.length : 0
+  if (n === 0) return undefined
+  const picks = w.memory.tick()
+  const key = ctx && ctx.key
+  if (n > w.eff2.length) grow(w, n)
+  const total = register(w, upstreams, picks)
+  if (key === undefined || key === null) return serveUnkeyed(w, upstreams)
+  const krec = w.memory.key(String(key), true)
+  krec.step++
+  if (n === 1) {
+    learn(w, krec, w.recs[0])
+    return upstreams[0]
+  }
+  const best = effectiveThresholds(w, upstreams, krec, total)
+  let chosen = respond(w, upstreams)
+  if (chosen < 0) {
+    w.fallbacks++
+    chosen = best
+  }
+  const cr = w.recs[chosen]
+  keepIdleDiscount(w, krec, cr)
+  learn(w, krec, cr)
+  return upstreams[chosen]
+}
+
+/**
+ * Register every candidate (so absent ones can be forgotten), count its idle time, and measure the
+ * load: returns the total in flight and sets `w.meanLatency`.
+ */
+function register (w, upstreams, picks) {
+  const { recs, memory } = w
+  let total = 0
+  let latencySum = 0
+  let latencyCount = 0
+  for (let i = 0; i < upstreams.length; i++) {
+    const urec = memory.upstream(upstreams[i].id)
+    urec.idle += picks - urec.seen // picks since it last served: an absence counts as idle time
+    urec.seen = picks
+    recs[i] = urec
+    const f = upstreams[i].inflight
+    if (f > 0) total += f
+    if (urec.latency > 0) { latencySum += urec.latency; latencyCount++ }
+  }
+  w.meanLatency = latencyCount > 0 ? latencySum / latencyCount : 0
+  return total
+}
+
+/** Requests without a key have no affinity: least in-flight, ties to the earliest listed. */
+function serveUnkeyed (w, upstreams) {
+  let best = 0
+  for (let i = 1; i < upstreams.length; i++) if (upstreams[i].inflight < upstreams[best].inflight) best = i
+  w.recs[best].idle = 0
+  return upstreams[best]
+}
+
+/** Load seen by the policy: in-flight count, scaled by relative latency when that feedback is on. */
+function loadOf (w, upstream, urec) {
+  const inflight = upstream.inflight > 0 ? upstream.inflight : 0
+  if (!w.useLatency || w.meanLatency <= 0 || urec.latency <= 0) return inflight
+  return inflight * (urec.latency / w.meanLatency)
+}
+
+/**
+ * Bounded-load guard and effective thresholds: fills `w.eff2` with θeff² of each eligible candidate
+ * (-1 for the guarded), sets each one's idle discount `g`, and returns the index of the lowest θeff
+ * (ties to the less loaded), the fallback when nobody responds.
+ */
+function effectiveThresholds (w, upstreams, krec, total) {
+  const { recs, eff2, memory } = w
+  const { loadFactor, idleGaps } = w.o
+  const n = upstreams.length
+  // HAProxy's rule: capacity ceil(c × (total + 1) / n) always leaves the least loaded eligible
+  const cap = Math.ceil(loadFactor * (total + 1) / n)
+  // idleness: beyond idleGaps fair gaps (an upstream with a fair share serves about every n picks)
+  const idleAfter = idleGaps * n
+  let eligible = 0
+  let best = -1
+  let bestEff = Infinity
+  let bestLoad = Infinity
+  for (let i = 0; i < n; i++) {
+    const load = loadOf(w, upstreams[i], recs[i])
+    if (upstreams[i].inflight >= cap) {
+      eff2[i] = -1
+      continue
+    }
+    eligible++
+    const over = recs[i].idle - idleAfter
+    const g = over > 0 && idleAfter > 0 ? Math.pow(2, -over) : 1 // halves per pick beyond
+    recs[i].g = g
+    const eff = memory.theta(krec, recs[i]) * g * (1 + load)
+    eff2[i] = eff * eff
+    if (eff < bestEff || (eff === bestEff && load < bestLoad)) {
+      best = i
+      bestEff = eff
+      bestLoad = load
+    }
+  }
+  if (eligible < n) w.guarded++
+  return best
+}
+
+/**
+ * Response rounds: each eligible candidate answers with s²/(s²+θeff²), the stimulus growing by
+ * `stimulusGrowth` per round; several answers go to a dominance contest. Returns the index of the
+ * one that takes the request, or -1 when nobody answered within `rounds` rounds.
+ */
+function respond (w, upstreams) {
+  const { eff2, responders, random } = w
+  const { stimulus, stimulusGrowth, rounds } = w.o
+  const n = upstreams.length
+  let s2 = stimulus * stimulus
+  const g2 = stimulusGrowth * stimulusGrowth
+  for (let round = 0; round < rounds; round++) {
+    let count = 0
+    for (let i = 0; i < n; i++) {
+      const e2 = eff2[i]
+      if (e2 >= 0 && random() * (s2 + e2) < s2) responders[count++] = i
+    }
+    if (count === 1) return responders[0]
+    if (count > 1) return contest(w, upstreams, count)
+    s2 *= g2
+  }
+  return -1
+}
+
+/** Dominance contest among the `count` responders: the less loaded wins more often (weight 1/(1+load)²). */
+function contest (w, upstreams, count) {
+  const { responders, recs } = w
+  let sum = 0
+  for (let j = 0; j < count; j++) {
+    const l = 1 + loadOf(w, upstreams[responders[j]], recs[responders[j]])
+    sum += 1 / (l * l)
+  }
+  let r = w.random() * sum
+  for (let j = 0; j < count; j++) {
+    const l = 1 + loadOf(w, upstreams[responders[j]], recs[responders[j]])
+    r -= 1 / (l * l)
+    if (r < 0) return responders[j]
+  }
+  return responders[count - 1]
+}
+
+/**
+ * A winner that bid with its idle discount θ × g keeps that for this key (Cicirello & Smith lower an
+ * idle machine's thresholds for real; applied lazily, to the key it takes), so one idle win makes it
+ * that key's specialist.
+ */
+function keepIdleDiscount (w, krec, urec) {
+  if (urec.g >= 1) return
+  w.idleWins++
+  w.memory.adjust(krec, urec, w.memory.theta(krec, urec) * (urec.g - 1))
+}
+
+/** Serving: the upstream is busy again, and its threshold for the key falls by ξ. */
+function learn (w, krec, urec) {
+  urec.idle = 0
+  w.memory.adjust(krec, urec, -w.o.xi)
+}
+
+/** onEnd: latency EWMA, and the learning taken back (in full or in part) by a failure or a MISS. */
+function feedback (w, upstream, ctx, outcome) {
+  if (!upstream || !outcome) return
+  const { memory } = w
+  const urec = memory.ups.get(upstream.id)
+  if (urec === undefined) return
+  if (w.useLatency && typeof outcome.latencyMs === 'number' && outcome.latencyMs >= 0) {
+    urec.latency = ewma(urec.latency > 0 ? urec.latency : undefined, outcome.latencyMs, LATENCY_ALPHA)
+  }
+  const key = ctx && ctx.key
+  if (key === undefined || key === null) return
+  const { xi, missLearning } = w.o
+  const failed = outcome.error !== undefined && outcome.error !== null
+  const refund = failed || outcome.statusCode >= 500
+    ? xi
+    : (w.useCache && outcome.cache === 'MISS' ? xi * (1 - missLearning) : 0)
+  if (refund === 0) return
+  const krec = memory.keys.get(String(key)) // no LRU touch: feedback is not a use
+  if (krec !== undefined) memory.adjust(krec, urec, refund)
+}
+
+/** Plain JSON: counters, upstream records, and the specialist of the most recent keys. */
+function snapshot (w) {
+  const { memory } = w
+  const recent = []
+  let i = 0
+  const arr = [...memory.keys]
+  for (let j = arr.length - 1; j >= 0 && i < 50; j--, i++) {
+    const [key, krec] = arr[j]
+    let sid
+    let st = Infinity
+    for (const [id, urec] of memory.ups) {
+      const t = memory.theta(krec, urec)
+      if (t < st) { st = t; sid = id }
+    }
+    recent.push({ key, specialist: sid, theta: st, requests: krec.step })
+  }
+  // keys owned: those whose lowest threshold is below thetaStart (learnt), by that upstream
+  const owned = {}
+  for (const id of memory.ups.keys()) owned[id] = 0
+  for (const krec of memory.keys.values()) {
+    let sid
+    let st = w.o.thetaStart
+    for (const [id, urec] of memory.ups) {
+      const t = memory.theta(krec, urec)
+      if (t < st) { st = t; sid = id }
+    }
+    if (sid !== undefined) owned[sid]++
+  }
+  return {
+    name: 'wasp',
+    picks: memory.picks,
+    fallbacks: w.fallbacks,
+    guarded: w.guarded,
+    keys: memory.keys.size,
+    maxKeys: w.o.maxKeys,
+    idleWins: w.idleWins,
+    upstreams: [...memory.ups.values()].map((u) => ({ id: u.id, latencyMs: u.latency, idle: u.idle })),
+    owned,
+    recent
   }
 }
 

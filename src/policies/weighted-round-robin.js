@@ -11,64 +11,12 @@
  * effective weight by `weight / maxFails`, and every pick restores it by 1 until it is whole again.
  *
  * Per-upstream state is a Map keyed by id; ids absent from the eligible list are forgotten lazily.
+ * The rotation itself (`smoothPick`) lives in `./shared.js`: least-connections and latency-weighted
+ * use it too.
  */
 
-const { PolistesError } = require('../errors')
-
-/**
- * The weight of an upstream: `upstream.weight` when it is a positive finite number, else 1.
- * (A weight of 0 is not "drained": the pool removes drained members from the eligible list.)
- * @param {{ weight?: number }} upstream
- * @returns {number}
- */
-function weightOf (upstream) {
-  const w = upstream.weight
-  return typeof w === 'number' && Number.isFinite(w) && w > 0 ? w : 1
-}
-
-/**
- * One round of nginx's smooth weighted round-robin over `list`.
- * @template {{ id: string }} U
- * @param {readonly U[]} list candidates, non-empty
- * @param {(u: U) => number} weight configured weight of each candidate (positive)
- * @param {Map<string, { current: number, effective: number }>} state per-id peer state, updated
- * @returns {U} the chosen candidate
- */
-function smoothPick (list, weight, state) {
-  let total = 0
-  let best
-  let bestPeer
-  for (const u of list) {
-    const w = weight(u)
-    let peer = state.get(u.id)
-    if (peer === undefined) {
-      peer = { current: 0, effective: w }
-      state.set(u.id, peer)
-    }
-    if (peer.effective > w) peer.effective = w // the configured weight went down
-    peer.current += peer.effective
-    total += peer.effective
-    if (peer.effective < w) peer.effective = Math.min(w, peer.effective + 1)
-    if (bestPeer === undefined || peer.current > bestPeer.current) {
-      best = u
-      bestPeer = peer
-    }
-  }
-  bestPeer.current -= total
-  return best
-}
-
-/**
- * Drop state for ids no longer in the list, once the table has grown well past the list.
- * Amortized O(1) per pick; an upstream that flaps out and back in keeps its state meanwhile.
- * @param {Map<string, unknown>} state
- * @param {readonly { id: string }[]} upstreams
- */
-function forgetAbsent (state, upstreams) {
-  if (state.size <= 2 * upstreams.length + 16) return
-  const present = new Set(upstreams.map((u) => u.id))
-  for (const id of state.keys()) if (!present.has(id)) state.delete(id)
-}
+const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+const { smoothPick, weightOf, forgetAbsent } = require('./shared')
 
 /**
  * Create a smooth weighted round-robin policy (weights from `upstream.weight`, default 1).
@@ -79,7 +27,7 @@ function forgetAbsent (state, upstreams) {
  */
 function createWeightedRoundRobin ({ maxFails = 1 } = {}) {
   if (!(typeof maxFails === 'number' && maxFails >= 1)) {
-    throw new PolistesError('ERR_POLISTES_BAD_OPTION', `weighted-round-robin: maxFails must be a number >= 1, got ${maxFails}`)
+    throw new ERR_POLISTES_BAD_OPTION(`weighted-round-robin: maxFails must be a number >= 1, got ${maxFails}`)
   }
   /** @type {Map<string, { current: number, effective: number }>} */
   const state = new Map()
@@ -103,4 +51,4 @@ function createWeightedRoundRobin ({ maxFails = 1 } = {}) {
   }
 }
 
-module.exports = { createWeightedRoundRobin, smoothPick, weightOf, forgetAbsent }
+module.exports = { createWeightedRoundRobin }

@@ -1,5 +1,5 @@
 // Type test for the package's main entry (src/index.d.ts): compiled by tsc --strict, never run.
-import { startBalancer, createPolicy, policyNames, parseBackend, PolistesError, createTelemetry, createAccessLog } from 'polistes'
+import { startBalancer, createPolicy, policyNames, parseBackend, PolistesError, ERR_POLISTES_PORT_IN_USE, errorCodes, createTelemetry, createAccessLog } from 'polistes'
 import type { Balancer, BalancerStats, Policy, Upstream } from 'polistes'
 
 async function main (): Promise<void> {
@@ -23,6 +23,13 @@ async function main (): Promise<void> {
   const err = new PolistesError('ERR_POLISTES_BAD_URL', 'x')
   const code: string = err.code
   void code
+  const inUse = new ERR_POLISTES_PORT_IN_USE('balancer', '127.0.0.1', 8080)
+  const base: PolistesError = inUse
+  const inUseCode: 'ERR_POLISTES_PORT_IN_USE' = inUse.code
+  const described: string = errorCodes.ERR_POLISTES_PORT_IN_USE
+  void base, inUseCode, described
+  // @ts-expect-error a factory takes facts, not a ready message
+  void new ERR_POLISTES_PORT_IN_USE('polistes: 127.0.0.1:8080 is in use')
 
   // @ts-expect-error backends is required
   await startBalancer({ algo: 'wasp' })

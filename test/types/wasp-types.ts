@@ -12,6 +12,7 @@ const members: Member[] = [{ id: 'a', url: 'http://127.0.0.1:9101', inflight: 0 
 const picked: Member | undefined = policy.pick(members, { key: '/page1' })
 if (picked) {
   const url: string = picked.url
+  // @ts-expect-error wasp has no onStart: the contract makes it optional
   policy.onStart(picked, { key: '/page1' })
   policy.onEnd(picked, { key: '/page1' }, { latencyMs: 3, statusCode: 200, cache: 'HIT' })
   void url

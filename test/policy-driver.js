@@ -1,8 +1,9 @@
 'use strict'
 
 /**
- * Test helpers for the policy tests: a seeded PRNG, a fake clock, and a driver that replays a
- * scripted run (membership changes, held in-flight work, scripted latencies) against a policy.
+ * The policy test driver: a seeded PRNG, a fake clock, a driver that replays a scripted run
+ * (membership changes, held in-flight work, scripted latencies) against a policy, the runner of the
+ * table-driven cases, and the latency scripts the latency-driven policies' tests share.
  */
 
 const { mulberry32 } = require('../src/prng')
@@ -67,9 +68,35 @@ function drive (policy, pool, { requests, picks, ctx = () => ({}), members = {},
   return picked
 }
 
+/**
+ * Run one table-driven case: a fresh policy from `create(options)`, the pool from `upstreams`,
+ * `setup(policy, pool)` if given, then {@link drive} with the rest of the case.
+ * @param {(options?: object) => object} create
+ * @param {{ upstreams: Array<string | object>, options?: object, setup?: (policy: object, pool: object[]) => void }} testCase
+ * @returns {(string | undefined)[]} the picked ids
+ */
+function replay (create, { upstreams: specs, options, setup, name, expected, ...run }) {
+  const policy = create(options)
+  const pool = upstreams(specs)
+  if (setup) setup(policy, pool)
+  return drive(policy, pool, run)
+}
+
+/** Latency script: a is fast (10 ms) for its first 5 requests, then slow (100 ms); b is a steady 50 ms. */
+const aSlowsDown = (id, nth) => (id === 'b' ? 50 : nth < 5 ? 10 : 100)
+
+/** The case every "lowest average wins" policy passes alike (sma, ewma, lowest-latency). */
+const probeThenLowest = Object.freeze({
+  name: 'probes every unsampled upstream first, then the lowest average wins',
+  upstreams: ['a', 'b', 'c'],
+  latency: (id) => ({ a: 30, b: 10, c: 20 })[id],
+  picks: 6,
+  expected: ['a', 'b', 'c', 'b', 'b', 'b']
+})
+
 /** Share of each id in `picked`, in the order of `ids`. */
 function shares (picked, ids) {
   return ids.map((id) => picked.filter((p) => p === id).length / picked.length)
 }
 
-module.exports = { mulberry32, sequence, fakeClock, upstreams, drive, shares }
+module.exports = { mulberry32, sequence, fakeClock, upstreams, drive, replay, shares, aSlowsDown, probeThenLowest }

@@ -1,0 +1,138 @@
+'use strict'
+
+/**
+ * What a wasp policy remembers: a response threshold θ[u][k] per upstream and routing key, with
+ * forgetting applied lazily, and a record per upstream. Both tables are bounded: keys by an LRU cap
+ * (`maxKeys`), upstreams by forgetting those absent from every list for FORGET_AFTER picks.
+ * Pure bookkeeping; the decisions are in `./wasp.js`.
+ */
+
+/** Picks after which an upstream absent from every list is forgotten (amortized sweep). */
+const FORGET_AFTER = 4096
+
+/**
+ * @typedef {object} UpstreamRecord
+ * @property {string} id
+ * @property {number} epoch new on each (re)join: entries of an older epoch are ignored
+ * @property {number} joined the pick at which it (re)joined
+ * @property {number} seen the last pick that listed it
+ * @property {number} latency latency EWMA in ms, 0 before the first sample
+ * @property {number} idle picks since it last served anything, absences included
+ * @property {number} g its idle discount in the current pick (1 = none)
+ */
+
+/**
+ * @typedef {object} KeyRecord
+ * @property {number} step picks of this key
+ * @property {number} born the pick at which the key was first seen
+ * @property {Map<string, { theta: number, at: number, epoch: number }>} entries θ per upstream id as
+ *   of step `at`, for the upstream record of epoch `epoch`
+ */
+
+/**
+ * Create the memory of one wasp policy.
+ * @param {{ thetaMin: number, thetaMax: number, thetaStart: number, phi: number, maxKeys: number }} o
+ */
+function createMemory ({ thetaMin, thetaMax, thetaStart, phi, maxKeys }) {
+  /** @type {Map<string, KeyRecord>} in LRU order (a Map iterates in insertion order) */
+  const keys = new Map()
+  /** @type {Map<string, UpstreamRecord>} */
+  const ups = new Map()
+  let epochs = 0
+  let picks = 0
+
+  /**
+   * θ[u][k] now, with forgetting applied lazily: θ + φ × (steps of k since it was stamped).
+   * @param {KeyRecord} krec
+   * @param {UpstreamRecord} urec
+   * @returns {number}
+   */
+  function theta (krec, urec) {
+    const e = krec.entries.get(urec.id)
+    let t
+    if (e !== undefined && e.epoch === urec.epoch) {
+      t = e.theta + phi * (krec.step - e.at)
+    } else if (urec.joined > krec.born) {
+      return thetaStart // joined after the key was first seen: a neutral newcomer
+    } else {
+      t = thetaStart + phi * krec.step // there from the start and never served it: forgets like the rest
+    }
+    return t > thetaMax ? thetaMax : t
+  }
+
+  /**
+   * Add `delta` to θ[u][k] (negative = learn), clamped to [thetaMin, thetaMax], and stamp it with
+   * the key's step.
+   * @param {KeyRecord} krec
+   * @param {UpstreamRecord} urec
+   * @param {number} delta
+   */
+  function adjust (krec, urec, delta) {
+    const t = theta(krec, urec) + delta
+    const value = t < thetaMin ? thetaMin : (t > thetaMax ? thetaMax : t)
+    const e = krec.entries.get(urec.id)
+    if (e === undefined || e.epoch !== urec.epoch) {
+      krec.entries.set(urec.id, { theta: value, at: krec.step, epoch: urec.epoch })
+    } else {
+      e.theta = value
+      e.at = krec.step
+    }
+  }
+
+  function sweep () {
+    for (const [id, rec] of ups) if (picks - rec.seen > FORGET_AFTER) ups.delete(id)
+  }
+
+  return {
+    keys,
+    ups,
+
+    /** Decisions taken so far. */
+    get picks () { return picks },
+
+    /** Count one more decision (and now and then forget long-absent upstreams); returns the count. */
+    tick () {
+      picks++
+      if ((picks & 1023) === 0) sweep()
+      return picks
+    },
+
+    /**
+     * The record of upstream `id`, created (a new epoch) when it is not known.
+     * @returns {UpstreamRecord}
+     */
+    upstream (id) {
+      let rec = ups.get(id)
+      if (rec === undefined) {
+        rec = { id, epoch: ++epochs, joined: picks, seen: picks, latency: 0, idle: 0, g: 1 }
+        ups.set(id, rec)
+      }
+      return rec
+    },
+
+    /**
+     * The record of routing key `key`, touched as most recently used; created when `create` is set
+     * (evicting the least recently used beyond `maxKeys`).
+     * @returns {KeyRecord | undefined}
+     */
+    key (key, create) {
+      let rec = keys.get(key)
+      if (rec !== undefined) {
+        // LRU touch by re-insertion
+        keys.delete(key)
+        keys.set(key, rec)
+        return rec
+      }
+      if (!create) return undefined
+      rec = { step: 0, born: picks, entries: new Map() }
+      keys.set(key, rec)
+      if (keys.size > maxKeys) keys.delete(keys.keys().next().value)
+      return rec
+    },
+
+    theta,
+    adjust
+  }
+}
+
+module.exports = { createMemory, FORGET_AFTER }
