@@ -9,6 +9,8 @@ const { silentLogger } = require('./logger')
 const { DEFAULTS, validateOptions } = require('./defaults')
 const { createLifecycle } = require('./http-lifecycle')
 const { tunnelUpgrade } = require('./upgrade')
+const { createTelemetry } = require('./telemetry')
+const { createAdmin, PREFIX: ADMIN_PREFIX } = require('./admin')
 
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
@@ -26,7 +28,9 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
  * @property {number} [retries=2] extra attempts on other upstreams for idempotent bodiless requests
  * @property {number} [maxFails=1] consecutive failures that eject an upstream
  * @property {number} [failTimeoutMs=5000] how long an ejected upstream is left out
- * @property {string | null} [statsPath='/_polistes/stats'] the balancer's own stats endpoint (null: off)
+ * @property {boolean} [admin=true] serve `/_polistes/*` (stats, metrics, dashboard) on this listener
+ * @property {import('./telemetry').Telemetry} [telemetry] default: a new one (per-request aggregates)
+ * @property {import('./access-log').AccessLog | null} [accessLog=null] one line per finished request
  * @property {'http-proxy' | 'http-proxy-3'} [library] proxy library (for measurement only)
  * @property {import('pino').Logger} [logger] default: silent
  * @property {() => number} [random] injected into the policy
@@ -58,18 +62,22 @@ class Balancer {
   constructor (options) {
     const {
       backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs,
-      statsPath = '/_polistes/stats', library, logger = silentLogger(),
+      admin = true, telemetry = createTelemetry(), accessLog = null, library, logger = silentLogger(),
       random = Math.random, now = () => performance.now()
     } = withDefaults(options)
     validateOptions({ port, host, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, policyOptions })
     this.port = port
     this.host = host
     this.retries = retries
-    this.statsPath = statsPath
+    this.telemetry = telemetry
+    this.accessLog = accessLog
+    this.mountAdmin = admin
+    this.admin = createAdmin({ stats: () => this.stats(), telemetry })
     this.logger = logger
     this.debug = logger.isLevelEnabled('debug')
     this.now = now
     this.pool = new Pool(parseBackends(backends), { maxFails, failTimeoutMs, now })
+    for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order
     this.policy = policy || createPolicy(algo, policyOptions, { random, now })
     this.engine = createProxyEngine({ keepAlive, timeoutMs, library })
     this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0 }
@@ -107,7 +115,10 @@ class Balancer {
    * @returns {Promise<void>}
    */
   async close ({ graceMs = DEFAULTS.graceMs } = {}) {
-    if (!this._closed) this._closed = this.lifecycle.close({ graceMs }).then(() => this.engine.close())
+    if (!this._closed) {
+      this.admin.close() // event streams would otherwise hold their connections open
+      this._closed = this.lifecycle.close({ graceMs }).then(() => this.engine.close())
+    }
     return this._closed
   }
 
@@ -129,9 +140,11 @@ class Balancer {
    * @param {import('http').ServerResponse} res
    */
   handle (req, res) {
-    if (this.statsPath && req.url === this.statsPath && req.method === 'GET') return this.serveStats(res)
+    if (this.mountAdmin && req.url.startsWith(ADMIN_PREFIX) && this.admin.handle(req, res)) return
     if (req.url[0] !== '/') return this.reply(res, 400, 'request-target', 'only origin-form request targets (/path) are served')
     this.counters.requests++
+    const t0 = this.now()
+    const bytes0 = req.socket.bytesWritten
     const ctx = { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method }
     const retryable = IDEMPOTENT.has(req.method) && !hasBody(req)
     const tried = new Set()
@@ -147,6 +160,7 @@ class Balancer {
     }
 
     res.on('close', () => {
+      this.observe(req, res, ctx.key, current, tried.size, this.now() - t0, req.socket.bytesWritten - bytes0)
       if (!current || current.done) return
       if (res.writableFinished) {
         this.counters.responses++
@@ -235,10 +249,16 @@ class Balancer {
     res.end(message + '\n')
   }
 
-  serveStats (res) {
-    const body = JSON.stringify(this.stats())
-    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' })
-    res.end(body)
+  /**
+   * One finished request, for the telemetry and the access log. A client that left before any
+   * response header counts as 499 (nginx's "client closed request").
+   */
+  observe (req, res, key, attempt, attempts, ms, bytes) {
+    const status = res.headersSent ? res.statusCode : 499
+    const upstream = attempt ? attempt.upstream.id : null
+    const cache = attempt ? attempt.cache : undefined
+    this.telemetry.record(upstream, key, status, ms, cache, bytes)
+    if (this.accessLog) this.accessLog.write(req.method, req.url, status, upstream, attempts, ms, cache, bytes)
   }
 }
 

@@ -13,6 +13,7 @@ const { readConfigFile, resolveConfig } = require('./config')
 const { DEFAULTS } = require('./defaults')
 const { startBalancer } = require('./balancer')
 const { createLogger } = require('./logger')
+const { createAccessLog } = require('./access-log')
 
 /**
  * Parse argv into the flags that were actually given (so a config file can supply the rest).
@@ -38,6 +39,8 @@ function parseArgs (argv) {
     .option('fleet-base-port', { type: 'number', describe: 'embedded fleet: first port (0: any free ports)', defaultDescription: String(DEFAULTS.fleet.basePort) })
     .option('cache-pages', { type: 'number', describe: 'embedded fleet: pages each backend caches', defaultDescription: String(DEFAULTS.fleet.cachePages) })
     .option('miss-ms', { type: 'number', describe: 'embedded fleet: emulated cost of a cache miss in ms', defaultDescription: String(DEFAULTS.fleet.missMs) })
+    .option('access-log', { type: 'boolean', describe: 'one log line per request (method, path, status, upstream, attempts, ms, cache, bytes); --no-access-log: none', defaultDescription: String(DEFAULTS.accessLog) })
+    .option('access-log-file', { type: 'string', describe: 'write the access log to this file (appended, asynchronous) instead of the log' })
     .option('log-level', { type: 'string', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', describe: 'log level (debug logs every request)' })
     .option('log-format', { type: 'string', choices: ['pretty', 'json'], describe: 'log format', defaultDescription: 'pretty on a terminal, json otherwise' })
     .strict()
@@ -59,6 +62,8 @@ function parseArgs (argv) {
   if (argvParsed.host !== undefined) flags.host = argvParsed.host
   if (argvParsed.backends !== undefined) flags.backends = argvParsed.backends
   if (argvParsed['keep-alive'] !== undefined) flags.keepAlive = argvParsed['keep-alive']
+  if (argvParsed['access-log'] !== undefined) flags.accessLog = argvParsed['access-log']
+  if (argvParsed['access-log-file'] !== undefined) flags.accessLogFile = argvParsed['access-log-file']
   if (argvParsed['policy-options'] !== undefined) {
     try {
       flags.policyOptions = JSON.parse(argvParsed['policy-options'])
@@ -112,14 +117,18 @@ async function main (argv, { startFleet } = {}) {
   }
 
   let balancer
+  let accessLog = null
   try {
-    balancer = await startBalancer({ ...config, backends, logger })
+    if (config.accessLog) accessLog = createAccessLog(config.accessLogFile ? { file: config.accessLogFile } : { logger })
+    balancer = await startBalancer({ ...config, backends, logger, accessLog })
   } catch (err) {
     if (fleet) await fleet.close()
+    if (accessLog) await accessLog.close()
     if (err.code === 'ERR_POLISTES_PORT_IN_USE') err.message += ' (choose another with --port)'
     throw err
   }
   logger.info({ algo: config.algo, url: balancer.url, keepAlive: config.keepAlive }, `polistes listening on ${balancer.url} (algo ${config.algo})`)
+  logger.info({ dashboard: `${balancer.url}/_polistes/`, metrics: `${balancer.url}/_polistes/metrics`, accessLog: accessLog ? (accessLog.file || 'log') : false }, `dashboard: ${balancer.url}/_polistes/`)
   process.stdout.isTTY && console.log(`try: curl -i ${balancer.url}/page1.html    stats: ${balancer.url}/_polistes/stats`)
 
   let stopping = false
@@ -132,6 +141,7 @@ async function main (argv, { startFleet } = {}) {
     logger.info({ signal }, 'shutting down: no new connections, waiting for in-flight requests')
     await balancer.close({ graceMs: config.graceMs })
     if (fleet) await fleet.close()
+    if (accessLog) await accessLog.close()
     logger.info('stopped')
     process.exitCode = 0
   }

@@ -8,7 +8,8 @@ const { parseBackends } = require('./backend-spec')
 
 /** Keys a config file may hold. `address`, `strategy` and `receiver_addresses` are the seed's shape. */
 const FILE_KEYS = new Set(['address', 'host', 'port', 'strategy', 'algo', 'backends', 'receiver_addresses',
-  'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'fleet'])
+  'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'fleet',
+  'accessLog', 'accessLogFile'])
 const FLEET_KEYS = new Set(['count', 'basePort', 'cachePages', 'missMs'])
 
 /**
@@ -46,7 +47,7 @@ function readConfigFile (file) {
   if (strategy !== undefined) out.algo = normalizeAlgo(strategy)
   const backends = json.backends ?? json.receiver_addresses
   if (backends !== undefined) out.backends = backends
-  for (const key of ['keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions']) {
+  for (const key of ['keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'accessLog', 'accessLogFile']) {
     if (json[key] !== undefined) out[key] = json[key]
   }
   if (json.fleet !== undefined) {
@@ -95,6 +96,10 @@ function resolveConfig (flags, file = {}) {
     throw new ERR_POLISTES_UNKNOWN_ALGO(config.algo, policyNames())
   }
   validateOptions(config)
+  if (config.accessLogFile !== undefined) {
+    if (flags.accessLog === false && flags.accessLogFile !== undefined) throw new ERR_POLISTES_BAD_OPTION('--no-access-log and --access-log-file contradict each other: give one')
+    if (flags.accessLog !== false) config.accessLog = true // a file asks for the log, unless a flag turns it off
+  }
   if (config.backends !== undefined) config.backends = parseBackends(config.backends)
   checkInteger('fleet count', config.fleet.count, 1, 1000)
   checkInteger('fleet base port', config.fleet.basePort, 0, 65535)

@@ -17,6 +17,7 @@ const DEFAULTS = Object.freeze({
   failTimeoutMs: 5000,
   graceMs: 10000,
   policyOptions: {},
+  accessLog: false,
   fleet: { count: 7, basePort: 9101, cachePages: 4, missMs: 20 }
 })
 
@@ -30,6 +31,8 @@ const RULES = {
   graceMs: (v) => checkPositive('graceMs', v),
   retries: (v) => checkInteger('retries', v, 0, 100),
   maxFails: (v) => checkInteger('maxFails', v, 1, 1000),
+  accessLog: (v) => { if (typeof v !== 'boolean') throw new ERR_POLISTES_BAD_OPTION(`accessLog must be true or false, got ${JSON.stringify(v)}`) },
+  accessLogFile: (v) => { if (typeof v !== 'string' || v === '') throw new ERR_POLISTES_BAD_OPTION(`accessLogFile must be a file path, got ${JSON.stringify(v)}`) },
   policyOptions: (v) => {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ERR_POLISTES_BAD_OPTION('policyOptions must be a JSON object')
   }

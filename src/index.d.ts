@@ -1,4 +1,4 @@
-import type { Server } from 'node:http'
+import type { Server, IncomingMessage, ServerResponse } from 'node:http'
 import type { Logger } from 'pino'
 import type { Policy, PolicyDeps, Upstream, PickContext, Outcome } from './policies/types'
 
@@ -36,8 +36,13 @@ export interface BalancerOptions {
   maxFails?: number
   /** how long an ejected upstream is left out, ms (default 5000) */
   failTimeoutMs?: number
-  /** path of the balancer's own stats endpoint (default '/_polistes/stats'; null: off) */
-  statsPath?: string | null
+  /** serve `/_polistes/*` (stats, Prometheus metrics, the live dashboard and its events) on this
+   * listener (default true); `balancer.admin.handle` can be mounted on another server either way */
+  admin?: boolean
+  /** the per-request aggregates behind metrics and dashboard (default: a new `createTelemetry()`) */
+  telemetry?: Telemetry
+  /** one line per finished request (default none; see `createAccessLog`) */
+  accessLog?: AccessLog | null
   /** the proxy library, for measurement (default 'http-proxy') */
   library?: 'http-proxy' | 'http-proxy-3'
   logger?: Logger
@@ -57,8 +62,61 @@ export interface BalancerStats {
   policy: { name: string, state: unknown }
 }
 
+/** The `/_polistes/*` endpoints of one balancer, mountable on any HTTP server. */
+export interface Admin {
+  /** serve the request and return true when its path is under `/_polistes`; false otherwise */
+  handle (req: IncomingMessage, res: ServerResponse): boolean
+  /** end the dashboards' event streams */
+  close (): void
+}
+
+/** Per-request aggregates: counters per upstream, per-second series, the pages x upstreams matrix. */
+export interface Telemetry {
+  record (upstreamId: string | null | undefined, key: string, status: number, latencyMs: number, cache: string | undefined, bytes: number): void
+  upstream (id: string): TelemetryUpstream
+  upstreams (): TelemetryUpstream[]
+  series (fromSec?: number): {
+    t: number[], rps: number[], hitRate: Array<number | null>, p50: Array<number | null>, p99: Array<number | null>,
+    upstreams: Array<{ id: string, rps: number[], hitRate: Array<number | null> }>
+  }
+  recent (seconds?: number): Map<string, { rps: number, hitRate: number | null }>
+  recentQuantiles (seconds: number, quantiles: number[]): Array<number | null>
+  heatmap (columns?: string[]): { pages: string[], upstreams: string[], counts: number[][], share: number[][], halfLifeS: number }
+}
+
+export interface TelemetryUpstream {
+  readonly id: string
+  /** responses by status class: 1xx, 2xx, 3xx, 4xx, 5xx, other */
+  readonly statuses: Float64Array
+  readonly hits: number
+  readonly misses: number
+  readonly bytes: number
+  readonly count: number
+  readonly latencySumMs: number
+}
+
+export interface TelemetryOptions {
+  /** seconds of per-second history (default 300) */
+  windowS?: number
+  /** routing keys tracked one by one in the heat map; later ones share `(other)` (default 64) */
+  maxPages?: number
+  /** half-life of the heat map's counts in seconds (default 5) */
+  halfLifeS?: number
+  /** wall clock in ms (default Date.now) */
+  now?: () => number
+}
+
+export interface AccessLog {
+  write (method: string, path: string, status: number, upstream: string | null, attempts: number, ms: number, cache: string | undefined, bytes: number): void
+  /** flush and close the file, if any */
+  close (): Promise<void>
+  readonly file: string | undefined
+}
+
 export interface Balancer {
   readonly server: Server
+  readonly admin: Admin
+  readonly telemetry: Telemetry
   /** set once listening, e.g. 'http://127.0.0.1:8080' */
   readonly url: string | undefined
   readonly port: number
@@ -74,6 +132,9 @@ export function policyNames (): string[]
 export function parseBackend (input: BackendInput, index?: number): BackendSpec
 export function parseBackends (list: BackendInput[] | string): BackendSpec[]
 export function routingKey (url: string): string
+export function createTelemetry (options?: TelemetryOptions): Telemetry
+/** One pino line per request, to `file` (asynchronously) or else to `logger`; throws ERR_POLISTES_BAD_OPTION when the file cannot be opened. */
+export function createAccessLog (options: { file: string } | { logger: Logger }): AccessLog
 /** A seeded PRNG (mulberry32) in [0, 1), e.g. for a policy's injected `random`. */
 export function mulberry32 (seed: number): () => number
 

@@ -72,6 +72,21 @@ describe('wasp: the policy contract', () => {
     expect(snap).toMatchObject({ name: 'wasp', picks: 20, keys: 1 })
     expect(snap.recent[0]).toMatchObject({ key: '/a', theta: defaults.thetaMin, requests: 20 })
   })
+
+  test('snapshot counts the keys each upstream owns; an unlearnt key belongs to nobody', () => {
+    const wasp = createWasp({}, { random: mulberry32(5) })
+    const list = ups(3)
+    serve(wasp, list, '/a', 20)
+    serve(wasp, list, '/b', 20)
+    const snap = wasp.snapshot()
+    const owners = snap.recent.map((r) => r.specialist)
+    expect(Object.keys(snap.owned).sort()).toEqual(['u0', 'u1', 'u2'])
+    for (const id of ['u0', 'u1', 'u2']) expect(snap.owned[id]).toBe(owners.filter((o) => o === id).length)
+    expect(Object.values(snap.owned).reduce((a, b) => a + b, 0)).toBe(2)
+    const unlearning = createWasp({ xi: 0 }, { random: mulberry32(5) })
+    serve(unlearning, list, '/c', 5)
+    expect(Object.values(unlearning.snapshot().owned).reduce((a, b) => a + b, 0)).toBe(0)
+  })
 })
 
 describe('wasp: termination', () => {

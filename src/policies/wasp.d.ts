@@ -65,6 +65,8 @@ export interface WaspSnapshot {
   maxKeys: number
   /** `idle`: picks since the upstream last served anything */
   upstreams: Array<{ id: string, latencyMs: number, idle: number }>
+  /** keys owned per upstream id: keys whose lowest threshold is that upstream's and below `thetaStart` */
+  owned: Record<string, number>
   /** the 50 most recently used keys with their specialist (lowest threshold) */
   recent: Array<{ key: string, specialist: string | undefined, theta: number, requests: number }>
 }

@@ -374,6 +374,18 @@ function snapshot (w) {
     }
     recent.push({ key, specialist: sid, theta: st, requests: krec.step })
   }
+  // keys owned: those whose lowest threshold is below thetaStart (learnt), by that upstream
+  const owned = {}
+  for (const id of memory.ups.keys()) owned[id] = 0
+  for (const krec of memory.keys.values()) {
+    let sid
+    let st = w.o.thetaStart
+    for (const [id, urec] of memory.ups) {
+      const t = memory.theta(krec, urec)
+      if (t < st) { st = t; sid = id }
+    }
+    if (sid !== undefined) owned[sid]++
+  }
   return {
     name: 'wasp',
     picks: memory.picks,
@@ -383,6 +395,7 @@ function snapshot (w) {
     maxKeys: w.o.maxKeys,
     idleWins: w.idleWins,
     upstreams: [...memory.ups.values()].map((u) => ({ id: u.id, latencyMs: u.latency, idle: u.idle })),
+    owned,
     recent
   }
 }
