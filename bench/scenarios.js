@@ -11,6 +11,8 @@
  *   list (e.g. `region`), for policies that read them.
  * - `algos`, `baseline`: default algorithms, and the one ratios are taken against.
  * - `keepAliveVariants`: run each algorithm with these balancer keep-alive settings.
+ * - `peers`: HAProxy / nginx arms run by default beside the algorithms when installed
+ *   (bench/peer-configs.js; `--peers` overrides).
  * - `columns`: table columns (see report-console.js for the known ones).
  * - `targets`: checks printed under the table, on medians over trials.
  */
@@ -26,6 +28,7 @@ const scenarios = {
     popularity: 'uniform',
     connections: 32,
     algos: ['round-robin', 'chash-bounded', 'wasp'],
+    peers: ['haproxy', 'nginx'],
     baseline: 'round-robin',
     keepAliveVariants: [true],
     columns: ['rps', 'mean', 'p50', 'p90', 'p99', 'max', 'hitRate', 'specialization', 'cpuPer10k', 'errors'],
@@ -77,6 +80,7 @@ const scenarios = {
     popularity: 'uniform',
     connections: 32,
     algos: ['round-robin', 'chash-bounded', 'wasp'],
+    peers: ['haproxy', 'nginx'],
     baseline: 'round-robin',
     keepAliveVariants: [true],
     columns: ['rps', 'mean', 'p50', 'p99', 'hitRate', 'specialization', 'share', 'errors'],
