@@ -28,6 +28,7 @@ function intendedTime (i, k, rate, connections) {
 
 /**
  * @typedef {object} OpenLoopResult one completed request
+ * @property {number} connection index of its connection
  * @property {number} intended intended send time, ms after the start
  * @property {number} sent actual send time, ms after the start
  * @property {number} done time the whole body had arrived, ms after the start
@@ -99,7 +100,7 @@ function runOpenLoop ({ url, rate, connections, durationMs, nextPath, onResponse
         counts.completed++
         const server = res.headers['x-server']
         const cache = res.headers['x-cache']
-        onResponse({ intended, sent, done, latency: done - intended, service: done - sent, lag, status: res.statusCode, bytes, path, server, cache })
+        onResponse({ connection: i, intended, sent, done, latency: done - intended, service: done - sent, lag, status: res.statusCode, bytes, path, server, cache })
       } catch (error) {
         previousDone = now()
         const timeout = /timeout/i.test(error.code || '') || /timeout/i.test(error.message)

@@ -6,8 +6,6 @@ const FIELDS = [
   ['scenario', (r, doc) => doc.scenario],
   ['algo', (r) => r.algo],
   ['policy', (r) => r.policy],
-  ['peer', (r) => (r.peer ? `${r.peer.name} ${r.peer.mode} (${r.peer.version})` : '')],
-  ['generator', (r) => r.load && r.load.generator],
   ['keepAlive', (r) => r.keepAlive],
   ['trial', (r) => r.trial],
   ['requests', (r) => r.requests],
@@ -17,7 +15,6 @@ const FIELDS = [
   ['p90', (r) => r.latency.p90],
   ['p95', (r) => r.latency.p95],
   ['p99', (r) => r.latency.p99],
-  ['p999', (r) => r.latency.p999],
   ['max', (r) => r.latency.max],
   ['stdev', (r) => r.latency.stdev],
   ['errors', (r) => r.errors],
@@ -27,12 +24,15 @@ const FIELDS = [
   ['clientHitRate', (r) => r.clientHitRate],
   ['specialization', (r) => r.specialization],
   ['cpuPer10k', (r) => r.cpuPer10k],
-  ['cpuLoad', (r) => r.cpuShare && r.cpuShare.load],
-  ['lagP99', (r) => r.load && r.load.lag && r.load.lag.p99],
   ['learningRps', (r) => r.learning.rps],
   ['learningHitRate', (r) => r.learning.hitRate],
   ['backendShares', (r) => r.perBackend.map((b) => b.share).join(';')],
-  ['backendHitRates', (r) => r.perBackend.map((b) => b.hitRate).join(';')]
+  ['backendHitRates', (r) => r.perBackend.map((b) => b.hitRate).join(';')],
+  ['p999', (r) => r.latency.p999],
+  ['cpuLoad', (r) => r.cpuShare && r.cpuShare.load],
+  ['generator', (r) => r.load && r.load.generator],
+  ['lagP99', (r) => r.load && r.load.lag && r.load.lag.p99],
+  ['peer', (r) => (r.peer ? `${r.peer.name} ${r.peer.mode} (${r.peer.version})` : '')]
 ]
 
 function cell (value) {

@@ -4,6 +4,7 @@ const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 const { parseOptions } = require('../bench/options')
 const { rotation } = require('../bench/run')
+const { describeIfInstalled } = require('./helper')
 
 const RUN = path.join(__dirname, '..', 'bench', 'run.js')
 
@@ -31,7 +32,7 @@ describe('bench options', () => {
 
   test('options override the scenario\'s fleet and load', () => {
     const s = parseOptions(['--algos', 'wasp,random', '--cache-pages', '2', '--miss-ms', '5', '--pages', '40',
-      '--popularity', 'zipf:1.0', '--rate', '500', '--no-keep-alive', '--connections', '8', '--policy-options', '{"xi":2}'])
+      '--popularity', 'zipf:1.0', '--rate', '500', '--no-keep-alive', '--connections', '8', '--policy-options', '{"xi":2}', '--peers', 'none'])
     expect(s.algos).toEqual(['wasp', 'random'])
     expect(s.baseline).toBe('wasp') // round-robin not in the list: the first algorithm
     expect(s.fleet).toMatchObject({ cachePages: 2, missMs: 5 })
@@ -50,7 +51,11 @@ describe('bench options', () => {
     [['--rate', '0'], 'ERR_POLISTES_BAD_OPTION', /--rate/],
     [['--scenario', 'nope'], 'ERR_POLISTES_BAD_OPTION', /unknown scenario/],
     [['--policy-options', '[1]'], 'ERR_POLISTES_BAD_OPTION', /JSON object/],
-    [['--frobnicate'], 'ERR_POLISTES_BAD_OPTION', /frobnicate/]
+    [['--frobnicate'], 'ERR_POLISTES_BAD_OPTION', /frobnicate/],
+    [['--peers', 'squid'], 'ERR_POLISTES_BAD_OPTION', /unknown peer "squid"/],
+    [['--load', 'ab'], 'ERR_POLISTES_BAD_OPTION', /--load must be/],
+    [['--load', 'wrk', '--rate', '100'], 'ERR_POLISTES_BAD_OPTION', /--rate runs the open-loop generator/],
+    [['--load', 'wrk', '--popularity', 'zipf:1'], 'ERR_POLISTES_BAD_OPTION', /uniform popularity only/]
   ])('%j is rejected with %s', (argv, code, message) => {
     expect(() => parseOptions(argv)).toThrow(expect.objectContaining({ code, message: expect.stringMatching(message) }))
   })
@@ -69,6 +74,35 @@ describe('bench options', () => {
     const s = parseOptions(['--scenario', 'latency-profiles', '--algos', 'round-robin,ewma'])
     expect(s.arms.map((a) => a.label)).toEqual(['round-robin', 'round-robin (no-ka)', 'ewma', 'ewma (no-ka)'])
     expect(s.connections).toBe(100)
+  })
+
+  test('--peers none runs the algorithms alone, with autocannon; --rate makes it an open loop with tail columns', () => {
+    const s = parseOptions(['--peers', 'none'])
+    expect(s.arms.map((a) => a.label)).toEqual(['round-robin', 'chash-bounded', 'wasp'])
+    expect(s).toMatchObject({ peers: [], load: 'autocannon', notes: [] })
+    const open = parseOptions(['--peers', 'none', '--rate', '800'])
+    expect(open).toMatchObject({ rate: 800, load: 'open-loop' })
+    expect(open.columns).toEqual(expect.arrayContaining(['p50', 'p99', 'p999', 'max', 'errors']))
+  })
+
+  test('scenarios without peers run none by default', () => {
+    expect(parseOptions(['--scenario', 'regions']).peers).toEqual([])
+  })
+
+  describeIfInstalled(['haproxy', 'nginx', 'wrk'], 'with the peers installed', () => {
+    test('--peers names programs or arms; peers run in the rotation beside the algorithms, with wrk by default', () => {
+      const s = parseOptions(['--algos', 'wasp', '--peers', 'nginx,haproxy-uri'])
+      expect(s.arms).toEqual([
+        { label: 'wasp', algo: 'wasp', keepAlive: true },
+        { label: 'haproxy-uri', algo: 'haproxy-uri', keepAlive: true, peer: 'haproxy', mode: 'uri' },
+        { label: 'nginx-uri', algo: 'nginx-uri', keepAlive: true, peer: 'nginx', mode: 'uri' },
+        { label: 'nginx-rr', algo: 'nginx-rr', keepAlive: true, peer: 'nginx', mode: 'rr' }
+      ])
+      expect(s.load).toBe('wrk')
+      expect(parseOptions(['--algos', 'wasp', '--peers', 'haproxy', '--load', 'autocannon']).load).toBe('autocannon')
+      // the default cache scenario includes every installed peer
+      expect(parseOptions([]).peers).toEqual(['haproxy-uri', 'haproxy-uri-bounded', 'haproxy-rr', 'nginx-uri', 'nginx-rr'])
+    })
   })
 
   test('trials rotate the starting algorithm', () => {
