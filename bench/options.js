@@ -11,6 +11,8 @@ const { PolistesError, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = re
 const { policyNames } = require('../src/policies')
 const { parsePopularity } = require('./popularity')
 const { getScenario, scenarioNames } = require('./scenarios')
+const { PEER_ARMS, parsePeers } = require('./peer-configs')
+const { findBinary, INSTALL } = require('./peers')
 
 const RESULTS_DIR = path.join(__dirname, 'results')
 
@@ -37,7 +39,9 @@ function parser (argv) {
     .option('cache-pages', { type: 'number', describe: 'pages each backend caches (default 4)' })
     .option('miss-ms', { type: 'number', describe: 'emulated cost of a cache miss, ms (default 20)' })
     .option('popularity', { type: 'string', describe: 'uniform | zipf:<s> (default uniform)' })
-    .option('rate', { type: 'number', describe: 'fixed total request rate, req/s (default: closed loop, as fast as possible)' })
+    .option('rate', { type: 'number', describe: 'open loop: requests/s at fixed intended send times, spread over the connections; latency counted from the intended time (default: closed loop, as fast as possible)' })
+    .option('load', { type: 'string', default: 'auto', describe: 'closed-loop load generator: autocannon | wrk | auto (wrk when peers run and wrk is installed)' })
+    .option('peers', { type: 'string', describe: 'HAProxy/nginx arms in front of the same fleet: none, or haproxy,nginx and/or arm names (default: the scenario\'s peers found on PATH)' })
     .option('keep-alive', { type: 'boolean', describe: 'balancer-to-backend keep-alive; --no-keep-alive turns it off' })
     .option('policy-options', { type: 'string', describe: 'JSON object passed to the policy, e.g. \'{"xi":10}\'' })
     .option('seed', { type: 'number', default: 1, describe: 'seed of the page sequence' })
@@ -50,6 +54,33 @@ function parser (argv) {
     .version(false)
     .exitProcess(false)
     .fail((msg, err) => { throw bad(err ? err.message : msg) })
+}
+
+/** Table columns of an open-loop run: latency at a fixed rate, the tail included. */
+const OPEN_LOOP_COLUMNS = ['rps', 'p50', 'p90', 'p99', 'p999', 'max', 'hitRate', 'cpuPer10k', 'errors']
+
+/**
+ * The load generator: `open-loop` with --rate (bench/open-loop.js), else autocannon or wrk.
+ * `auto` takes wrk when peers run (their rates would take a core of autocannon's) and wrk is
+ * installed.
+ */
+function loadGenerator (value, { rate, peers, popularity, notes }) {
+  if (!['auto', 'autocannon', 'wrk'].includes(value)) throw bad(`--load must be auto, autocannon or wrk, got "${value}"`)
+  if (rate) {
+    if (value === 'wrk') throw bad('--rate runs the open-loop generator (Node); --load wrk is closed loop only')
+    return 'open-loop'
+  }
+  const wrkOk = popularity.kind === 'uniform'
+  if (value === 'wrk') {
+    if (!wrkOk) throw bad('--load wrk sends uniform popularity only')
+    if (!findBinary('wrk')) throw bad('--load wrk: wrk not found on PATH (install: apt-get install wrk)')
+    return 'wrk'
+  }
+  if (value === 'auto' && peers && wrkOk) {
+    if (findBinary('wrk')) return 'wrk'
+    notes.push('note: wrk not found on PATH, autocannon drives the load and may lack headroom at the peers\' rates (install: apt-get install wrk)')
+  }
+  return 'autocannon'
 }
 
 function number (value, name, { min = -Infinity, integer = false, exclusiveMin = false } = {}) {
@@ -133,6 +164,11 @@ function parseOptions (argv) {
       arms.push({ label, algo, keepAlive })
     }
   }
+  const notes = []
+  for (const label of peerArms(args.peers, scenario, notes)) {
+    arms.push({ label, algo: label, keepAlive: true, peer: PEER_ARMS[label].peer, mode: PEER_ARMS[label].mode })
+  }
+  const load = loadGenerator(args.load, { rate, peers: arms.some((a) => a.peer), popularity, notes })
   const baseline = algos.includes(scenario.baseline) ? scenario.baseline : algos[0]
 
   // Per-backend overrides in the scenario win over the global cache size and miss cost, as
@@ -142,10 +178,11 @@ function parseOptions (argv) {
   return {
     scenario: args.scenario,
     description: scenario.description,
-    columns: scenario.columns,
+    columns: rate ? OPEN_LOOP_COLUMNS : scenario.columns,
     targets: scenario.targets,
     backendLabels: scenario.backendLabels || [],
     algos,
+    peers: arms.filter((a) => a.peer).map((a) => a.label),
     arms,
     baseline,
     trials,
@@ -158,6 +195,7 @@ function parseOptions (argv) {
     missMs,
     popularity,
     rate,
+    load,
     keepAlive: keepAliveVariants.length === 1 ? keepAliveVariants[0] : keepAliveVariants,
     policyOptions,
     seed,
@@ -165,8 +203,38 @@ function parseOptions (argv) {
     out: args.out === undefined ? undefined : path.resolve(args.out),
     resultsDir: path.resolve(args['results-dir']),
     profile: args.profile,
-    quiet: args.quiet
+    quiet: args.quiet,
+    notes
   }
+}
+
+/**
+ * The peer arms to run: `--peers` as given (each program must be installed), or by default the
+ * scenario's peers that are installed, with a note for each one that is not.
+ * @param {string | undefined} value the --peers option
+ * @param {{ peers?: string[] }} scenario
+ * @param {string[]} notes collects the notes
+ * @returns {string[]} arm labels
+ */
+function peerArms (value, scenario, notes) {
+  if (value === undefined) {
+    const labels = []
+    for (const name of scenario.peers || []) {
+      if (findBinary(name)) labels.push(...parsePeers(name))
+      else notes.push(`note: ${name} not found on PATH, its arms are left out (install: ${INSTALL[name]}; --peers none hides this note)`)
+    }
+    return labels
+  }
+  let labels
+  try {
+    labels = parsePeers(value)
+  } catch (err) {
+    throw bad(err.message)
+  }
+  for (const name of new Set(labels.map((l) => PEER_ARMS[l].peer))) {
+    if (!findBinary(name)) throw bad(`--peers: ${name} not found on PATH (install: ${INSTALL[name]})`)
+  }
+  return labels
 }
 
 module.exports = { parseOptions }

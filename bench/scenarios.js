@@ -11,6 +11,8 @@
  *   list (e.g. `region`), for policies that read them.
  * - `algos`, `baseline`: default algorithms, and the one ratios are taken against.
  * - `keepAliveVariants`: run each algorithm with these balancer keep-alive settings.
+ * - `peers`: HAProxy / nginx arms run by default beside the algorithms when installed
+ *   (bench/peer-configs.js; `--peers` overrides).
  * - `columns`: table columns (see report-console.js for the known ones).
  * - `targets`: checks printed under the table, on medians over trials.
  */
@@ -44,6 +46,7 @@ const scenarios = {
     fleet: { ...CACHE_FLEET },
     connections: 32,
     algos: CACHE_ALGOS,
+    peers: ['haproxy', 'nginx'],
     columns: ['rps', 'mean', 'p50', 'p90', 'p99', 'max', 'hitRate', 'specialization', 'cpuPer10k', 'errors'],
     targets: [
       { algo: 'wasp', metric: 'hitRate', min: 0.90 },
@@ -84,6 +87,7 @@ const scenarios = {
     },
     connections: 32,
     algos: CACHE_ALGOS,
+    peers: ['haproxy', 'nginx'],
     columns: ['rps', 'mean', 'p50', 'p99', 'hitRate', 'specialization', 'share', 'errors']
   }),
 

@@ -12,12 +12,13 @@ const fs = require('node:fs')
 const { Child } = require('./child')
 const { round } = require('./stats')
 const metrics = require('./metrics')
+const { PeerProcess } = require('./peers')
 
 const HOST = '127.0.0.1'
 
 function roundLatency (l) {
   const out = {}
-  for (const k of ['mean', 'p50', 'p90', 'p95', 'p99', 'max', 'stdev']) if (k in l) out[k] = round(l[k], 3)
+  for (const k of ['mean', 'p50', 'p90', 'p95', 'p99', 'p999', 'max', 'stdev']) if (k in l) out[k] = round(l[k], 3)
   return out
 }
 
@@ -38,12 +39,13 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
     execArgv.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=balancer-${arm.label.replace(/\W+/g, '_')}-t${trial}-${process.pid}-${Date.now()}.cpuprofile`)
   }
   const fleet = new Child(path.join(__dirname, 'fleet-child.js'), { name: 'fleet child' })
-  const balancer = new Child(path.join(__dirname, 'balancer-child.js'), { name: 'balancer child', execArgv })
+  // a peer (HAProxy, nginx) answers start/cpu/close like the balancer child
+  const balancer = arm.peer ? new PeerProcess(arm.label) : new Child(path.join(__dirname, 'balancer-child.js'), { name: 'balancer child', execArgv })
   const load = new Child(path.join(__dirname, 'load-child.js'), { name: 'load child' })
   try {
     const { backends } = await fleet.request('start', { fleet: settings.fleet, pages: settings.pages, host: HOST })
     const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
-    const { url } = await balancer.request('start', {
+    const { url, version } = await balancer.request('start', {
       backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, host: HOST
     })
 
@@ -79,6 +81,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       url,
       connections: settings.connections,
       rate: settings.rate,
+      load: settings.load,
       warmup,
       duration,
       pages: settings.pages,
@@ -125,6 +128,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       algo: arm.label,
       policy: arm.algo,
       keepAlive: arm.keepAlive,
+      ...(arm.peer ? { peer: { name: arm.peer, mode: arm.mode, version } } : {}),
       trial,
       requests: m.requests,
       rps: round(m.rps, 2),
@@ -143,6 +147,12 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       },
       perBackend: metrics.perBackend(start.stats, last.stats, m.servers)
         .map((r) => ({ ...r, share: round(r.share, 4), hitRate: round(r.hitRate, 4) })),
+      load: {
+        generator: result.generator,
+        ...(m.lag ? { lag: { p50: round(m.lag.p50, 3), p99: round(m.lag.p99, 3), max: round(m.lag.max, 3) } } : {}),
+        ...(result.openLoop ? { openLoop: result.openLoop } : {}),
+        timeouts: m.timeouts
+      },
       perKey: m.keys, // { '/page1.html': { a: 812, c: 3 }, ... } from the client's X-Server, measured window
       learning: {
         seconds: warmup,
