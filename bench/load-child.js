@@ -5,7 +5,9 @@
  * - closed loop (default): autocannon's programmatic API, as fast as the server answers;
  * - open loop (`rate`): bench/open-loop.js, requests at fixed intended send times, latency from the
  *   intended time (coordinated omission corrected), with the generator's own lag reported;
- * - wrk (`load: 'wrk'`): bench/load-wrk.js, closed loop from a C client (less CPU per request).
+ * - wrk (`load: 'wrk'`): bench/load-wrk.js, closed loop from a C client (less CPU per request);
+ * - node (`load: 'node'`): bench/open-loop.js's lanes without a rate, a closed loop whose
+ *   connections can leave from `sources` distinct loopback addresses (so do the open loop's).
  *
  * A random page per request (uniform or zipf, seeded); the latency of every response is kept as a
  * float in milliseconds (autocannon measures it with process.hrtime; its own histogram would
@@ -15,7 +17,7 @@
  * [warmup, warmup + duration) seconds; responses are assigned by completion time (open loop: by
  * intended send time).
  *
- * Request: `start { url, connections, rate?, load?, warmup, duration, pages, popularity, seed }` ->
+ * Request: `start { url, connections, rate?, load?, sources?, warmup, duration, pages, popularity, seed }` ->
  * `{ startedAt }`; `cpu` -> this process's CPU plus its generator's (wrk) in `process.cpuUsage()`
  * form. Pushed: `tick { bucket }` at each whole second, `done { result }` at the end.
  */
@@ -25,7 +27,7 @@ const { serve } = require('./child')
 const { summarize, percentile } = require('./stats')
 const { createSampler, pagePath } = require('./popularity')
 const { mulberry32 } = require('../src/prng')
-const { runOpenLoop } = require('./open-loop')
+const { runOpenLoop, loopbackSources } = require('./open-loop')
 const { startWrk } = require('./load-wrk')
 const { procCpu } = require('./peers')
 
@@ -164,12 +166,16 @@ function closedLoop ({ url, connections, warmup, duration, timeout, sample, rec,
   return { done, stop: () => instance.stop() }
 }
 
-/** Open loop at `rate` req/s (bench/open-loop.js); phases by intended send time. */
-function openLoop ({ url, connections, rate, warmup, duration, timeout, sample, rec }) {
+/**
+ * Open loop at `rate` req/s, or without a rate a closed loop (bench/open-loop.js's lanes); phases
+ * by intended send time (closed loop: the send time).
+ */
+function lanes ({ url, connections, rate, sources, warmup, duration, timeout, sample, rec }) {
   const run = runOpenLoop({
     url,
     rate,
     connections,
+    localAddresses: sources ? loopbackSources(sources) : [],
     durationMs: (warmup + duration) * 1000,
     timeoutMs: timeout * 1000,
     nextPath: () => pagePath(sample()),
@@ -179,7 +185,7 @@ function openLoop ({ url, connections, rate, warmup, duration, timeout, sample, 
   return { done: run.done.then((openLoop) => ({ openLoop })), stop: run.stop }
 }
 
-function start ({ url, connections, rate, load = 'autocannon', warmup, duration, pages, popularity, seed = 1, timeout = 10 }) {
+function start ({ url, connections, rate, load = 'autocannon', sources = 0, warmup, duration, pages, popularity, seed = 1, timeout = 10 }) {
   const sample = createSampler(popularity, pages, mulberry32(seed))
   const endMs = (warmup + duration) * 1000
   const rec = createRecorder(warmup, duration, Boolean(rate))
@@ -187,8 +193,8 @@ function start ({ url, connections, rate, load = 'autocannon', warmup, duration,
   const t0 = performance.now()
 
   let wrkDone
-  if (rate) {
-    generator = openLoop({ url, connections, rate, warmup, duration, timeout, sample, rec })
+  if (rate || load === 'node') {
+    generator = lanes({ url, connections, rate, sources, warmup, duration, timeout, sample, rec })
   } else if (load === 'wrk') {
     wrkRun = startWrk({ url, connections, warmup, duration, pages, popularity, seed, timeout })
     generator = wrkRun
@@ -215,7 +221,7 @@ function start ({ url, connections, rate, load = 'autocannon', warmup, duration,
       }
     })
     if (second * 1000 >= endMs) {
-      if (!rate && !wrkDone) generator.stop() // autocannon runs until stopped; the others end by themselves
+      if (load === 'autocannon' && !rate) generator.stop() // autocannon runs until stopped; the others end by themselves
       ticksDone()
       return
     }
@@ -228,7 +234,7 @@ function start ({ url, connections, rate, load = 'autocannon', warmup, duration,
       ? extra
       : { learning: phaseResult(rec.learning, warmup || 1), measured: phaseResult(rec.measured, duration) }
     const { learning, measured, ...rest } = { ...phases, ...(wrkDone ? {} : extra) }
-    process.send({ type: 'done', result: { learning, measured, generator: rate ? 'open-loop' : load, ...rest } })
+    process.send({ type: 'done', result: { learning, measured, generator: rate ? 'open-loop' : load, ...(sources ? { sources } : {}), ...rest } })
   }, (err) => {
     process.send({ type: 'fatal', error: err.message })
   })

@@ -10,6 +10,11 @@
  *
  * The generator reports its own lag: how late it sent a request that nothing held back (timer
  * and event-loop delay), so a reader can see that it kept up.
+ *
+ * Without a rate the same lanes run a closed loop: each connection sends its next request as soon
+ * as the previous one is answered (intended = sent, no lag). Either way the connections can leave
+ * from many loopback source addresses (`localAddresses`), so a balancer sees many clients: on
+ * Linux every 127.x.y.z is a local address (docs/experiments.md, D: ip-hash needs them).
  */
 
 const { Client } = require('undici')
@@ -24,6 +29,17 @@ const { Client } = require('undici')
  */
 function intendedTime (i, k, rate, connections) {
   return ((i + k * connections) * 1000) / rate
+}
+
+/**
+ * `count` distinct loopback source addresses, 127.0.1.1 .. 127.0.1.250, 127.0.2.1, ... (Linux
+ * routes all of 127.0.0.0/8 to the loopback interface; other systems may only have 127.0.0.1).
+ * @param {number} count 1 .. 250 * 254
+ * @returns {string[]}
+ */
+function loopbackSources (count) {
+  if (!(Number.isInteger(count) && count >= 1 && count <= 250 * 254)) throw new Error(`source address count must be an integer in [1, ${250 * 254}], got ${count}`)
+  return Array.from({ length: count }, (_, i) => `127.0.${1 + Math.floor(i / 250)}.${1 + (i % 250)}`)
 }
 
 /**
@@ -46,19 +62,22 @@ function intendedTime (i, k, rate, connections) {
  * Run the open loop.
  * @param {object} params
  * @param {string} params.url origin of the server, e.g. "http://127.0.0.1:8080"
- * @param {number} params.rate total requests per second (> 0)
+ * @param {number} [params.rate] total requests per second (> 0); absent: closed loop
  * @param {number} params.connections
  * @param {number} params.durationMs requests are scheduled in [0, durationMs)
  * @param {() => string} params.nextPath the path of the next request
  * @param {(r: OpenLoopResult) => void} [params.onResponse]
  * @param {(e: { intended: number, timeout: boolean, error: Error }) => void} [params.onError]
  * @param {number} [params.timeoutMs] per request, from its actual send (counted as a timeout)
+ * @param {string[]} [params.localAddresses] source addresses, connection i leaving from
+ *   localAddresses[i % length] (default: the system's choice)
  * @param {number} [params.drainMs] after durationMs, how long late requests may still be sent and
  *   answered; requests still unsent then are counted as `unsent`
  * @returns {{ done: Promise<{ scheduled: number, completed: number, errors: number, timeouts: number, unsent: number, elapsedMs: number }>, stop: () => void, startedAt: number }}
  */
-function runOpenLoop ({ url, rate, connections, durationMs, nextPath, onResponse = () => {}, onError = () => {}, timeoutMs = 10000, drainMs = 10000 }) {
-  if (!(rate > 0)) throw new Error('rate must be > 0')
+function runOpenLoop ({ url, rate, connections, durationMs, nextPath, onResponse = () => {}, onError = () => {}, timeoutMs = 10000, drainMs = 10000, localAddresses = [] }) {
+  const closed = rate === undefined
+  if (!closed && !(rate > 0)) throw new Error('rate must be > 0')
   if (!(Number.isInteger(connections) && connections > 0)) throw new Error('connections must be a positive integer')
   const origin = new URL(url).origin
   const t0 = performance.now()
@@ -77,11 +96,13 @@ function runOpenLoop ({ url, rate, connections, durationMs, nextPath, onResponse
 
   const clients = []
   async function lane (i) {
-    const client = new Client(origin, { pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, keepAliveTimeout: 30000 })
+    const localAddress = localAddresses.length > 0 ? localAddresses[i % localAddresses.length] : undefined
+    const client = new Client(origin, { pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, keepAliveTimeout: 30000, ...(localAddress ? { localAddress } : {}) })
     clients.push(client)
     let previousDone = 0
     for (let k = 0; ; k++) {
-      const intended = intendedTime(i, k, rate, connections)
+      if (closed && stopped) break // nothing scheduled to count as unsent
+      const intended = closed ? now() : intendedTime(i, k, rate, connections)
       if (intended >= durationMs) break
       counts.scheduled++
       if (stopped || now() >= deadline) { counts.unsent++; continue }
@@ -126,4 +147,4 @@ function runOpenLoop ({ url, rate, connections, durationMs, nextPath, onResponse
   return { done, stop, startedAt: t0 }
 }
 
-module.exports = { runOpenLoop, intendedTime }
+module.exports = { runOpenLoop, intendedTime, loopbackSources }

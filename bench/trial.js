@@ -46,7 +46,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
     const { backends } = await fleet.request('start', { fleet: settings.fleet, pages: settings.pages, host: HOST })
     const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
     const { url, version } = await balancer.request('start', {
-      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, host: HOST
+      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, retryOn: arm.retryOn, host: HOST
     })
 
     const snapshot = async () => {
@@ -82,6 +82,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       connections: settings.connections,
       rate: settings.rate,
       load: settings.load,
+      sources: arm.sources || settings.sources,
       warmup,
       duration,
       pages: settings.pages,
@@ -128,6 +129,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       algo: arm.label,
       policy: arm.algo,
       keepAlive: arm.keepAlive,
+      ...(arm.retryOn ? { retryOn: arm.retryOn } : {}),
       ...(arm.peer ? { peer: { name: arm.peer, mode: arm.mode, version } } : {}),
       trial,
       requests: m.requests,
@@ -149,6 +151,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
         .map((r) => ({ ...r, share: round(r.share, 4), hitRate: round(r.hitRate, 4) })),
       load: {
         generator: result.generator,
+        ...(result.sources ? { sources: result.sources } : {}),
         ...(m.lag ? { lag: { p50: round(m.lag.p50, 3), p99: round(m.lag.p99, 3), max: round(m.lag.max, 3) } } : {}),
         ...(result.openLoop ? { openLoop: result.openLoop } : {}),
         timeouts: m.timeouts

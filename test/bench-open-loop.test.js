@@ -8,7 +8,7 @@
  */
 
 const path = require('node:path')
-const { runOpenLoop, intendedTime } = require('../bench/open-loop')
+const { runOpenLoop, intendedTime, loopbackSources } = require('../bench/open-loop')
 const { Child } = require('../bench/child')
 const { startUpstream } = require('./helper')
 
@@ -105,6 +105,25 @@ describe('bench open loop', () => {
       expect(result.measured.lag.max).toBeGreaterThanOrEqual(result.measured.lag.p99)
     } finally {
       await child.close()
+      await upstream.close()
+    }
+  })
+
+  test('without a rate the lanes run a closed loop, each connection from its own loopback address', async () => {
+    expect(loopbackSources(252).slice(248)).toEqual(['127.0.1.249', '127.0.1.250', '127.0.2.1', '127.0.2.2'])
+    const seen = new Map()
+    const upstream = await startUpstream((req, res) => {
+      const from = req.socket.remoteAddress
+      seen.set(from, (seen.get(from) || 0) + 1)
+      res.end('ok')
+    })
+    try {
+      const run = runOpenLoop({ url: upstream.url, connections: 8, durationMs: 300, nextPath: () => '/', localAddresses: loopbackSources(8) })
+      const counts = await run.done
+      expect(counts.completed).toBeGreaterThan(8)
+      expect(counts.errors + counts.timeouts).toBe(0)
+      expect([...seen.keys()].sort()).toEqual(loopbackSources(8).sort())
+    } finally {
       await upstream.close()
     }
   })

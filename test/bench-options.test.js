@@ -10,6 +10,20 @@ const { describeIfInstalled } = require('./helper')
 const RUN = path.join(__dirname, '..', 'bench', 'run.js')
 
 describe('bench options', () => {
+  test('a scenario\'s own arms carry their retry-on and source addresses; --retry-on and --sources set them for all', () => {
+    const b = parseOptions(['--scenario', 'periodic', '--peers', 'none'])
+    expect(b).toMatchObject({ rate: 50, load: 'open-loop', baseline: 'random' })
+    expect(b.arms.find((a) => a.label === 'least-connections +retry 503')).toMatchObject({ algo: 'least-connections', retryOn: [503] })
+    const d = parseOptions(['--scenario', 'many-clients', '--peers', 'none'])
+    expect(d).toMatchObject({ load: 'node', sources: 1000, connections: 1000 })
+    expect(d.arms.find((a) => a.sources === 1)).toMatchObject({ algo: 'ip-hash', label: 'ip-hash (1 client address)' })
+    const all = parseOptions(['--algos', 'random,wasp', '--retry-on', '503', '--sources', '20', '--peers', 'none'])
+    expect(all.arms.map((a) => a.retryOn)).toEqual([[503], [503]])
+    expect(all).toMatchObject({ sources: 20, load: 'node' })
+    expect(() => parseOptions(['--retry-on', '404'])).toThrow(/--retry-on must be a comma list of 5xx statuses/)
+    expect(() => parseOptions(['--sources', '20', '--load', 'wrk'])).toThrow(/--sources needs the Node generator/)
+  })
+
   test('defaults give the cache scenario: round-robin vs chash-bounded vs wasp, 3 trials, 5 s + 20 s, 32 connections', () => {
     const s = parseOptions([])
     expect(s).toMatchObject({
@@ -34,9 +48,9 @@ describe('bench options', () => {
   test.each(scenarioNames())('scenario %s parses, its baseline among its algorithms, with its own keep-alive variants', (name) => {
     const s = parseOptions(['--scenario', name])
     const scenario = getScenario(name)
-    expect(s).toMatchObject({ scenario: name, pages: 25, popularity: { kind: 'uniform' }, baseline: 'round-robin', algos: scenario.algos })
+    expect(s).toMatchObject({ scenario: name, pages: 25, popularity: { kind: 'uniform' }, baseline: scenario.baseline, algos: scenario.algos })
     expect(scenario.algos).toContain(scenario.baseline)
-    expect(s.arms.filter((arm) => !arm.peer)).toHaveLength(scenario.algos.length * scenario.keepAliveVariants.length)
+    expect(s.arms.filter((arm) => !arm.peer)).toHaveLength(scenario.arms ? scenario.arms.length : scenario.algos.length * scenario.keepAliveVariants.length)
     expect(Array.isArray(scenario.targets)).toBe(true)
   })
 
