@@ -115,16 +115,30 @@ function canConnect (host, port) {
 
 const live = new Set()
 let exitHook = false
+/** Kill the live peers and remove their directories when the bench exits or is interrupted. */
 function killAllOnExit () {
   if (exitHook) return
   exitHook = true
-  process.once('exit', () => {
+  const cleanup = () => {
     for (const peer of live) {
       try { peer.child.kill('SIGKILL') } catch {}
       try { fs.rmSync(peer.dir, { recursive: true, force: true }) } catch {}
     }
-  })
+    live.clear()
+  }
+  process.once('exit', cleanup)
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    // clean up, then die of the signal as if no handler had been there
+    const onSignal = () => {
+      cleanup()
+      for (const s of ['SIGINT', 'SIGTERM']) process.removeListener(s, handlers[s])
+      process.kill(process.pid, signal)
+    }
+    handlers[signal] = onSignal
+    process.once(signal, onSignal)
+  }
 }
+const handlers = {}
 
 /** One peer process for one bench arm, with the balancer child's request interface. */
 class PeerProcess {

@@ -23,6 +23,16 @@ function roundLatency (l) {
 }
 
 /**
+ * Requests in one second: the client's count, or when the generator cannot count per second
+ * (wrk) the pages the backends served between the two snapshots.
+ */
+function perSecond (clientCount, prev, cur) {
+  if (Number.isFinite(clientCount)) return clientCount
+  if (!prev || !cur) return null
+  return metrics.perBackend(prev.stats, cur.stats).reduce((a, r) => a + r.requests, 0)
+}
+
+/**
  * @param {object} params
  * @param {{ label: string, algo: string, keepAlive: boolean }} params.arm
  * @param {number} params.trial 1-based trial number (0 for the JIT warm-up)
@@ -71,7 +81,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
           second: bucket.second,
           phase: bucket.phase,
           total: warmup + duration,
-          rps: bucket.requests,
+          rps: perSecond(bucket.requests, prev, s),
           hitRate: prev ? metrics.hitRate(prev.stats, s.stats) : NaN
         })
       }))
@@ -109,7 +119,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       timeline.push({
         t: s,
         phase: b.phase,
-        rps: b.requests,
+        rps: perSecond(b.requests, prev, cur),
         bytes: b.bytes,
         errors: b.errors,
         non2xx: b.non2xx,
