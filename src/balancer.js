@@ -26,6 +26,9 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
  * @property {boolean} [keepAlive=true] upstream keep-alive
  * @property {number} [timeoutMs=30000] upstream inactivity timeout, answered with 504
  * @property {number} [retries=2] extra attempts on other upstreams for idempotent bodiless requests
+ * @property {number[]} [retryOn=[]] upstream response statuses (5xx) that also count as a failed
+ *   attempt of such a request, retried elsewhere while retries remain (e.g. [503], as nginx's
+ *   `proxy_next_upstream http_503` or HAProxy's `retry-on 503`)
  * @property {number} [maxFails=1] consecutive failures that eject an upstream
  * @property {number} [failTimeoutMs=5000] how long an ejected upstream is left out
  * @property {boolean} [admin=true] serve `/_polistes/*` (stats, metrics, dashboard) on this listener
@@ -61,14 +64,15 @@ class Balancer {
   /** @param {BalancerOptions} options */
   constructor (options) {
     const {
-      backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs,
+      backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, retries, retryOn, maxFails, failTimeoutMs,
       admin = true, telemetry = createTelemetry(), accessLog = null, library, logger = silentLogger(),
       random = Math.random, now = () => performance.now()
     } = withDefaults(options)
-    validateOptions({ port, host, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, policyOptions })
+    validateOptions({ port, host, keepAlive, timeoutMs, retries, retryOn, maxFails, failTimeoutMs, policyOptions })
     this.port = port
     this.host = host
     this.retries = retries
+    this.retryOn = new Set(retryOn)
     this.telemetry = telemetry
     this.accessLog = accessLog
     this.mountAdmin = admin
@@ -149,6 +153,7 @@ class Balancer {
     const retryable = IDEMPOTENT.has(req.method) && !hasBody(req)
     const tried = new Set()
     let current = null
+    const canRetry = () => retryable && tried.size <= this.retries && !req.socket.destroyed && this.pool.eligible().some((u) => !tried.has(u.id))
 
     const finish = (attempt, outcome) => {
       if (attempt.done) return
@@ -201,14 +206,21 @@ class Balancer {
             res.destroy() // the client must see a broken response, never a truncated one that looks whole
           } else if (kind === 'timeout') {
             this.reply(res, 504, 'timeout', `upstream ${upstream.id} timed out`)
-          } else if (retryable && tried.size <= this.retries && !req.socket.destroyed && this.pool.eligible().some((u) => !tried.has(u.id))) {
+          } else if (canRetry()) {
             this.counters.retries++
             dispatch()
           } else {
             this.reply(res, 502, 'connect', `upstream ${upstream.id} failed: ${err.code || err.message}`)
           }
+        },
+        discard: (proxyRes) => {
+          if (!canRetry()) return false // the last attempt's answer goes to the client as it is
+          this.counters.retries++
+          finish(attempt, { statusCode: proxyRes.statusCode, cache: proxyRes.headers['x-cache'] })
+          dispatch()
+          return true
         }
-      }, { replay: tried.size > 1 })
+      }, { replay: tried.size > 1, hold: retryable ? this.retryOn : undefined })
     }
     dispatch()
   }
@@ -265,7 +277,7 @@ class Balancer {
 /** Options with the defaults filled in (an explicit `undefined` takes the default too). */
 function withDefaults (options) {
   const o = { ...options }
-  for (const key of ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs']) {
+  for (const key of ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs']) {
     if (o[key] === undefined) o[key] = DEFAULTS[key]
   }
   return o

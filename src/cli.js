@@ -16,6 +16,18 @@ const { createLogger } = require('./logger')
 const { createAccessLog } = require('./access-log')
 
 /**
+ * A comma list of HTTP statuses (`--retry-on 503,502`); the range is checked with the options.
+ * @param {string} flag for the message
+ * @param {unknown} value
+ * @returns {number[]}
+ */
+function parseStatusList (flag, value) {
+  const parts = String(value).split(',').map((s) => s.trim())
+  if (!parts.every((p) => /^\d{3}$/.test(p))) throw new ERR_POLISTES_BAD_OPTION(`--${flag} must be a comma list of statuses, e.g. 503, got "${value}"`)
+  return parts.map(Number)
+}
+
+/**
  * Parse argv into the flags that were actually given (so a config file can supply the rest).
  * @param {string[]} argv
  * @returns {{ flags: object, configFile?: string, logLevel: string, logFormat?: string }}
@@ -32,6 +44,7 @@ function parseArgs (argv) {
     .option('keep-alive', { type: 'boolean', describe: 'reuse upstream connections (--no-keep-alive: one connection per request)', defaultDescription: String(DEFAULTS.keepAlive) })
     .option('timeout', { type: 'number', describe: 'upstream inactivity timeout in ms (answered with 504)', defaultDescription: String(DEFAULTS.timeoutMs) })
     .option('retries', { type: 'number', describe: 'extra attempts on other upstreams for idempotent requests without a body', defaultDescription: String(DEFAULTS.retries) })
+    .option('retry-on', { type: 'string', describe: 'upstream statuses retried like a failed connection, comma list of 5xx, e.g. 503 (default: none)' })
     .option('max-fails', { type: 'number', describe: 'consecutive failures that eject an upstream', defaultDescription: String(DEFAULTS.maxFails) })
     .option('fail-timeout', { type: 'number', describe: 'ms an ejected upstream is left out', defaultDescription: String(DEFAULTS.failTimeoutMs) })
     .option('policy-options', { type: 'string', describe: 'policy options as JSON, e.g. \'{"maxRounds":4}\'' })
@@ -64,6 +77,7 @@ function parseArgs (argv) {
   if (argvParsed['keep-alive'] !== undefined) flags.keepAlive = argvParsed['keep-alive']
   if (argvParsed['access-log'] !== undefined) flags.accessLog = argvParsed['access-log']
   if (argvParsed['access-log-file'] !== undefined) flags.accessLogFile = argvParsed['access-log-file']
+  if (argvParsed['retry-on'] !== undefined) flags.retryOn = parseStatusList('retry-on', argvParsed['retry-on'])
   if (argvParsed['policy-options'] !== undefined) {
     try {
       flags.policyOptions = JSON.parse(argvParsed['policy-options'])

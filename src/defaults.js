@@ -13,6 +13,7 @@ const DEFAULTS = Object.freeze({
   keepAlive: true,
   timeoutMs: 30000,
   retries: 2,
+  retryOn: [], // as nginx and HAProxy: only failed connections are retried unless a status is named
   maxFails: 1,
   failTimeoutMs: 5000,
   graceMs: 10000,
@@ -33,6 +34,9 @@ const RULES = {
   maxFails: (v) => checkInteger('maxFails', v, 1, 1000),
   accessLog: (v) => { if (typeof v !== 'boolean') throw new ERR_POLISTES_BAD_OPTION(`accessLog must be true or false, got ${JSON.stringify(v)}`) },
   accessLogFile: (v) => { if (typeof v !== 'string' || v === '') throw new ERR_POLISTES_BAD_OPTION(`accessLogFile must be a file path, got ${JSON.stringify(v)}`) },
+  retryOn: (v) => {
+    if (!Array.isArray(v) || !v.every((s) => Number.isInteger(s) && s >= 500 && s <= 599)) throw new ERR_POLISTES_BAD_OPTION(`retryOn must be a list of 5xx statuses, e.g. [503], got ${JSON.stringify(v)}`)
+  },
   policyOptions: (v) => {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ERR_POLISTES_BAD_OPTION('policyOptions must be a JSON object')
   }
@@ -40,7 +44,7 @@ const RULES = {
 
 /**
  * Validate the balancer options present in `options` (port, host, keepAlive, timeoutMs,
- * failTimeoutMs, graceMs, retries, maxFails, policyOptions); other keys are left alone.
+ * failTimeoutMs, graceMs, retries, retryOn, maxFails, policyOptions); other keys are left alone.
  * @param {object} options
  * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION on the first bad value
  */

@@ -32,6 +32,8 @@ export interface BalancerOptions {
   timeoutMs?: number
   /** extra attempts on other upstreams for idempotent requests without a body, 0 to 100 (default 2) */
   retries?: number
+  /** upstream 5xx statuses retried like a failed connection, e.g. [503] (default []) */
+  retryOn?: number[]
   /** consecutive failures that eject an upstream, 1 to 1000 (default 1) */
   maxFails?: number
   /** how long an ejected upstream is left out, ms (default 5000) */

@@ -384,4 +384,19 @@ async function startRecordingUpstream (handler) {
   return upstream
 }
 
-module.exports = { rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli, cliEntry, startCli, parseResponses, RawConnection, startRecordingUpstream }
+/**
+ * `describe` when every program is installed (bench/peers.js findBinary), else `describe.skip`
+ * with what is missing and how to install it in the title, so the skip says why.
+ * @param {string[]} programs e.g. ['haproxy', 'wrk']
+ * @param {string} title
+ * @param {() => void} fn
+ */
+function describeIfInstalled (programs, title, fn) {
+  const { findBinary } = require('../bench/peers')
+  const missing = programs.filter((p) => !findBinary(p))
+  if (missing.length === 0) return describe(title, fn)
+  const install = missing.map((p) => (p === 'nginx' ? 'nginx-light' : p)).join(' ')
+  return describe.skip(`${title} [skipped: ${missing.join(', ')} not installed; apt-get install ${install}]`, fn)
+}
+
+module.exports = { describeIfInstalled, rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli, cliEntry, startCli, parseResponses, RawConnection, startRecordingUpstream }
