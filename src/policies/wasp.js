@@ -30,7 +30,7 @@
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../errors')
-const { ewma } = require('./shared')
+const { checkOptions, ewma } = require('./shared')
 const { createMemory } = require('./wasp-memory')
 
 /** Every parameter, with the reason for its default in the comment (and in docs/algorithms.md, "Wasp options"). */
@@ -83,7 +83,8 @@ function badOption (message) {
 
 /** Merge and validate options; throws PolistesError ERR_POLISTES_BAD_OPTION. */
 function resolveOptions (options) {
-  if (options === null || typeof options !== 'object') throw badOption('options must be an object')
+  options = checkOptions('wasp', options, Object.keys(defaults))
+  if (options.feedback !== undefined) checkOptions('wasp feedback', options.feedback, Object.keys(defaults.feedback))
   const o = { ...defaults, ...options, feedback: { ...defaults.feedback, ...(options.feedback || {}) } }
   for (const name of NUMERIC) {
     if (typeof o[name] !== 'number' || !Number.isFinite(o[name])) throw badOption(`${name} must be a finite number`)
