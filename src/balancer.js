@@ -8,6 +8,8 @@ const { createPolicy } = require('./policies')
 const { silentLogger } = require('./logger')
 const { DEFAULTS, validateOptions } = require('./defaults')
 const { createLifecycle } = require('./http-lifecycle')
+const { createHealthChecker } = require('./health-checker')
+const { reconfigure, checkSettingsFor } = require('./reconfigure')
 
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
@@ -25,6 +27,9 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
  * @property {number} [retries=2] extra attempts on other upstreams for idempotent bodiless requests
  * @property {number} [maxFails=1] consecutive failures that eject an upstream
  * @property {number} [failTimeoutMs=5000] how long an ejected upstream is left out
+ * @property {number} [slowStartMs=0] ms over which an upstream that comes back (or is added) ramps up
+ * @property {Partial<import('./health-checker').HealthCheckSettings> & { path?: string | null }} [healthCheck]
+ *   active checks (off while `path` is null); a backend spec's own `healthCheck` overrides it
  * @property {string | null} [statsPath='/_polistes/stats'] the balancer's own stats endpoint (null: off)
  * @property {'http-proxy' | 'http-proxy-3'} [library] proxy library (for measurement only)
  * @property {import('pino').Logger} [logger] default: silent
@@ -57,10 +62,11 @@ class Balancer {
   constructor (options) {
     const {
       backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs,
-      statsPath = '/_polistes/stats', library, logger = silentLogger(),
+      slowStartMs, healthCheck, statsPath = '/_polistes/stats', library, logger = silentLogger(),
       random = Math.random, now = () => performance.now()
     } = withDefaults(options)
-    validateOptions({ port, host, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, policyOptions })
+    validateOptions({ port, host, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, policyOptions, slowStartMs, healthCheck })
+    const specs = parseBackends(backends)
     this.port = port
     this.host = host
     this.retries = retries
@@ -68,9 +74,17 @@ class Balancer {
     this.logger = logger
     this.debug = logger.isLevelEnabled('debug')
     this.now = now
-    this.pool = new Pool(parseBackends(backends), { maxFails, failTimeoutMs, now })
+    this.random = random
+    /** what reconfigure() compares a new config with */
+    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, library, customPolicy: Boolean(policy) }
+    this.specs = new Map(specs.map((s) => [s.id, s]))
+    this.pool = new Pool(specs, { maxFails, failTimeoutMs, slowStartMs, now, random })
     this.policy = policy || createPolicy(algo, policyOptions, { random, now })
     this.engine = createProxyEngine({ keepAlive, timeoutMs, library })
+    /** engines replaced by a reload, closed once their last attempt ends: engine → attempts in flight */
+    this.engineUse = new Map()
+    this.retiredEngines = new Set()
+    this.checker = createHealthChecker(this.pool, { logger })
     this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0 }
     this.server = http.createServer((req, res) => this.handle(req, res))
     this.lifecycle = createLifecycle(this.server, { name: 'balancer' })
@@ -91,7 +105,22 @@ class Balancer {
       this.engine.close()
       throw err
     }
+    this.checker.sync((u) => checkSettingsFor(this, u))
     return this
+  }
+
+  /**
+   * Apply a new config to the running balancer without dropping a connection or a request:
+   * backends added, removed (their in-flight requests finish) or re-weighted, policy options,
+   * timeouts, retries, passive and active health settings changed. The policy keeps its memory
+   * when only its options change (wasp: thresholds of the upstreams that stay). Everything is
+   * validated before anything changes, so an invalid config throws and leaves the old one serving.
+   * @param {BalancerOptions} options a complete config, as for the constructor (listen address ignored)
+   * @returns {{ added: string[], removed: string[], updated: string[], changed: string[], restartNeeded: string[] }}
+   * @throws {import('./errors').PolistesError} on an invalid config (nothing applied)
+   */
+  reconfigure (options) {
+    return reconfigure(this, withDefaults(options))
   }
 
   /** @returns {boolean} true once close() was called */
@@ -105,7 +134,14 @@ class Balancer {
    * @returns {Promise<void>}
    */
   async close ({ graceMs = DEFAULTS.graceMs } = {}) {
-    if (!this._closed) this._closed = this.lifecycle.close({ graceMs }).then(() => this.engine.close())
+    if (!this._closed) {
+      this.checker.stop()
+      this._closed = this.lifecycle.close({ graceMs }).then(() => {
+        this.engine.close()
+        for (const engine of this.retiredEngines) engine.close()
+        this.retiredEngines.clear()
+      })
+    }
     return this._closed
   }
 
@@ -116,7 +152,7 @@ class Balancer {
       ...this.counters,
       failures: { ...this.counters.failures },
       inflight: this.pool.inflight(),
-      upstreams: this.pool.all().map((u) => ({ ...u.toJSON(), healthy: this.pool.isHealthy(u, t) })),
+      upstreams: this.pool.all().map((u) => ({ ...u.toJSON(), ...this.pool.health(u, t) })),
       policy: { name: this.policy.name, state: this.policy.snapshot ? this.policy.snapshot() : undefined }
     }
   }
@@ -138,8 +174,9 @@ class Balancer {
       if (attempt.done) return
       attempt.done = true
       this.pool.release(attempt.upstream)
+      this.useEngine(attempt.engine, -1)
       const latencyMs = this.now() - attempt.t0
-      if (this.policy.onEnd) this.policy.onEnd(attempt.upstream, ctx, { latencyMs, ...outcome })
+      if (attempt.policy.onEnd) attempt.policy.onEnd(attempt.upstream, ctx, { latencyMs, ...outcome })
       if (this.debug) this.logger.debug({ method: req.method, url: req.url, upstream: attempt.upstream.id, status: outcome.statusCode, cache: outcome.cache, ms: Math.round(latencyMs * 100) / 100, error: outcome.error }, 'request')
     }
 
@@ -166,9 +203,10 @@ class Balancer {
       tried.add(upstream.id)
       this.pool.acquire(upstream)
       if (this.policy.onStart) this.policy.onStart(upstream, ctx)
-      const attempt = { upstream, t0: this.now(), done: false, statusCode: undefined, cache: undefined, handle: null }
+      const attempt = { upstream, policy: this.policy, engine: this.engine, t0: this.now(), done: false, statusCode: undefined, cache: undefined, handle: null }
       current = attempt
-      attempt.handle = this.engine.forward(req, res, upstream, {
+      this.useEngine(attempt.engine, 1)
+      attempt.handle = attempt.engine.forward(req, res, upstream, {
         onResponse: (proxyRes) => {
           attempt.statusCode = proxyRes.statusCode
           attempt.cache = proxyRes.headers['x-cache']
@@ -196,6 +234,17 @@ class Balancer {
     dispatch()
   }
 
+  /** Count the attempts on an engine; a retired one (replaced by a reload) is closed after its last. */
+  useEngine (engine, delta) {
+    const n = (this.engineUse.get(engine) || 0) + delta
+    if (n > 0) {
+      this.engineUse.set(engine, n)
+      return
+    }
+    this.engineUse.delete(engine)
+    if (this.retiredEngines.delete(engine)) engine.close()
+  }
+
   /** Write the balancer's own error response (never after headers went out). */
   reply (res, statusCode, reason, message) {
     if (res.headersSent || res.destroyed) return
@@ -213,9 +262,10 @@ class Balancer {
 /** Options with the defaults filled in (an explicit `undefined` takes the default too). */
 function withDefaults (options) {
   const o = { ...options }
-  for (const key of ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs']) {
+  for (const key of ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'slowStartMs']) {
     if (o[key] === undefined) o[key] = DEFAULTS[key]
   }
+  o.healthCheck = { ...DEFAULTS.healthCheck, ...(o.healthCheck || {}) }
   return o
 }
 

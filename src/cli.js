@@ -33,7 +33,15 @@ function parseArgs (argv) {
     .option('retries', { type: 'number', describe: 'extra attempts on other upstreams for idempotent requests without a body', defaultDescription: String(DEFAULTS.retries) })
     .option('max-fails', { type: 'number', describe: 'consecutive failures that eject an upstream', defaultDescription: String(DEFAULTS.maxFails) })
     .option('fail-timeout', { type: 'number', describe: 'ms an ejected upstream is left out', defaultDescription: String(DEFAULTS.failTimeoutMs) })
-    .option('policy-options', { type: 'string', describe: 'policy options as JSON, e.g. \'{"maxRounds":4}\'' })
+    .option('policy-options', { type: 'string', describe: 'policy options as JSON, e.g. \'{"rounds":4}\' (unknown names are refused)' })
+    .option('slow-start', { type: 'number', describe: 'ms over which a recovered or added upstream\'s share ramps up (0: off)', defaultDescription: String(DEFAULTS.slowStartMs) })
+    .option('health-check', { type: 'string', describe: 'active HTTP health check: the path to GET on every upstream (off unless given; the embedded fleet is checked on /_stats)' })
+    .option('health-interval', { type: 'number', describe: 'ms between two checks of an upstream', defaultDescription: String(DEFAULTS.healthCheck.intervalMs) })
+    .option('health-timeout', { type: 'number', describe: 'ms a check may take before it counts as failed', defaultDescription: String(DEFAULTS.healthCheck.timeoutMs) })
+    .option('health-expect', { type: 'string', describe: 'statuses a passing check answers: 200, 200-399, 2xx or a comma list', defaultDescription: DEFAULTS.healthCheck.expectStatus })
+    .option('health-rise', { type: 'number', describe: 'consecutive passed checks that bring a down upstream back', defaultDescription: String(DEFAULTS.healthCheck.rise) })
+    .option('health-fall', { type: 'number', describe: 'consecutive failed checks that take an upstream down', defaultDescription: String(DEFAULTS.healthCheck.fall) })
+    .option('watch', { type: 'boolean', describe: 'reload when the --config file changes (SIGHUP always reloads)' })
     .option('fleet-size', { type: 'number', describe: 'embedded fleet: number of backends', defaultDescription: String(DEFAULTS.fleet.count) })
     .option('fleet-base-port', { type: 'number', describe: 'embedded fleet: first port (0: any free ports)', defaultDescription: String(DEFAULTS.fleet.basePort) })
     .option('cache-pages', { type: 'number', describe: 'embedded fleet: pages each backend caches', defaultDescription: String(DEFAULTS.fleet.cachePages) })
@@ -50,7 +58,7 @@ function parseArgs (argv) {
     .wrap(Math.min(110, process.stdout.columns || 110))
   const argvParsed = args.parse()
   if (argvParsed.help || argvParsed.version) return { exit: true }
-  const numberFlags = { port: 'port', timeout: 'timeoutMs', retries: 'retries', 'max-fails': 'maxFails', 'fail-timeout': 'failTimeoutMs' }
+  const numberFlags = { port: 'port', timeout: 'timeoutMs', retries: 'retries', 'max-fails': 'maxFails', 'fail-timeout': 'failTimeoutMs', 'slow-start': 'slowStartMs' }
   const flags = {}
   for (const [flag, key] of Object.entries(numberFlags)) {
     if (argvParsed[flag] !== undefined) flags[key] = requireNumber(flag, argvParsed[flag])
@@ -70,7 +78,14 @@ function parseArgs (argv) {
   for (const [flag, key] of Object.entries(fleetFlags)) {
     if (argvParsed[flag] !== undefined) (flags.fleet ||= {})[key] = requireNumber(flag, argvParsed[flag])
   }
-  return { flags, configFile: argvParsed.config, logLevel: argvParsed['log-level'], logFormat: argvParsed['log-format'] }
+  const healthFlags = { 'health-interval': 'intervalMs', 'health-timeout': 'timeoutMs', 'health-rise': 'rise', 'health-fall': 'fall' }
+  for (const [flag, key] of Object.entries(healthFlags)) {
+    if (argvParsed[flag] !== undefined) (flags.healthCheck ||= {})[key] = requireNumber(flag, argvParsed[flag])
+  }
+  if (argvParsed['health-check'] !== undefined) (flags.healthCheck ||= {}).path = argvParsed['health-check']
+  if (argvParsed['health-expect'] !== undefined) (flags.healthCheck ||= {}).expectStatus = argvParsed['health-expect']
+  if (argvParsed.watch && argvParsed.config === undefined) throw new ERR_POLISTES_BAD_OPTION('--watch needs --config: it watches the config file')
+  return { flags, configFile: argvParsed.config, watch: Boolean(argvParsed.watch), logLevel: argvParsed['log-level'], logFormat: argvParsed['log-format'] }
 }
 
 function requireNumber (flag, value) {

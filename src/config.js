@@ -3,12 +3,12 @@
 const fs = require('node:fs')
 const { ERR_POLISTES_BAD_CONFIG, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('./errors')
 const { DEFAULTS, validateOptions, checkInteger } = require('./defaults')
-const { policyNames } = require('./policies')
+const { policyNames, createPolicy } = require('./policies')
 const { parseBackends } = require('./backend-spec')
 
 /** Keys a config file may hold. `address`, `strategy` and `receiver_addresses` are the seed's shape. */
 const FILE_KEYS = new Set(['address', 'host', 'port', 'strategy', 'algo', 'backends', 'receiver_addresses',
-  'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'fleet'])
+  'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'slowStartMs', 'healthCheck', 'fleet'])
 const FLEET_KEYS = new Set(['count', 'basePort', 'cachePages', 'missMs'])
 
 /**
@@ -46,7 +46,7 @@ function readConfigFile (file) {
   if (strategy !== undefined) out.algo = normalizeAlgo(strategy)
   const backends = json.backends ?? json.receiver_addresses
   if (backends !== undefined) out.backends = backends
-  for (const key of ['keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions']) {
+  for (const key of ['keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'slowStartMs']) {
     if (json[key] !== undefined) out[key] = json[key]
   }
   if (json.fleet !== undefined) {
@@ -54,6 +54,12 @@ function readConfigFile (file) {
     const bad = Object.keys(json.fleet).filter((k) => !FLEET_KEYS.has(k))
     if (bad.length > 0) throw new ERR_POLISTES_BAD_CONFIG(`${where}: unknown fleet key(s) ${bad.join(', ')}`)
     out.fleet = json.fleet
+  }
+  if (json.healthCheck !== undefined) {
+    if (json.healthCheck === null || typeof json.healthCheck !== 'object' || Array.isArray(json.healthCheck)) throw new ERR_POLISTES_BAD_CONFIG(`${where}: "healthCheck" must be an object`)
+    const bad = Object.keys(json.healthCheck).filter((k) => !Object.hasOwn(DEFAULTS.healthCheck, k))
+    if (bad.length > 0) throw new ERR_POLISTES_BAD_CONFIG(`${where}: unknown healthCheck key(s) ${bad.join(', ')}; allowed: ${Object.keys(DEFAULTS.healthCheck).join(', ')}`)
+    out.healthCheck = json.healthCheck
   }
   return out
 }
@@ -90,11 +96,13 @@ function normalizeAlgo (name) {
 function resolveConfig (flags, file = {}) {
   const config = { ...DEFAULTS, ...file, ...flags }
   config.fleet = { ...DEFAULTS.fleet, ...(file.fleet || {}), ...(flags.fleet || {}) }
+  config.healthCheck = { ...DEFAULTS.healthCheck, ...(file.healthCheck || {}), ...(flags.healthCheck || {}) }
   config.algo = normalizeAlgo(config.algo)
   if (!policyNames().includes(config.algo)) {
     throw new ERR_POLISTES_UNKNOWN_ALGO(config.algo, policyNames())
   }
   validateOptions(config)
+  createPolicy(config.algo, config.policyOptions) // the policy's own check of its options (unknown names, ranges)
   if (config.backends !== undefined) config.backends = parseBackends(config.backends)
   checkInteger('fleet count', config.fleet.count, 1, 1000)
   checkInteger('fleet base port', config.fleet.basePort, 0, 65535)

@@ -139,6 +139,20 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
       feedback(w, upstream, ctx, outcome)
     },
 
+    /**
+     * New options on a running policy (a reload): checked like the factory's, then taken without
+     * forgetting anything learnt (thresholds, upstream records, counters).
+     * @param {Partial<typeof defaults>} next
+     * @throws {import('../errors').PolistesError} ERR_POLISTES_BAD_OPTION (then nothing changed)
+     */
+    configure (next) {
+      const o = resolveOptions(next)
+      w.o = o
+      w.useCache = o.feedback.cache
+      w.useLatency = o.feedback.latency
+      w.memory.configure(o)
+    },
+
     /** Plain JSON: counters, upstream records, and the specialist of the most recent keys. */
     snapshot () {
       return snapshot(w)
