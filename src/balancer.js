@@ -115,12 +115,14 @@ class Balancer {
    * timeouts, retries, passive and active health settings changed. The policy keeps its memory
    * when only its options change (wasp: thresholds of the upstreams that stay). Everything is
    * validated before anything changes, so an invalid config throws and leaves the old one serving.
-   * @param {BalancerOptions} options a complete config, as for the constructor (listen address ignored)
+   * @param {BalancerOptions} options a complete config, as for the constructor (settings left out take
+   *   their defaults, except host and port, which cannot change without a restart)
    * @returns {{ added: string[], removed: string[], updated: string[], changed: string[], restartNeeded: string[] }}
    * @throws {import('./errors').PolistesError} on an invalid config (nothing applied)
    */
   reconfigure (options) {
-    return reconfigure(this, withDefaults(options))
+    // host and port are compared only when given: a config without them does not ask for a move
+    return reconfigure(this, { ...withDefaults(options), host: options.host, port: options.port })
   }
 
   /** @returns {boolean} true once close() was called */

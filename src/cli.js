@@ -13,6 +13,7 @@ const { readConfigFile, resolveConfig } = require('./config')
 const { DEFAULTS } = require('./defaults')
 const { startBalancer } = require('./balancer')
 const { createLogger } = require('./logger')
+const { createReloader, balancerOptions, watchFile } = require('./reload')
 
 /**
  * Parse argv into the flags that were actually given (so a config file can supply the rest).
@@ -101,9 +102,12 @@ function requireNumber (flag, value) {
  */
 
 /**
- * Run the balancer (and the embedded fleet when no backends are given) until SIGINT/SIGTERM.
+ * Run the balancer (and the embedded fleet when no backends are given) until SIGINT/SIGTERM;
+ * SIGHUP (and with --watch a change of the config file) reloads the config.
  * @param {string[]} argv
  * @param {{ startFleet?: StartFleet }} [options] without `startFleet`, backends are required
+ * @returns {Promise<{ balancer: import('./balancer').Balancer, reload: (reason: string) => { ok: boolean } } | undefined>}
+ *   `reload` is what SIGHUP calls (undefined after --help / --version)
  */
 async function main (argv, { startFleet } = {}) {
   const parsed = parseArgs(argv)
@@ -113,8 +117,7 @@ async function main (argv, { startFleet } = {}) {
   const logger = createLogger({ level: parsed.logLevel, pretty: parsed.logFormat ? parsed.logFormat === 'pretty' : undefined })
 
   let fleet = null
-  let backends = config.backends
-  if (!backends) {
+  if (!config.backends) {
     if (!startFleet) throw new ERR_POLISTES_NO_BACKENDS()
     try {
       fleet = await startFleet(config.fleet)
@@ -122,13 +125,12 @@ async function main (argv, { startFleet } = {}) {
       if (err.code === 'ERR_POLISTES_PORT_IN_USE') err.message += ' (embedded fleet: choose other ports with --fleet-base-port, or 0 for any free ones)'
       throw err
     }
-    backends = fleet.backends.map((b) => ({ id: b.id, url: b.url }))
     logger.info({ backends: fleet.backends.map((b) => `${b.id}=${b.url}`) }, `embedded fleet of ${fleet.backends.length} backends (cache ${config.fleet.cachePages} pages, miss ${config.fleet.missMs} ms)`)
   }
 
   let balancer
   try {
-    balancer = await startBalancer({ ...config, backends, logger })
+    balancer = await startBalancer({ ...balancerOptions(config, fleet), logger })
   } catch (err) {
     if (fleet) await fleet.close()
     if (err.code === 'ERR_POLISTES_PORT_IN_USE') err.message += ' (choose another with --port)'
@@ -136,6 +138,10 @@ async function main (argv, { startFleet } = {}) {
   }
   logger.info({ algo: config.algo, url: balancer.url, keepAlive: config.keepAlive }, `polistes listening on ${balancer.url} (algo ${config.algo})`)
   process.stdout.isTTY && console.log(`try: curl -i ${balancer.url}/page1.html    stats: ${balancer.url}/_polistes/stats`)
+
+  const { reload, current } = createReloader({ balancer, configFile: parsed.configFile, flags: parsed.flags, config, fleet, logger })
+  process.on('SIGHUP', () => reload('SIGHUP'))
+  const watcher = parsed.watch ? watchFile(parsed.configFile, () => reload('watch')) : null
 
   let stopping = false
   const stop = async (signal) => {
@@ -145,13 +151,15 @@ async function main (argv, { startFleet } = {}) {
     }
     stopping = true
     logger.info({ signal }, 'shutting down: no new connections, waiting for in-flight requests')
-    await balancer.close({ graceMs: config.graceMs })
+    if (watcher) watcher.close()
+    await balancer.close({ graceMs: current().graceMs })
     if (fleet) await fleet.close()
     logger.info('stopped')
     process.exitCode = 0
   }
   process.on('SIGINT', stop)
   process.on('SIGTERM', stop)
+  return { balancer, reload }
 }
 
 /** Print one line for a known error and exit 2; anything else is a bug and keeps its stack. */

@@ -144,4 +144,30 @@ function startServerCli (script, args) {
   return { child, url }
 }
 
-module.exports = { rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli }
+/**
+ * Start bin/polistes.js with JSON logs as a server; `ready` resolves with the "polistes listening"
+ * log line (and rejects, killing the child, if it does not come within `timeoutMs`). `lines` holds
+ * every parsed log line, `exited` resolves with the exit code and signal.
+ * @param {string[]} args
+ * @param {{ timeoutMs?: number }} [options]
+ */
+function startPolistes (args, { timeoutMs = 10000 } = {}) {
+  const cli = require('node:path').join(__dirname, '..', 'bin', 'polistes.js')
+  const child = spawn(process.execPath, [cli, '--log-format', 'json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const lines = []
+  let buffer = ''
+  child.stdout.on('data', (d) => {
+    buffer += d
+    const parts = buffer.split('\n')
+    buffer = parts.pop()
+    for (const part of parts) if (part.trim()) lines.push(JSON.parse(part))
+  })
+  let stderr = ''
+  child.stderr.on('data', (d) => { stderr += d })
+  const exited = once(child, 'exit').then(([code, signal]) => ({ code, signal }))
+  const ready = waitFor(() => lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('polistes listening')), { timeoutMs })
+    .catch((err) => { child.kill('SIGKILL'); throw new Error(`${err.message}; stderr: ${stderr}`) })
+  return { child, lines, exited, ready }
+}
+
+module.exports = { rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli, startPolistes }
