@@ -155,6 +155,12 @@ describe('running', () => {
         servers.add(res.headers['x-server'])
       }
       expect(servers.size).toBe(7)
+      // the fleet is health-checked on its /_stats path (checks start at once)
+      const upstreams = await waitFor(async () => {
+        const list = JSON.parse((await request(`${ready.url}/_polistes/stats`)).body).upstreams
+        return list.every((u) => u.check && u.check.last) && list
+      })
+      for (const u of upstreams) expect(u).toMatchObject({ state: 'up', check: { last: { ok: true, status: 200 } } })
       cli.child.kill('SIGINT')
       expect((await cli.exited).code).toBe(0)
     } finally {
