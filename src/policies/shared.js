@@ -1,13 +1,14 @@
 'use strict'
 
-const { ERR_POLISTES_BAD_OPTION } = require('../errors')
-
 /**
- * What several policies use: checking option names, reading an upstream's load and weight, forgetting departed ids, nginx's
- * smooth weighted round-robin, a following round-robin cursor, a uniform random index, a 32-bit
- * string hash, and the exponentially weighted moving average. Pure functions and small state
- * holders; no policy file requires another policy file, they all require this one.
+ * What several policies use: checking option names, reading an upstream's load and weight,
+ * forgetting departed ids, nginx's smooth weighted round-robin, a following round-robin cursor, a
+ * uniform random index, a 32-bit string hash, and the exponentially weighted moving average. Pure
+ * functions and small state holders; no policy file requires another policy file, they all require
+ * this one.
  */
+
+const { ERR_POLISTES_BAD_OPTION } = require('../errors')
 
 /**
  * Requests in flight on an upstream: `upstream.inflight` when it is a positive number, else 0.
