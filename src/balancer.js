@@ -11,6 +11,8 @@ const { createLifecycle } = require('./http-lifecycle')
 const { tunnelUpgrade } = require('./upgrade')
 const { createTelemetry } = require('./telemetry')
 const { createAdmin, PREFIX: ADMIN_PREFIX } = require('./admin')
+const { createHealthChecker } = require('./health-checker')
+const { reconfigure, checkSettingsFor } = require('./reconfigure')
 
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
@@ -34,6 +36,9 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
  * @property {boolean} [admin=true] serve `/_polistes/*` (stats, metrics, dashboard) on this listener
  * @property {import('./telemetry').Telemetry} [telemetry] default: a new one (per-request aggregates)
  * @property {import('./access-log').AccessLog | null} [accessLog=null] one line per finished request
+ * @property {number} [slowStartMs=0] ms over which an upstream that comes back (or is added) ramps up
+ * @property {Partial<import('./health-checker').HealthCheckSettings> & { path?: string | null }} [healthCheck]
+ *   active checks (off while `path` is null); a backend spec's own `healthCheck` overrides it
  * @property {'http-proxy' | 'http-proxy-3'} [library] proxy library (for measurement only)
  * @property {import('pino').Logger} [logger] default: silent
  * @property {() => number} [random] injected into the policy
@@ -65,10 +70,11 @@ class Balancer {
   constructor (options) {
     const {
       backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, retries, retryOn, maxFails, failTimeoutMs,
-      admin = true, telemetry = createTelemetry(), accessLog = null, library, logger = silentLogger(),
+      slowStartMs, healthCheck, admin = true, telemetry = createTelemetry(), accessLog = null, library, logger = silentLogger(),
       random = Math.random, now = () => performance.now()
     } = withDefaults(options)
-    validateOptions({ port, host, keepAlive, timeoutMs, retries, retryOn, maxFails, failTimeoutMs, policyOptions })
+    validateOptions({ port, host, keepAlive, timeoutMs, retries, retryOn, maxFails, failTimeoutMs, policyOptions, slowStartMs, healthCheck })
+    const specs = parseBackends(backends)
     this.port = port
     this.host = host
     this.retries = retries
@@ -80,10 +86,18 @@ class Balancer {
     this.logger = logger
     this.debug = logger.isLevelEnabled('debug')
     this.now = now
-    this.pool = new Pool(parseBackends(backends), { maxFails, failTimeoutMs, now })
+    this.random = random
+    /** what reconfigure() compares a new config with */
+    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, library, customPolicy: Boolean(policy) }
+    this.specs = new Map(specs.map((s) => [s.id, s]))
+    this.pool = new Pool(specs, { maxFails, failTimeoutMs, slowStartMs, now, random })
     for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order
     this.policy = policy || createPolicy(algo, policyOptions, { random, now })
     this.engine = createProxyEngine({ keepAlive, timeoutMs, library })
+    /** engines replaced by a reload, closed once their last attempt ends: engine → attempts in flight */
+    this.engineUse = new Map()
+    this.retiredEngines = new Set()
+    this.checker = createHealthChecker(this.pool, { logger })
     this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0 }
     this.server = http.createServer((req, res) => this.handle(req, res))
     this.lifecycle = createLifecycle(this.server, { name: 'balancer' })
@@ -105,7 +119,24 @@ class Balancer {
       this.engine.close()
       throw err
     }
+    this.checker.sync((u) => checkSettingsFor(this, u))
     return this
+  }
+
+  /**
+   * Apply a new config to the running balancer without dropping a connection or a request:
+   * backends added, removed (their in-flight requests finish) or re-weighted, policy options,
+   * timeouts, retries, passive and active health settings changed. The policy keeps its memory
+   * when only its options change (wasp: thresholds of the upstreams that stay). Everything is
+   * validated before anything changes, so an invalid config throws and leaves the old one serving.
+   * @param {BalancerOptions} options a complete config, as for the constructor (settings left out take
+   *   their defaults, except host and port, which cannot change without a restart)
+   * @returns {{ added: string[], removed: string[], updated: string[], changed: string[], restartNeeded: string[] }}
+   * @throws {import('./errors').PolistesError} on an invalid config (nothing applied)
+   */
+  reconfigure (options) {
+    // host and port are compared only when given: a config without them does not ask for a move
+    return reconfigure(this, { ...withDefaults(options), host: options.host, port: options.port })
   }
 
   /** @returns {boolean} true once close() was called */
@@ -121,7 +152,12 @@ class Balancer {
   async close ({ graceMs = DEFAULTS.graceMs } = {}) {
     if (!this._closed) {
       this.admin.close() // event streams would otherwise hold their connections open
-      this._closed = this.lifecycle.close({ graceMs }).then(() => this.engine.close())
+      this.checker.stop()
+      this._closed = this.lifecycle.close({ graceMs }).then(() => {
+        this.engine.close()
+        for (const engine of this.retiredEngines) engine.close()
+        this.retiredEngines.clear()
+      })
     }
     return this._closed
   }
@@ -133,7 +169,7 @@ class Balancer {
       ...this.counters,
       failures: { ...this.counters.failures },
       inflight: this.pool.inflight(),
-      upstreams: this.pool.all().map((u) => ({ ...u.toJSON(), healthy: this.pool.isHealthy(u, t) })),
+      upstreams: this.pool.all().map((u) => ({ ...u.toJSON(), ...this.pool.health(u, t) })),
       policy: { name: this.policy.name, state: this.policy.snapshot ? this.policy.snapshot() : undefined }
     }
   }
@@ -159,8 +195,9 @@ class Balancer {
       if (attempt.done) return
       attempt.done = true
       this.pool.release(attempt.upstream)
+      this.useEngine(attempt.engine, -1)
       const latencyMs = this.now() - attempt.t0
-      if (this.policy.onEnd) this.policy.onEnd(attempt.upstream, ctx, { latencyMs, ...outcome })
+      if (attempt.policy.onEnd) attempt.policy.onEnd(attempt.upstream, ctx, { latencyMs, ...outcome })
       if (this.debug) this.logger.debug({ method: req.method, url: req.url, upstream: attempt.upstream.id, status: outcome.statusCode, cache: outcome.cache, ms: Math.round(latencyMs * 100) / 100, error: outcome.error }, 'request')
     }
 
@@ -188,9 +225,10 @@ class Balancer {
       tried.add(upstream.id)
       this.pool.acquire(upstream)
       if (this.policy.onStart) this.policy.onStart(upstream, ctx)
-      const attempt = { upstream, t0: this.now(), done: false, statusCode: undefined, cache: undefined, handle: null }
+      const attempt = { upstream, policy: this.policy, engine: this.engine, t0: this.now(), done: false, statusCode: undefined, cache: undefined, handle: null }
       current = attempt
-      attempt.handle = this.engine.forward(req, res, upstream, {
+      this.useEngine(attempt.engine, 1)
+      attempt.handle = attempt.engine.forward(req, res, upstream, {
         onResponse: (proxyRes) => {
           attempt.statusCode = proxyRes.statusCode
           attempt.cache = proxyRes.headers['x-cache']
@@ -254,6 +292,17 @@ class Balancer {
     })
   }
 
+  /** Count the attempts on an engine; a retired one (replaced by a reload) is closed after its last. */
+  useEngine (engine, delta) {
+    const n = (this.engineUse.get(engine) || 0) + delta
+    if (n > 0) {
+      this.engineUse.set(engine, n)
+      return
+    }
+    this.engineUse.delete(engine)
+    if (this.retiredEngines.delete(engine)) engine.close()
+  }
+
   /** Write the balancer's own error response (never after headers went out). */
   reply (res, statusCode, reason, message) {
     if (res.headersSent || res.destroyed) return
@@ -277,9 +326,10 @@ class Balancer {
 /** Options with the defaults filled in (an explicit `undefined` takes the default too). */
 function withDefaults (options) {
   const o = { ...options }
-  for (const key of ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs']) {
+  for (const key of ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'slowStartMs']) {
     if (o[key] === undefined) o[key] = DEFAULTS[key]
   }
+  o.healthCheck = { ...DEFAULTS.healthCheck, ...(o.healthCheck || {}) }
   return o
 }
 

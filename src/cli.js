@@ -26,6 +26,7 @@ function parseStatusList (flag, value) {
   if (!parts.every((p) => /^\d{3}$/.test(p))) throw new ERR_POLISTES_BAD_OPTION(`--${flag} must be a comma list of statuses, e.g. 503, got "${value}"`)
   return parts.map(Number)
 }
+const { createReloader, balancerOptions, watchFile } = require('./reload')
 
 /**
  * Parse argv into the flags that were actually given (so a config file can supply the rest).
@@ -47,7 +48,15 @@ function parseArgs (argv) {
     .option('retry-on', { type: 'string', describe: 'upstream statuses retried like a failed connection, comma list of 5xx, e.g. 503 (default: none)' })
     .option('max-fails', { type: 'number', describe: 'consecutive failures that eject an upstream', defaultDescription: String(DEFAULTS.maxFails) })
     .option('fail-timeout', { type: 'number', describe: 'ms an ejected upstream is left out', defaultDescription: String(DEFAULTS.failTimeoutMs) })
-    .option('policy-options', { type: 'string', describe: 'policy options as JSON, e.g. \'{"maxRounds":4}\'' })
+    .option('policy-options', { type: 'string', describe: 'policy options as JSON, e.g. \'{"rounds":4}\' (unknown names are refused)' })
+    .option('slow-start', { type: 'number', describe: 'ms over which a recovered or added upstream\'s share ramps up (0: off)', defaultDescription: String(DEFAULTS.slowStartMs) })
+    .option('health-check', { type: 'string', describe: 'active HTTP health check: the path to GET on every upstream (off unless given; the embedded fleet is checked on /_stats)' })
+    .option('health-interval', { type: 'number', describe: 'ms between two checks of an upstream', defaultDescription: String(DEFAULTS.healthCheck.intervalMs) })
+    .option('health-timeout', { type: 'number', describe: 'ms a check may take before it counts as failed', defaultDescription: String(DEFAULTS.healthCheck.timeoutMs) })
+    .option('health-expect', { type: 'string', describe: 'statuses a passing check answers: 200, 200-399, 2xx or a comma list', defaultDescription: DEFAULTS.healthCheck.expectStatus })
+    .option('health-rise', { type: 'number', describe: 'consecutive passed checks that bring a down upstream back', defaultDescription: String(DEFAULTS.healthCheck.rise) })
+    .option('health-fall', { type: 'number', describe: 'consecutive failed checks that take an upstream down', defaultDescription: String(DEFAULTS.healthCheck.fall) })
+    .option('watch', { type: 'boolean', describe: 'reload when the --config file changes (SIGHUP always reloads)' })
     .option('fleet-size', { type: 'number', describe: 'embedded fleet: number of backends', defaultDescription: String(DEFAULTS.fleet.count) })
     .option('fleet-base-port', { type: 'number', describe: 'embedded fleet: first port (0: any free ports)', defaultDescription: String(DEFAULTS.fleet.basePort) })
     .option('cache-pages', { type: 'number', describe: 'embedded fleet: pages each backend caches', defaultDescription: String(DEFAULTS.fleet.cachePages) })
@@ -66,7 +75,7 @@ function parseArgs (argv) {
     .wrap(Math.min(110, process.stdout.columns || 110))
   const argvParsed = args.parse()
   if (argvParsed.help || argvParsed.version) return { exit: true }
-  const numberFlags = { port: 'port', timeout: 'timeoutMs', retries: 'retries', 'max-fails': 'maxFails', 'fail-timeout': 'failTimeoutMs' }
+  const numberFlags = { port: 'port', timeout: 'timeoutMs', retries: 'retries', 'max-fails': 'maxFails', 'fail-timeout': 'failTimeoutMs', 'slow-start': 'slowStartMs' }
   const flags = {}
   for (const [flag, key] of Object.entries(numberFlags)) {
     if (argvParsed[flag] !== undefined) flags[key] = requireNumber(flag, argvParsed[flag])
@@ -89,7 +98,14 @@ function parseArgs (argv) {
   for (const [flag, key] of Object.entries(fleetFlags)) {
     if (argvParsed[flag] !== undefined) (flags.fleet ||= {})[key] = requireNumber(flag, argvParsed[flag])
   }
-  return { flags, configFile: argvParsed.config, logLevel: argvParsed['log-level'], logFormat: argvParsed['log-format'] }
+  const healthFlags = { 'health-interval': 'intervalMs', 'health-timeout': 'timeoutMs', 'health-rise': 'rise', 'health-fall': 'fall' }
+  for (const [flag, key] of Object.entries(healthFlags)) {
+    if (argvParsed[flag] !== undefined) (flags.healthCheck ||= {})[key] = requireNumber(flag, argvParsed[flag])
+  }
+  if (argvParsed['health-check'] !== undefined) (flags.healthCheck ||= {}).path = argvParsed['health-check']
+  if (argvParsed['health-expect'] !== undefined) (flags.healthCheck ||= {}).expectStatus = argvParsed['health-expect']
+  if (argvParsed.watch && argvParsed.config === undefined) throw new ERR_POLISTES_BAD_OPTION('--watch needs --config: it watches the config file')
+  return { flags, configFile: argvParsed.config, watch: Boolean(argvParsed.watch), logLevel: argvParsed['log-level'], logFormat: argvParsed['log-format'] }
 }
 
 function requireNumber (flag, value) {
@@ -105,9 +121,12 @@ function requireNumber (flag, value) {
  */
 
 /**
- * Run the balancer (and the embedded fleet when no backends are given) until SIGINT/SIGTERM.
+ * Run the balancer (and the embedded fleet when no backends are given) until SIGINT/SIGTERM;
+ * SIGHUP (and with --watch a change of the config file) reloads the config.
  * @param {string[]} argv
  * @param {{ startFleet?: StartFleet }} [options] without `startFleet`, backends are required
+ * @returns {Promise<{ balancer: import('./balancer').Balancer, reload: (reason: string) => { ok: boolean } } | undefined>}
+ *   `reload` is what SIGHUP calls (undefined after --help / --version)
  */
 async function main (argv, { startFleet } = {}) {
   const parsed = parseArgs(argv)
@@ -117,8 +136,7 @@ async function main (argv, { startFleet } = {}) {
   const logger = createLogger({ level: parsed.logLevel, pretty: parsed.logFormat ? parsed.logFormat === 'pretty' : undefined })
 
   let fleet = null
-  let backends = config.backends
-  if (!backends) {
+  if (!config.backends) {
     if (!startFleet) throw new ERR_POLISTES_NO_BACKENDS()
     try {
       fleet = await startFleet(config.fleet)
@@ -126,7 +144,6 @@ async function main (argv, { startFleet } = {}) {
       if (err.code === 'ERR_POLISTES_PORT_IN_USE') err.message += ' (embedded fleet: choose other ports with --fleet-base-port, or 0 for any free ones)'
       throw err
     }
-    backends = fleet.backends.map((b) => ({ id: b.id, url: b.url }))
     logger.info({ backends: fleet.backends.map((b) => `${b.id}=${b.url}`) }, `embedded fleet of ${fleet.backends.length} backends (cache ${config.fleet.cachePages} pages, miss ${config.fleet.missMs} ms)`)
   }
 
@@ -134,7 +151,7 @@ async function main (argv, { startFleet } = {}) {
   let accessLog = null
   try {
     if (config.accessLog) accessLog = createAccessLog(config.accessLogFile ? { file: config.accessLogFile } : { logger })
-    balancer = await startBalancer({ ...config, backends, logger, accessLog })
+    balancer = await startBalancer({ ...balancerOptions(config, fleet), logger, accessLog })
   } catch (err) {
     if (fleet) await fleet.close()
     if (accessLog) await accessLog.close()
@@ -145,6 +162,10 @@ async function main (argv, { startFleet } = {}) {
   logger.info({ dashboard: `${balancer.url}/_polistes/`, metrics: `${balancer.url}/_polistes/metrics`, accessLog: accessLog ? (accessLog.file || 'log') : false }, `dashboard: ${balancer.url}/_polistes/`)
   process.stdout.isTTY && console.log(`try: curl -i ${balancer.url}/page1.html    stats: ${balancer.url}/_polistes/stats`)
 
+  const { reload, current } = createReloader({ balancer, configFile: parsed.configFile, flags: parsed.flags, config, fleet, logger })
+  process.on('SIGHUP', () => reload('SIGHUP'))
+  const watcher = parsed.watch ? watchFile(parsed.configFile, () => reload('watch')) : null
+
   let stopping = false
   const stop = async (signal) => {
     if (stopping) {
@@ -153,7 +174,8 @@ async function main (argv, { startFleet } = {}) {
     }
     stopping = true
     logger.info({ signal }, 'shutting down: no new connections, waiting for in-flight requests')
-    await balancer.close({ graceMs: config.graceMs })
+    if (watcher) watcher.close()
+    await balancer.close({ graceMs: current().graceMs })
     if (fleet) await fleet.close()
     if (accessLog) await accessLog.close()
     logger.info('stopped')
@@ -161,6 +183,7 @@ async function main (argv, { startFleet } = {}) {
   }
   process.on('SIGINT', stop)
   process.on('SIGTERM', stop)
+  return { balancer, reload }
 }
 
 /** Print one line for a known error and exit 2; anything else is a bug and keeps its stack. */

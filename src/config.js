@@ -3,12 +3,12 @@
 const fs = require('node:fs')
 const { ERR_POLISTES_BAD_CONFIG, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('./errors')
 const { DEFAULTS, validateOptions, checkInteger } = require('./defaults')
-const { policyNames } = require('./policies')
+const { policyNames, createPolicy } = require('./policies')
 const { parseBackends } = require('./backend-spec')
 
 /** Keys a config file may hold. `address`, `strategy` and `receiver_addresses` are the seed's shape. */
 const FILE_KEYS = new Set(['address', 'host', 'port', 'strategy', 'algo', 'backends', 'receiver_addresses',
-  'keepAlive', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'fleet',
+  'keepAlive', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'slowStartMs', 'healthCheck', 'fleet',
   'accessLog', 'accessLogFile'])
 const FLEET_KEYS = new Set(['count', 'basePort', 'cachePages', 'missMs'])
 
@@ -47,7 +47,7 @@ function readConfigFile (file) {
   if (strategy !== undefined) out.algo = normalizeAlgo(strategy)
   const backends = json.backends ?? json.receiver_addresses
   if (backends !== undefined) out.backends = backends
-  for (const key of ['keepAlive', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'accessLog', 'accessLogFile']) {
+  for (const key of ['keepAlive', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'slowStartMs', 'accessLog', 'accessLogFile']) {
     if (json[key] !== undefined) out[key] = json[key]
   }
   if (json.fleet !== undefined) {
@@ -55,6 +55,12 @@ function readConfigFile (file) {
     const bad = Object.keys(json.fleet).filter((k) => !FLEET_KEYS.has(k))
     if (bad.length > 0) throw new ERR_POLISTES_BAD_CONFIG(`${where}: unknown fleet key(s) ${bad.join(', ')}`)
     out.fleet = json.fleet
+  }
+  if (json.healthCheck !== undefined) {
+    if (json.healthCheck === null || typeof json.healthCheck !== 'object' || Array.isArray(json.healthCheck)) throw new ERR_POLISTES_BAD_CONFIG(`${where}: "healthCheck" must be an object`)
+    const bad = Object.keys(json.healthCheck).filter((k) => !Object.hasOwn(DEFAULTS.healthCheck, k))
+    if (bad.length > 0) throw new ERR_POLISTES_BAD_CONFIG(`${where}: unknown healthCheck key(s) ${bad.join(', ')}; allowed: ${Object.keys(DEFAULTS.healthCheck).join(', ')}`)
+    out.healthCheck = json.healthCheck
   }
   return out
 }
@@ -91,6 +97,7 @@ function normalizeAlgo (name) {
 function resolveConfig (flags, file = {}) {
   const config = { ...DEFAULTS, ...file, ...flags }
   config.fleet = { ...DEFAULTS.fleet, ...(file.fleet || {}), ...(flags.fleet || {}) }
+  config.healthCheck = { ...DEFAULTS.healthCheck, ...(file.healthCheck || {}), ...(flags.healthCheck || {}) }
   config.algo = normalizeAlgo(config.algo)
   if (!policyNames().includes(config.algo)) {
     throw new ERR_POLISTES_UNKNOWN_ALGO(config.algo, policyNames())
@@ -100,6 +107,7 @@ function resolveConfig (flags, file = {}) {
     if (flags.accessLog === false && flags.accessLogFile !== undefined) throw new ERR_POLISTES_BAD_OPTION('--no-access-log and --access-log-file contradict each other: give one')
     if (flags.accessLog !== false) config.accessLog = true // a file asks for the log, unless a flag turns it off
   }
+  createPolicy(config.algo, config.policyOptions) // the policy's own check of its options (unknown names, ranges)
   if (config.backends !== undefined) config.backends = parseBackends(config.backends)
   checkInteger('fleet count', config.fleet.count, 1, 1000)
   checkInteger('fleet base port', config.fleet.basePort, 0, 65535)

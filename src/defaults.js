@@ -19,6 +19,8 @@ const DEFAULTS = Object.freeze({
   graceMs: 10000,
   policyOptions: {},
   accessLog: false,
+  slowStartMs: 0,
+  healthCheck: Object.freeze({ path: null, intervalMs: 2000, timeoutMs: 1000, expectStatus: '200-399', rise: 2, fall: 3 }),
   fleet: { count: 7, basePort: 9101, cachePages: 4, missMs: 20 }
 })
 
@@ -39,12 +41,66 @@ const RULES = {
   },
   policyOptions: (v) => {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ERR_POLISTES_BAD_OPTION('policyOptions must be a JSON object')
+  },
+  slowStartMs: (v) => { if (!(Number.isFinite(v) && v >= 0)) throw new ERR_POLISTES_BAD_OPTION(`slowStartMs must be a number of ms >= 0, got ${JSON.stringify(v)}`) },
+  healthCheck: (v) => validateHealthCheck(v, 'healthCheck')
+}
+
+/** The keys of a `healthCheck` object, each with its check. */
+const HEALTH_CHECK_RULES = {
+  path: (v, where) => {
+    if (v !== null && !(typeof v === 'string' && v.startsWith('/'))) throw new ERR_POLISTES_BAD_OPTION(`${where}.path must be a path starting with "/" (or null: no active checks), got ${JSON.stringify(v)}`)
+  },
+  intervalMs: (v, where) => checkPositive(`${where}.intervalMs`, v),
+  timeoutMs: (v, where) => checkPositive(`${where}.timeoutMs`, v),
+  expectStatus: (v, where) => parseExpectStatus(v, `${where}.expectStatus`),
+  rise: (v, where) => checkInteger(`${where}.rise`, v, 1, 1000),
+  fall: (v, where) => checkInteger(`${where}.fall`, v, 1, 1000)
+}
+
+/**
+ * Validate a (possibly partial) `healthCheck` object: known keys only, each value in range.
+ * @param {unknown} value
+ * @param {string} where its name in messages, e.g. "healthCheck" or "backend #2 healthCheck"
+ * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION
+ */
+function validateHealthCheck (value, where) {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ERR_POLISTES_BAD_OPTION(`${where} must be an object such as { "path": "/health" }, got ${JSON.stringify(value)}`)
+  for (const key of Object.keys(value)) {
+    const rule = HEALTH_CHECK_RULES[key]
+    if (!rule) throw new ERR_POLISTES_BAD_OPTION(`${where}: unknown key ${JSON.stringify(key)}; known keys: ${Object.keys(HEALTH_CHECK_RULES).join(', ')}`)
+    rule(value[key], where)
   }
 }
 
 /**
+ * Read an expected-status spec into a predicate: a status (`200`), a range (`"200-399"`), a class
+ * (`"2xx"`), or a comma-separated list of these (`"200,204,3xx"`).
+ * @param {unknown} spec
+ * @param {string} [where] its name in messages
+ * @returns {(status: number) => boolean}
+ * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION
+ */
+function parseExpectStatus (spec, where = 'expectStatus') {
+  const bad = () => new ERR_POLISTES_BAD_OPTION(`${where} must be a status (200), a range ("200-399"), a class ("2xx") or a comma-separated list of these, got ${JSON.stringify(spec)}`)
+  const text = typeof spec === 'number' ? String(spec) : spec
+  if (typeof text !== 'string' || text.trim() === '') throw bad()
+  const ranges = text.split(',').map((item) => {
+    const m = /^\s*(?:([1-5])xx|([1-5]\d\d)(?:\s*-\s*([1-5]\d\d))?)\s*$/i.exec(item)
+    if (!m) throw bad()
+    if (m[1]) return [Number(m[1]) * 100, Number(m[1]) * 100 + 99]
+    const lo = Number(m[2])
+    const hi = m[3] ? Number(m[3]) : lo
+    if (hi < lo) throw bad()
+    return [lo, hi]
+  })
+  return (status) => ranges.some(([lo, hi]) => status >= lo && status <= hi)
+}
+
+/**
  * Validate the balancer options present in `options` (port, host, keepAlive, timeoutMs,
- * failTimeoutMs, graceMs, retries, retryOn, maxFails, policyOptions); other keys are left alone.
+ * failTimeoutMs, graceMs, retries, retryOn, maxFails, policyOptions, slowStartMs, healthCheck); other keys
+ * are left alone.
  * @param {object} options
  * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION on the first bad value
  */
@@ -72,4 +128,4 @@ function checkPositive (name, value) {
   if (!(Number.isFinite(value) && value > 0)) throw new ERR_POLISTES_BAD_OPTION(`${name} must be a positive number, got ${JSON.stringify(value)}`)
 }
 
-module.exports = { DEFAULTS, validateOptions, checkInteger }
+module.exports = { DEFAULTS, validateOptions, validateHealthCheck, parseExpectStatus, checkInteger }

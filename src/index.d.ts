@@ -10,9 +10,27 @@ export interface BackendSpec {
   url: string
   weight: number
   region?: string
+  /** overrides the balancer's `healthCheck` for this backend; false: no active checks */
+  healthCheck?: Partial<HealthCheckOptions> | false
 }
 
-export type BackendInput = string | { url: string, id?: string, weight?: number, region?: string }
+export type BackendInput = string | { url: string, id?: string, weight?: number, region?: string, healthCheck?: Partial<HealthCheckOptions> | false }
+
+/** Active HTTP health checks (HAProxy's `check inter … rise … fall …`). */
+export interface HealthCheckOptions {
+  /** path to GET on every upstream; null: no active checks (default null) */
+  path: string | null
+  /** ms from the end of one check to the next (default 2000) */
+  intervalMs: number
+  /** ms a check may take (default 1000) */
+  timeoutMs: number
+  /** passing statuses: 200, '200-399', '2xx' or a comma list (default '200-399') */
+  expectStatus: string | number
+  /** passed checks in a row that bring a down upstream back (default 2) */
+  rise: number
+  /** failed checks in a row that take an upstream down (default 3) */
+  fall: number
+}
 
 export interface BalancerOptions {
   /** upstream URLs (`http://host:port#region&w=2&id=name`), specs, or one comma-separated string */
@@ -45,6 +63,10 @@ export interface BalancerOptions {
   telemetry?: Telemetry
   /** one line per finished request (default none; see `createAccessLog`) */
   accessLog?: AccessLog | null
+  /** ms over which an upstream that comes back or is added ramps up (default 0: off) */
+  slowStartMs?: number
+  /** active health checks, merged over the defaults (off while `path` is null) */
+  healthCheck?: Partial<HealthCheckOptions>
   /** the proxy library, for measurement (default 'http-proxy') */
   library?: 'http-proxy' | 'http-proxy-3'
   logger?: Logger
@@ -60,7 +82,19 @@ export interface BalancerStats {
   noUpstream: number
   clientAborts: number
   inflight: number
-  upstreams: Array<{ id: string, url: string, weight: number, region?: string, inflight: number, requests: number, failures: number, ejections: number, healthy: boolean, downUntil: number | null }>
+  upstreams: Array<{
+    id: string, url: string, weight: number, region?: string, inflight: number, requests: number, failures: number, ejections: number,
+    downUntil: number | null,
+    /** health: down/rising by active checks, ejected by passive health, falling while checks fail */
+    state: 'up' | 'falling' | 'down' | 'rising' | 'ejected'
+    healthy: boolean
+    /** slow-start ramp in [0, 1] (1: full share) */
+    ramp: number
+    check: null | {
+      rise: number, fall: number, passed: number, failed: number, downs: number,
+      last: null | { ok: boolean, status: number | null, ms: number | null, error: string | null, at: number }
+    }
+  }>
   policy: { name: string, state: unknown }
 }
 
@@ -125,6 +159,17 @@ export interface Balancer {
   listen (): Promise<this>
   close (options?: { graceMs?: number }): Promise<void>
   stats (): BalancerStats
+  /** apply a new config live (hot reload); throws a PolistesError and changes nothing when it is invalid */
+  reconfigure (options: BalancerOptions): ReconfigureResult
+}
+
+/** What a reconfigure changed: upstream ids, setting names, and settings that need a restart. */
+export interface ReconfigureResult {
+  added: string[]
+  removed: string[]
+  updated: string[]
+  changed: string[]
+  restartNeeded: string[]
 }
 
 export function createBalancer (options: BalancerOptions): Balancer

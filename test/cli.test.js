@@ -24,7 +24,14 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
     ['unknown flag', ['--colour', 'red'], /Unknown argument/],
     ['non-numeric port', ['--port', 'eighty'], /--port must be a number/],
     ['out-of-range port', ['--port', '70000'], /port must be an integer in \[0, 65535\]/],
-    ['bad policy options', ['--policy-options', '{nope'], /--policy-options is not valid JSON/]
+    ['bad policy options', ['--policy-options', '{nope'], /--policy-options is not valid JSON/],
+    ['unknown policy option (the old --help example)', ['--policy-options', '{"maxRounds":4}'], /^polistes: wasp: unknown option "maxRounds"; known options: .*\brounds\b/],
+    ['unknown option of another policy', ['--algo', 'chash-bounded', '--policy-options', '{"rounds":4}'], /chash-bounded: unknown option "rounds"; known options: balanceFactor, replicas/],
+    ['health check path without a slash', ['--health-check', 'health'], /healthCheck.path must be a path starting with "\/"/],
+    ['bad expected status', ['--health-check', '/h', '--health-expect', 'ok'], /healthCheck.expectStatus must be a status/],
+    ['zero rise', ['--health-rise', '0'], /healthCheck.rise must be an integer in \[1, 1000\]/],
+    ['negative slow start', ['--slow-start', '-5'], /slowStartMs must be a number of ms >= 0/],
+    ['--watch without --config', ['--watch'], /--watch needs --config/]
   ])('%s', async (_name, args, message) => {
     const { code, stderr, stdout } = await run(args)
     expect(code).toBe(2)
@@ -128,6 +135,12 @@ describe('running', () => {
         servers.add(res.headers['x-server'])
       }
       expect(servers.size).toBe(7)
+      // the fleet is health-checked on its /_stats path (checks start at once)
+      const upstreams = await waitFor(async () => {
+        const list = JSON.parse((await request(`${ready.url}/_polistes/stats`)).body).upstreams
+        return list.every((u) => u.check && u.check.last) && list
+      })
+      for (const u of upstreams) expect(u).toMatchObject({ state: 'up', check: { last: { ok: true, status: 200 } } })
       cli.child.kill('SIGINT')
       expect((await cli.exited).code).toBe(0)
     } finally {

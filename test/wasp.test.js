@@ -224,6 +224,29 @@ describe('wasp: learning and forgetting', () => {
   })
 })
 
+describe('wasp: reconfigured while running (hot reload)', () => {
+  test('configure takes new options and keeps every threshold and counter', () => {
+    const wasp = createWasp({}, { random: mulberry32(5) })
+    const list = ups(3)
+    for (let i = 0; i < 300; i++) wasp.pick(list, { key: `/k${i % 10}` })
+    const before = wasp.snapshot()
+    wasp.configure({ rounds: 4, loadFactor: 3 })
+    expect(wasp.snapshot()).toEqual(before)
+    wasp.pick(list, { key: '/k1' })
+    expect(wasp.snapshot().picks).toBe(before.picks + 1)
+  })
+
+  test('configure refuses a bad or unknown option and changes nothing', () => {
+    const wasp = createWasp({ maxKeys: 5 }, { random: mulberry32(5) })
+    for (let i = 0; i < 20; i++) wasp.pick(ups(2), { key: `/k${i}` })
+    expect(() => wasp.configure({ maxRounds: 4 })).toThrow('wasp: unknown option "maxRounds"')
+    expect(() => wasp.configure({ rounds: -1 })).toThrow(/rounds must be an integer/)
+    expect(wasp.snapshot()).toMatchObject({ keys: 5, maxKeys: 5 })
+    wasp.configure({ maxKeys: 2 }) // a smaller cap drops the least recently used keys
+    expect(wasp.snapshot()).toMatchObject({ keys: 2, maxKeys: 2 })
+  })
+})
+
 describe('wasp: bounded memory', () => {
   test('a million distinct keys keep the key table at its cap', () => {
     // run in a plain node process: jest's module sandbox makes a million Map operations ~10x slower

@@ -33,7 +33,8 @@ const FORGET_AFTER = 4096
  * Create the memory of one wasp policy.
  * @param {{ thetaMin: number, thetaMax: number, thetaStart: number, phi: number, maxKeys: number }} o
  */
-function createMemory ({ thetaMin, thetaMax, thetaStart, phi, maxKeys }) {
+function createMemory (o) {
+  let { thetaMin, thetaMax, thetaStart, phi, maxKeys } = o
   /** @type {Map<string, KeyRecord>} in LRU order (a Map iterates in insertion order) */
   const keys = new Map()
   /** @type {Map<string, UpstreamRecord>} */
@@ -86,6 +87,16 @@ function createMemory ({ thetaMin, thetaMax, thetaStart, phi, maxKeys }) {
   return {
     keys,
     ups,
+
+    /**
+     * Take new bounds, forgetting rate and key cap (a reload): thresholds learnt so far are kept,
+     * read within the new bounds; beyond the new cap the least recently used keys go.
+     * @param {{ thetaMin: number, thetaMax: number, thetaStart: number, phi: number, maxKeys: number }} next
+     */
+    configure (next) {
+      ({ thetaMin, thetaMax, thetaStart, phi, maxKeys } = next)
+      while (keys.size > maxKeys) keys.delete(keys.keys().next().value)
+    },
 
     /** Decisions taken so far. */
     get picks () { return picks },

@@ -78,6 +78,8 @@ export interface WaspPolicy extends Policy {
   onStart?: undefined
   onEnd (upstream: Upstream, ctx: PickContext | undefined, outcome: Outcome): void
   snapshot (): WaspSnapshot
+  /** take new options on a running policy, keeping thresholds and upstream records (hot reload) */
+  configure (options: WaspOptions): void
 }
 
 export interface CreateWasp {

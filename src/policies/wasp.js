@@ -30,7 +30,7 @@
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../errors')
-const { ewma } = require('./shared')
+const { checkOptions, ewma } = require('./shared')
 const { createMemory } = require('./wasp-memory')
 
 /** Every parameter, with the reason for its default in the comment (and in docs/algorithms.md, "Wasp options"). */
@@ -83,7 +83,8 @@ function badOption (message) {
 
 /** Merge and validate options; throws PolistesError ERR_POLISTES_BAD_OPTION. */
 function resolveOptions (options) {
-  if (options === null || typeof options !== 'object') throw badOption('options must be an object')
+  options = checkOptions('wasp', options, Object.keys(defaults))
+  if (options.feedback !== undefined) checkOptions('wasp feedback', options.feedback, Object.keys(defaults.feedback))
   const o = { ...defaults, ...options, feedback: { ...defaults.feedback, ...(options.feedback || {}) } }
   for (const name of NUMERIC) {
     if (typeof o[name] !== 'number' || !Number.isFinite(o[name])) throw badOption(`${name} must be a finite number`)
@@ -136,6 +137,20 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
      */
     onEnd (upstream, ctx, outcome) {
       feedback(w, upstream, ctx, outcome)
+    },
+
+    /**
+     * New options on a running policy (a reload): checked like the factory's, then taken without
+     * forgetting anything learnt (thresholds, upstream records, counters).
+     * @param {Partial<typeof defaults>} next
+     * @throws {import('../errors').PolistesError} ERR_POLISTES_BAD_OPTION (then nothing changed)
+     */
+    configure (next) {
+      const o = resolveOptions(next)
+      w.o = o
+      w.useCache = o.feedback.cache
+      w.useLatency = o.feedback.latency
+      w.memory.configure(o)
     },
 
     /** Plain JSON: counters, upstream records, and the specialist of the most recent keys. */

@@ -7,6 +7,13 @@ async function main (): Promise<void> {
   const stats: BalancerStats = lb.stats()
   const failures: number = stats.failures.connect + stats.failures.timeout + stats.failures.stream
   const url: string | undefined = lb.url
+  const state: 'up' | 'falling' | 'down' | 'rising' | 'ejected' = stats.upstreams[0].state
+  const ramp: number = stats.upstreams[0].ramp
+  const lastStatus: number | null | undefined = stats.upstreams[0].check?.last?.status
+  void state, ramp, lastStatus
+  const reloaded = lb.reconfigure({ backends: ['http://127.0.0.1:9102'], slowStartMs: 5000, healthCheck: { path: '/health', rise: 3 } })
+  const removed: string[] = reloaded.removed
+  void removed
   await lb.close({ graceMs: 1000 })
   void failures
   void url
@@ -33,6 +40,8 @@ async function main (): Promise<void> {
 
   // @ts-expect-error backends is required
   await startBalancer({ algo: 'wasp' })
+  // @ts-expect-error healthCheck.rise is a number
+  await startBalancer({ backends: [], healthCheck: { rise: 'two' } })
   // @ts-expect-error keepAlive is a boolean
   await startBalancer({ backends: [], keepAlive: 'yes' })
 
