@@ -8,7 +8,7 @@ const { parseBackends } = require('./backend-spec')
 
 /** Keys a config file may hold. `address`, `strategy` and `receiver_addresses` are the seed's shape. */
 const FILE_KEYS = new Set(['address', 'host', 'port', 'strategy', 'algo', 'backends', 'receiver_addresses',
-  'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'fleet'])
+  'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'workers', 'fleet'])
 const FLEET_KEYS = new Set(['count', 'basePort', 'cachePages', 'missMs'])
 
 /**
@@ -46,7 +46,7 @@ function readConfigFile (file) {
   if (strategy !== undefined) out.algo = normalizeAlgo(strategy)
   const backends = json.backends ?? json.receiver_addresses
   if (backends !== undefined) out.backends = backends
-  for (const key of ['keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions']) {
+  for (const key of ['keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'workers']) {
     if (json[key] !== undefined) out[key] = json[key]
   }
   if (json.fleet !== undefined) {

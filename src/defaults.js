@@ -17,6 +17,7 @@ const DEFAULTS = Object.freeze({
   failTimeoutMs: 5000,
   graceMs: 10000,
   policyOptions: {},
+  workers: 1,
   fleet: { count: 7, basePort: 9101, cachePages: 4, missMs: 20 }
 })
 
@@ -30,6 +31,7 @@ const RULES = {
   graceMs: (v) => checkPositive('graceMs', v),
   retries: (v) => checkInteger('retries', v, 0, 100),
   maxFails: (v) => checkInteger('maxFails', v, 1, 1000),
+  workers: (v) => checkInteger('workers', v, 1, 256),
   policyOptions: (v) => {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ERR_POLISTES_BAD_OPTION('policyOptions must be a JSON object')
   }
@@ -37,7 +39,7 @@ const RULES = {
 
 /**
  * Validate the balancer options present in `options` (port, host, keepAlive, timeoutMs,
- * failTimeoutMs, graceMs, retries, maxFails, policyOptions); other keys are left alone.
+ * failTimeoutMs, graceMs, retries, maxFails, workers, policyOptions); other keys are left alone.
  * @param {object} options
  * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION on the first bad value
  */

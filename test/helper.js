@@ -144,4 +144,29 @@ function startServerCli (script, args) {
   return { child, url }
 }
 
-module.exports = { rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli }
+/**
+ * Start `bin/polistes.js` with JSON logs; `ready` resolves with the log line "polistes listening ...".
+ * `lines` collects every parsed log line; `exited` resolves with { code, signal }.
+ * @param {string[]} args
+ * @param {{ timeoutMs?: number }} [options]
+ */
+function startCli (args, { timeoutMs = 10000 } = {}) {
+  const cli = require('node:path').join(__dirname, '..', 'bin', 'polistes.js')
+  const child = spawn(process.execPath, [cli, '--log-format', 'json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const lines = []
+  let buffer = ''
+  child.stdout.on('data', (d) => {
+    buffer += d
+    const parts = buffer.split('\n')
+    buffer = parts.pop()
+    for (const part of parts) if (part.trim()) lines.push(JSON.parse(part))
+  })
+  let stderr = ''
+  child.stderr.on('data', (d) => { stderr += d })
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
+  const ready = waitFor(() => lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('polistes listening')), { timeoutMs })
+    .catch((err) => { child.kill('SIGKILL'); throw new Error(`${err.message}; stderr: ${stderr}`) })
+  return { child, lines, exited, ready, stderr: () => stderr }
+}
+
+module.exports = { rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli, startCli }
