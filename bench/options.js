@@ -40,6 +40,7 @@ function parser (argv) {
     .option('rate', { type: 'number', describe: 'fixed total request rate, req/s (default: closed loop, as fast as possible)' })
     .option('keep-alive', { type: 'boolean', describe: 'balancer-to-backend keep-alive; --no-keep-alive turns it off' })
     .option('policy-options', { type: 'string', describe: 'JSON object passed to the policy, e.g. \'{"xi":10}\'' })
+    .option('workers', { type: 'number', default: 1, describe: 'balancer processes on one port (node:cluster, like polistes --workers); CPU is summed over them' })
     .option('seed', { type: 'number', default: 1, describe: 'seed of the page sequence' })
     .option('out', { type: 'string', describe: 'JSON result path (default bench/results/<timestamp>-<scenario>.json)' })
     .option('results-dir', { type: 'string', default: RESULTS_DIR, defaultDescription: 'bench/results', describe: 'where JSON, CSV and HTML go' })
@@ -112,6 +113,8 @@ function parseOptions (argv) {
   const popularity = parsePopularity(args.popularity ?? scenario.popularity)
   const rate = args.rate === undefined ? undefined : number(args.rate, 'rate', { min: 0, exclusiveMin: true, integer: true })
   const seed = number(args.seed, 'seed', { integer: true })
+  const workers = number(args.workers, 'workers', { min: 1, integer: true })
+  if (workers > 64) throw bad(`--workers must be at most 64, got ${workers}`)
 
   let policyOptions = {}
   if (args['policy-options'] !== undefined) {
@@ -161,6 +164,7 @@ function parseOptions (argv) {
     keepAlive: keepAliveVariants.length === 1 ? keepAliveVariants[0] : keepAliveVariants,
     policyOptions,
     seed,
+    workers,
     fleet,
     out: args.out === undefined ? undefined : path.resolve(args.out),
     resultsDir: path.resolve(args['results-dir']),

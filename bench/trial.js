@@ -44,7 +44,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
     const { backends } = await fleet.request('start', { fleet: settings.fleet, pages: settings.pages, host: HOST })
     const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
     const { url } = await balancer.request('start', {
-      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, host: HOST
+      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, host: HOST, workers: settings.workers
     })
 
     const snapshot = async () => {
@@ -125,6 +125,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       algo: arm.label,
       policy: arm.algo,
       keepAlive: arm.keepAlive,
+      workers: settings.workers,
       trial,
       requests: m.requests,
       rps: round(m.rps, 2),

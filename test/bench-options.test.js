@@ -25,9 +25,11 @@ describe('bench options', () => {
       missMs: 20,
       popularity: { kind: 'uniform' },
       rate: undefined,
-      keepAlive: true
+      keepAlive: true,
+      workers: 1
     })
     expect(s.fleet).toMatchObject({ count: 7, cachePages: 4, missMs: 20 })
+    expect(parseOptions(['--workers', '4']).workers).toBe(4)
   })
 
   test.each(scenarioNames())('scenario %s parses, its baseline among its algorithms, with its own keep-alive variants', (name) => {
@@ -60,7 +62,9 @@ describe('bench options', () => {
     [['--rate', '0'], 'ERR_POLISTES_BAD_OPTION', /--rate/],
     [['--scenario', 'nope'], 'ERR_POLISTES_BAD_OPTION', /unknown scenario/],
     [['--policy-options', '[1]'], 'ERR_POLISTES_BAD_OPTION', /JSON object/],
-    [['--frobnicate'], 'ERR_POLISTES_BAD_OPTION', /frobnicate/]
+    [['--frobnicate'], 'ERR_POLISTES_BAD_OPTION', /frobnicate/],
+    [['--workers', '0'], 'ERR_POLISTES_BAD_OPTION', /--workers/],
+    [['--workers', '65'], 'ERR_POLISTES_BAD_OPTION', /--workers/]
   ])('%j is rejected with %s', (argv, code, message) => {
     expect(() => parseOptions(argv)).toThrow(expect.objectContaining({ code, message: expect.stringMatching(message) }))
   })
