@@ -46,6 +46,7 @@ function parser (argv) {
     .option('peers', { type: 'string', describe: 'HAProxy/nginx arms in front of the same fleet: none, or haproxy,nginx and/or arm names (default: the scenario\'s peers found on PATH)' })
     .option('keep-alive', { type: 'boolean', describe: 'balancer-to-backend keep-alive; --no-keep-alive turns it off' })
     .option('policy-options', { type: 'string', describe: 'JSON object passed to the policy, e.g. \'{"xi":10}\'' })
+    .option('workers', { type: 'number', default: 1, describe: 'balancer processes on one port (node:cluster, like polistes --workers); CPU is summed over them' })
     .option('seed', { type: 'number', default: 1, describe: 'seed of the page sequence' })
     .option('out', { type: 'string', describe: 'JSON result path (default bench/results/<timestamp>-<scenario>.json)' })
     .option('results-dir', { type: 'string', default: RESULTS_DIR, defaultDescription: 'bench/results', describe: 'where JSON, CSV and HTML go' })
@@ -154,6 +155,8 @@ function parseOptions (argv) {
   const sources = number(args.sources ?? scenario.sources ?? 1, 'sources', { min: 1, max: 250 * 254, integer: true })
   const retryOn = args['retry-on'] === undefined ? undefined : statusList(args['retry-on'])
   const seed = number(args.seed, 'seed', { integer: true })
+  const workers = number(args.workers, 'workers', { min: 1, integer: true })
+  if (workers > 64) throw bad(`--workers must be at most 64, got ${workers}`)
 
   let policyOptions = {}
   if (args['policy-options'] !== undefined) {
@@ -216,6 +219,7 @@ function parseOptions (argv) {
     keepAlive: keepAliveVariants.length === 1 ? keepAliveVariants[0] : keepAliveVariants,
     policyOptions,
     seed,
+    workers,
     fleet,
     out: args.out === undefined ? undefined : path.resolve(args.out),
     resultsDir: path.resolve(args['results-dir']),

@@ -138,6 +138,7 @@ function buildDocument (settings, runs, { startedAt, finishedAt }) {
       keepAlive: settings.keepAlive,
       policyOptions: settings.policyOptions,
       seed: settings.seed,
+      workers: settings.workers,
       fleet: settings.fleet
     },
     revision: revision(),

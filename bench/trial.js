@@ -56,7 +56,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
     const { backends } = await fleet.request('start', { fleet: settings.fleet, pages: settings.pages, host: HOST })
     const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
     const { url, version } = await balancer.request('start', {
-      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, retryOn: arm.retryOn, host: HOST
+      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, retryOn: arm.retryOn, host: HOST, workers: settings.workers
     })
 
     const snapshot = async () => {
@@ -141,6 +141,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       keepAlive: arm.keepAlive,
       ...(arm.retryOn ? { retryOn: arm.retryOn } : {}),
       ...(arm.peer ? { peer: { name: arm.peer, mode: arm.mode, version } } : {}),
+      workers: settings.workers,
       trial,
       requests: m.requests,
       rps: round(m.rps, 2),

@@ -162,10 +162,11 @@ class Balancer {
     return this._closed
   }
 
-  /** @returns {object} counters, upstreams and the policy's snapshot, as plain JSON */
+  /** @returns {object} the process id (which worker, with --workers), counters, upstreams and the policy's snapshot, as plain JSON */
   stats () {
     const t = this.now()
     return {
+      pid: process.pid,
       ...this.counters,
       failures: { ...this.counters.failures },
       inflight: this.pool.inflight(),

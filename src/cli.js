@@ -27,6 +27,7 @@ function parseStatusList (flag, value) {
   return parts.map(Number)
 }
 const { createReloader, balancerOptions, watchFile } = require('./reload')
+const cluster = require('./cluster')
 
 /**
  * Parse argv into the flags that were actually given (so a config file can supply the rest).
@@ -57,6 +58,7 @@ function parseArgs (argv) {
     .option('health-rise', { type: 'number', describe: 'consecutive passed checks that bring a down upstream back', defaultDescription: String(DEFAULTS.healthCheck.rise) })
     .option('health-fall', { type: 'number', describe: 'consecutive failed checks that take an upstream down', defaultDescription: String(DEFAULTS.healthCheck.fall) })
     .option('watch', { type: 'boolean', describe: 'reload when the --config file changes (SIGHUP always reloads)' })
+    .option('workers', { type: 'number', describe: 'balancer processes on the one port (node:cluster), each with its own policy state', defaultDescription: String(DEFAULTS.workers) })
     .option('fleet-size', { type: 'number', describe: 'embedded fleet: number of backends', defaultDescription: String(DEFAULTS.fleet.count) })
     .option('fleet-base-port', { type: 'number', describe: 'embedded fleet: first port (0: any free ports)', defaultDescription: String(DEFAULTS.fleet.basePort) })
     .option('cache-pages', { type: 'number', describe: 'embedded fleet: pages each backend caches', defaultDescription: String(DEFAULTS.fleet.cachePages) })
@@ -75,7 +77,7 @@ function parseArgs (argv) {
     .wrap(Math.min(110, process.stdout.columns || 110))
   const argvParsed = args.parse()
   if (argvParsed.help || argvParsed.version) return { exit: true }
-  const numberFlags = { port: 'port', timeout: 'timeoutMs', retries: 'retries', 'max-fails': 'maxFails', 'fail-timeout': 'failTimeoutMs', 'slow-start': 'slowStartMs' }
+  const numberFlags = { port: 'port', timeout: 'timeoutMs', retries: 'retries', 'max-fails': 'maxFails', 'fail-timeout': 'failTimeoutMs', 'slow-start': 'slowStartMs', workers: 'workers' }
   const flags = {}
   for (const [flag, key] of Object.entries(numberFlags)) {
     if (argvParsed[flag] !== undefined) flags[key] = requireNumber(flag, argvParsed[flag])
@@ -132,35 +134,31 @@ async function main (argv, { startFleet } = {}) {
   const parsed = parseArgs(argv)
   if (parsed.exit) return
   const file = parsed.configFile ? readConfigFile(parsed.configFile) : {}
-  const config = resolveConfig(parsed.flags, file)
+  const config = cluster.workerConfig(resolveConfig(parsed.flags, file))
   const logger = createLogger({ level: parsed.logLevel, pretty: parsed.logFormat ? parsed.logFormat === 'pretty' : undefined })
+  const startBackends = () => startFleetIfNeeded(config, startFleet, logger)
+  if (cluster.isPrimaryOfMany(config)) return cluster.runPrimary({ config, logger, startBackends })
 
-  let fleet = null
-  if (!config.backends) {
-    if (!startFleet) throw new ERR_POLISTES_NO_BACKENDS()
-    try {
-      fleet = await startFleet(config.fleet)
-    } catch (err) {
-      if (err.code === 'ERR_POLISTES_PORT_IN_USE') err.message += ' (embedded fleet: choose other ports with --fleet-base-port, or 0 for any free ones)'
-      throw err
-    }
-    logger.info({ backends: fleet.backends.map((b) => `${b.id}=${b.url}`) }, `embedded fleet of ${fleet.backends.length} backends (cache ${config.fleet.cachePages} pages, miss ${config.fleet.missMs} ms)`)
-  }
-
+  const { backends, fleet } = await startBackends()
   let balancer
   let accessLog = null
   try {
     if (config.accessLog) accessLog = createAccessLog(config.accessLogFile ? { file: config.accessLogFile } : { logger })
-    balancer = await startBalancer({ ...balancerOptions(config, fleet), logger, accessLog })
+    balancer = await startBalancer({ ...balancerOptions(fleet ? config : { ...config, backends }, fleet), logger, accessLog })
   } catch (err) {
     if (fleet) await fleet.close()
     if (accessLog) await accessLog.close()
     if (err.code === 'ERR_POLISTES_PORT_IN_USE') err.message += ' (choose another with --port)'
     throw err
   }
-  logger.info({ algo: config.algo, url: balancer.url, keepAlive: config.keepAlive }, `polistes listening on ${balancer.url} (algo ${config.algo})`)
-  logger.info({ dashboard: `${balancer.url}/_polistes/`, metrics: `${balancer.url}/_polistes/metrics`, accessLog: accessLog ? (accessLog.file || 'log') : false }, `dashboard: ${balancer.url}/_polistes/`)
-  process.stdout.isTTY && console.log(`try: curl -i ${balancer.url}/page1.html    stats: ${balancer.url}/_polistes/stats`)
+  if (cluster.isWorker()) {
+    logger.info({ url: balancer.url, pid: process.pid }, `polistes worker ${process.pid} listening on ${balancer.url}`)
+    cluster.reportListening(balancer.url)
+  } else {
+    logger.info({ algo: config.algo, url: balancer.url, keepAlive: config.keepAlive }, `polistes listening on ${balancer.url} (algo ${config.algo})`)
+    logger.info({ dashboard: `${balancer.url}/_polistes/`, metrics: `${balancer.url}/_polistes/metrics`, accessLog: accessLog ? (accessLog.file || 'log') : false }, `dashboard: ${balancer.url}/_polistes/`)
+    process.stdout.isTTY && console.log(`try: curl -i ${balancer.url}/page1.html    stats: ${balancer.url}/_polistes/stats`)
+  }
 
   const { reload, current } = createReloader({ balancer, configFile: parsed.configFile, flags: parsed.flags, config, fleet, logger })
   process.on('SIGHUP', () => reload('SIGHUP'))
@@ -180,10 +178,32 @@ async function main (argv, { startFleet } = {}) {
     if (accessLog) await accessLog.close()
     logger.info('stopped')
     process.exitCode = 0
+    if (cluster.isWorker()) process.disconnect()
   }
-  process.on('SIGINT', stop)
-  process.on('SIGTERM', stop)
+  cluster.onShutdown(stop, logger)
   return { balancer, reload }
+}
+
+/**
+ * The backends: the configured ones, those the cluster primary passed to this worker, or an
+ * embedded fleet started here (then `fleet` is set, to be closed on shutdown).
+ * @param {object} config
+ * @param {StartFleet | undefined} startFleet
+ * @param {import('pino').Logger} logger
+ */
+async function startFleetIfNeeded (config, startFleet, logger) {
+  const backends = config.backends || cluster.backendsFromPrimary()
+  if (backends) return { backends, fleet: null }
+  if (!startFleet) throw new ERR_POLISTES_NO_BACKENDS()
+  let fleet
+  try {
+    fleet = await startFleet(config.fleet)
+  } catch (err) {
+    if (err.code === 'ERR_POLISTES_PORT_IN_USE') err.message += ' (embedded fleet: choose other ports with --fleet-base-port, or 0 for any free ones)'
+    throw err
+  }
+  logger.info({ backends: fleet.backends.map((b) => `${b.id}=${b.url}`) }, `embedded fleet of ${fleet.backends.length} backends (cache ${config.fleet.cachePages} pages, miss ${config.fleet.missMs} ms)`)
+  return { backends: fleet.backends.map((b) => ({ id: b.id, url: b.url })), fleet }
 }
 
 /** Print one line for a known error and exit 2; anything else is a bug and keeps its stack. */

@@ -21,6 +21,7 @@ const DEFAULTS = Object.freeze({
   accessLog: false,
   slowStartMs: 0,
   healthCheck: Object.freeze({ path: null, intervalMs: 2000, timeoutMs: 1000, expectStatus: '200-399', rise: 2, fall: 3 }),
+  workers: 1,
   fleet: { count: 7, basePort: 9101, cachePages: 4, missMs: 20 }
 })
 
@@ -39,6 +40,7 @@ const RULES = {
   retryOn: (v) => {
     if (!Array.isArray(v) || !v.every((s) => Number.isInteger(s) && s >= 500 && s <= 599)) throw new ERR_POLISTES_BAD_OPTION(`retryOn must be a list of 5xx statuses, e.g. [503], got ${JSON.stringify(v)}`)
   },
+  workers: (v) => checkInteger('workers', v, 1, 256),
   policyOptions: (v) => {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ERR_POLISTES_BAD_OPTION('policyOptions must be a JSON object')
   },
@@ -99,7 +101,7 @@ function parseExpectStatus (spec, where = 'expectStatus') {
 
 /**
  * Validate the balancer options present in `options` (port, host, keepAlive, timeoutMs,
- * failTimeoutMs, graceMs, retries, retryOn, maxFails, policyOptions, slowStartMs, healthCheck); other keys
+ * failTimeoutMs, graceMs, retries, retryOn, maxFails, workers, policyOptions, slowStartMs, healthCheck); other keys
  * are left alone.
  * @param {object} options
  * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION on the first bad value

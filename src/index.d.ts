@@ -75,6 +75,8 @@ export interface BalancerOptions {
 }
 
 export interface BalancerStats {
+  /** the process that answered: with `polistes --workers N`, which worker */
+  pid: number
   requests: number
   responses: number
   retries: number

@@ -40,9 +40,11 @@ describe('bench options', () => {
       missMs: 20,
       popularity: { kind: 'uniform' },
       rate: undefined,
-      keepAlive: true
+      keepAlive: true,
+      workers: 1
     })
     expect(s.fleet).toMatchObject({ count: 7, cachePages: 4, missMs: 20 })
+    expect(parseOptions(['--workers', '4']).workers).toBe(4)
   })
 
   test.each(scenarioNames())('scenario %s parses, its baseline among its algorithms, with its own keep-alive variants', (name) => {
@@ -79,7 +81,9 @@ describe('bench options', () => {
     [['--peers', 'squid'], 'ERR_POLISTES_BAD_OPTION', /unknown peer "squid"/],
     [['--load', 'ab'], 'ERR_POLISTES_BAD_OPTION', /--load must be/],
     [['--load', 'wrk', '--rate', '100'], 'ERR_POLISTES_BAD_OPTION', /--rate runs the open-loop generator/],
-    [['--load', 'wrk', '--popularity', 'zipf:1'], 'ERR_POLISTES_BAD_OPTION', /uniform popularity only/]
+    [['--load', 'wrk', '--popularity', 'zipf:1'], 'ERR_POLISTES_BAD_OPTION', /uniform popularity only/],
+    [['--workers', '0'], 'ERR_POLISTES_BAD_OPTION', /--workers/],
+    [['--workers', '65'], 'ERR_POLISTES_BAD_OPTION', /--workers/]
   ])('%j is rejected with %s', (argv, code, message) => {
     expect(() => parseOptions(argv)).toThrow(expect.objectContaining({ code, message: expect.stringMatching(message) }))
   })

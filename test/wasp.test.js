@@ -51,7 +51,7 @@ describe('wasp: the policy contract', () => {
   test('every parameter has a default, exposed on createWasp.defaults too', () => {
     expect(createWasp.defaults).toBe(defaults)
     expect(Object.keys(defaults).sort()).toEqual(['feedback', 'idleGaps', 'loadFactor', 'maxKeys', 'missLearning',
-      'phi', 'rounds', 'stimulus', 'stimulusGrowth', 'thetaMax', 'thetaMin', 'thetaStart', 'xi'])
+      'phi', 'rendezvous', 'rounds', 'stimulus', 'stimulusGrowth', 'thetaMax', 'thetaMin', 'thetaStart', 'xi'])
     expect(Object.isFrozen(defaults)).toBe(true)
   })
 
@@ -59,7 +59,7 @@ describe('wasp: the policy contract', () => {
     [{ xi: 'fast' }], [{ rounds: 2.5 }], [{ rounds: 1000 }], [{ thetaMin: 0 }], [{ thetaMax: 0.5 }],
     [{ thetaStart: 5000 }], [{ loadFactor: 0.5 }], [{ stimulus: 0 }], [{ stimulusGrowth: 0.9 }],
     [{ maxKeys: 0 }], [{ missLearning: 2 }], [{ feedback: { cache: 'yes' } }], [{ idleGaps: -1 }],
-    [{ idleGaps: Infinity }], [null]
+    [{ idleGaps: Infinity }], [{ rendezvous: -1 }], [{ rendezvous: 17 }], [null]
   ])('the bad option %j throws ERR_POLISTES_BAD_OPTION', (options) => {
     expect(() => createWasp(options)).toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION' }))
   })
@@ -211,6 +211,35 @@ describe('wasp: learning and forgetting', () => {
     expect(away.upstreams.find((u) => u.id === spec).idle).toBe(0) // not listed: not counted yet
     expect(wasp.pick(list, { key: '/b' }).id).toBe(spec) // 101 picks idle > 8 × 2: it bids for /b at once
     expect(wasp.snapshot().idleWins).toBe(away.idleWins + 1)
+  })
+
+  test('rendezvous: independent policies (other random sources) mostly pick the same upstream for a new key', () => {
+    // first pick of 200 new keys by two policies with different random sources: how often they agree
+    const agreement = (rendezvous) => {
+      const a = createWasp({ rendezvous }, { random: mulberry32(1) })
+      const b = createWasp({ rendezvous }, { random: mulberry32(2) })
+      let same = 0
+      for (let i = 0; i < 200; i++) if (a.pick(ups(7), { key: `/k${i}` }).id === b.pick(ups(7), { key: `/k${i}` }).id) same++
+      return same / 200
+    }
+    const off = agreement(0)
+    expect(off).toBeLessThan(0.25) // 1/7 by chance (measured 0.125)
+    expect(agreement(1)).toBeGreaterThan(2.5 * off) // measured 0.455
+    expect(agreement(2)).toBeGreaterThan(agreement(1)) // measured 0.675
+  })
+
+  test('rendezvous: an unseen threshold depends on (key, upstream) only, not on the list order', () => {
+    const a = createWasp({ rendezvous: 1, xi: 0, phi: 0 }, { random: mulberry32(1) })
+    const b = createWasp({ rendezvous: 1, xi: 0, phi: 0 }, { random: mulberry32(9) })
+    a.pick(ups(5), { key: '/x' })
+    b.pick(ups(5).reverse(), { key: '/x' })
+    // with xi = phi = 0 the specialist is the upstream with the lowest rendezvous start
+    const sa = a.snapshot().recent[0]
+    const sb = b.snapshot().recent[0]
+    expect(sa.specialist).toBe(sb.specialist)
+    expect(sa.theta).toBe(sb.theta)
+    expect(sa.theta).toBeLessThan(defaults.thetaStart)
+    expect(sa.theta).toBeGreaterThanOrEqual(defaults.thetaMin)
   })
 
   test('an upstream gone for long is forgotten and comes back neutral', () => {

@@ -42,6 +42,12 @@ export interface WaspOptions {
    * it wins, so a re-added upstream takes keys; >= 0, 0 turns it off (default 8)
    */
   idleGaps?: number
+  /**
+   * rendezvous γ in [0, 16]: an unseen (key, upstream) starts at thetaStart × (2(1 − h))^γ, h the
+   * rendezvous hash of (key, upstream id), so several balancer processes prefer the same upstream
+   * for a new key; 0 = every upstream starts at thetaStart (default 0; `polistes --workers N > 1` uses 1)
+   */
+  rendezvous?: number
 }
 
 /** The resolved defaults. */
