@@ -1,11 +1,16 @@
 'use strict'
 
 const { ERR_POLISTES_BAD_URL, ERR_POLISTES_NO_BACKENDS } = require('./errors')
+const { validateHealthCheck } = require('./defaults')
 
 /**
- * A backend as the pool needs it.
- * @typedef {{ id: string, url: string, weight: number, region?: string }} BackendSpec
+ * A backend as the pool needs it. `healthCheck` (object form only) overrides the balancer's
+ * `healthCheck` settings for this backend; `false` turns its active checks off.
+ * @typedef {{ id: string, url: string, weight: number, region?: string, healthCheck?: object | false }} BackendSpec
  */
+
+/** The keys a backend given as an object may hold. */
+const OBJECT_KEYS = ['url', 'id', 'weight', 'region', 'healthCheck']
 
 /**
  * Parse one backend, given as a URL string or an object.
@@ -15,7 +20,7 @@ const { ERR_POLISTES_BAD_URL, ERR_POLISTES_NO_BACKENDS } = require('./errors')
  * Example: `http://127.0.0.1:9101#eu&w=3`. A string without a scheme (`127.0.0.1:9101`, the
  * seed config's shape) is read as `http://`.
  *
- * @param {string | { url: string, id?: string, weight?: number, region?: string }} input
+ * @param {string | { url: string, id?: string, weight?: number, region?: string, healthCheck?: object | false }} input
  * @param {number} index position in the list, used for error messages
  * @returns {BackendSpec}
  * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_URL when the URL or a fragment token is malformed
@@ -27,6 +32,8 @@ function parseBackend (input, index = 0) {
   if (input !== null && typeof input === 'object') {
     raw = input.url
     extra = input
+    const unknown = Object.keys(input).filter((k) => !OBJECT_KEYS.includes(k))
+    if (unknown.length > 0) throw new ERR_POLISTES_BAD_URL(where, `unknown key ${JSON.stringify(unknown[0])}; known keys: ${OBJECT_KEYS.join(', ')}`)
   }
   if (typeof raw !== 'string' || raw.trim() === '') {
     throw new ERR_POLISTES_BAD_URL(where, `expected a URL such as http://127.0.0.1:9101, got ${JSON.stringify(raw)}`)
@@ -63,6 +70,10 @@ function parseBackend (input, index = 0) {
   if (extra.id !== undefined) spec.id = String(extra.id)
   if (extra.region !== undefined) spec.region = String(extra.region)
   if (extra.weight !== undefined) spec.weight = parseWeight(where, extra.weight)
+  if (extra.healthCheck !== undefined) {
+    if (extra.healthCheck !== false) validateHealthCheck(extra.healthCheck, `${where} healthCheck`)
+    spec.healthCheck = extra.healthCheck === false ? false : { ...extra.healthCheck }
+  }
   return spec
 }
 

@@ -7,11 +7,15 @@ const { createPolicy } = require('./policies')
 const { silentLogger } = require('./logger')
 const { DEFAULTS, validateOptions } = require('./defaults')
 const { createLifecycle } = require('./http-lifecycle')
-const { createFrontServer } = require('./front-server')
+const { createFrontServer, refuse } = require('./front-server')
 const { readServerTls, readCa } = require('./tls-files')
-const { ADMIN_PREFIX, createAdminRouter, isAdminPath } = require('./admin')
 const { declaresTooLarge, watchBodySize } = require('./body-limit')
-const { ERR_POLISTES_BAD_OPTION } = require('./errors')
+const { tunnelUpgrade } = require('./upgrade')
+const { createTelemetry } = require('./telemetry')
+const { createAdmin, isAdminPath } = require('./admin')
+const { createAdminRouter } = require('./admin-router')
+const { createHealthChecker } = require('./health-checker')
+const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('./reconfigure')
 
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
@@ -27,6 +31,9 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
  * @property {boolean} [keepAlive=true] upstream keep-alive
  * @property {number} [timeoutMs=30000] upstream inactivity timeout, answered with 504
  * @property {number} [retries=2] extra attempts on other upstreams for idempotent bodiless requests
+ * @property {number[]} [retryOn=[]] upstream response statuses (5xx) that also count as a failed
+ *   attempt of such a request, retried elsewhere while retries remain (e.g. [503], as nginx's
+ *   `proxy_next_upstream http_503` or HAProxy's `retry-on 503`)
  * @property {number} [maxFails=1] consecutive failures that eject an upstream
  * @property {number} [failTimeoutMs=5000] how long an ejected upstream is left out
  * @property {number} [maxConnections=10000] open client connections; beyond, new ones are closed at once
@@ -41,8 +48,13 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
  * @property {number | null} [adminPort] serve `/_polistes/*` on a listener of its own (0: any free port)
  *   and no longer on the public one; null: on the public listener
  * @property {string} [adminHost='127.0.0.1'] the admin listener's address
- * @property {string | null} [statsPath='/_polistes/stats'] the balancer's own stats endpoint, under
- *   `/_polistes/` (null: off)
+ * @property {boolean} [admin=true] serve `/_polistes/*` (stats, metrics, dashboard) on the public listener;
+ *   false: that prefix is proxied like any other path (ignored with `adminPort`, where it is always served)
+ * @property {import('./telemetry').Telemetry} [telemetry] default: a new one (per-request aggregates)
+ * @property {import('./access-log').AccessLog | null} [accessLog=null] one line per finished request
+ * @property {number} [slowStartMs=0] ms over which an upstream that comes back (or is added) ramps up
+ * @property {Partial<import('./health-checker').HealthCheckSettings> & { path?: string | null }} [healthCheck]
+ *   active checks (off while `path` is null); a backend spec's own `healthCheck` overrides it
  * @property {'http-proxy' | 'http-proxy-3'} [library] proxy library (for measurement only)
  * @property {import('pino').Logger} [logger] default: silent
  * @property {() => number} [random] injected into the policy
@@ -74,36 +86,44 @@ class Balancer {
   constructor (options) {
     const o = withDefaults(options)
     const {
-      backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs,
-      statsPath = '/_polistes/stats', library, logger = silentLogger(),
+      backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, retries, retryOn, maxFails, failTimeoutMs,
+      slowStartMs, healthCheck, admin = true, telemetry = createTelemetry(), accessLog = null, library, logger = silentLogger(),
       random = Math.random, now = () => performance.now()
     } = o
     validateOptions(Object.fromEntries(BALANCER_KEYS.map((key) => [key, o[key]])))
-    if (statsPath !== null && !(typeof statsPath === 'string' && isAdminPath(statsPath))) {
-      throw new ERR_POLISTES_BAD_OPTION(`statsPath must be null or a path under ${ADMIN_PREFIX}, got ${JSON.stringify(statsPath)}`)
-    }
+    const specs = parseBackends(backends)
     this.port = port
     this.host = host
     this.retries = retries
+    this.retryOn = new Set(retryOn)
     this.maxBodySize = o.maxBodySize
+    this.telemetry = telemetry
+    this.accessLog = accessLog
+    this.mountAdmin = admin
+    this.admin = createAdmin({ stats: () => this.stats(), telemetry })
+    /** handlers added with addAdminHandler, tried before the built-in endpoints */
+    this.adminRouter = createAdminRouter()
     this.logger = logger
     this.debug = logger.isLevelEnabled('debug')
     this.now = now
-    this.pool = new Pool(parseBackends(backends), { maxFails, failTimeoutMs, now })
+    this.random = random
+    /** what reconfigure() compares a new config with */
+    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, library, customPolicy: Boolean(policy), maxBodySize: o.maxBodySize, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, o[key]])) }
+    this.specs = new Map(specs.map((s) => [s.id, s]))
+    this.pool = new Pool(specs, { maxFails, failTimeoutMs, slowStartMs, now, random })
+    for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order
     this.policy = policy || createPolicy(algo, policyOptions, { random, now })
     const limits = { maxConnections: o.maxConnections, headersTimeoutMs: o.headersTimeoutMs, requestTimeoutMs: o.requestTimeoutMs, keepAliveTimeoutMs: o.keepAliveTimeoutMs, maxHeaderSize: o.maxHeaderSize }
     const tls = o.tlsCert ? readServerTls(o.tlsCert, o.tlsKey) : null
-    this.engine = createProxyEngine({ keepAlive, timeoutMs, library, upstreamCa: o.upstreamCa ? readCa(o.upstreamCa) : null })
+    /** trusted CAs of https upstreams (PEM), kept for engines made by a reload and for WebSocket tunnels */
+    this.upstreamCa = o.upstreamCa ? readCa(o.upstreamCa) : null
+    this.engine = createProxyEngine({ keepAlive, timeoutMs, library, upstreamCa: this.upstreamCa })
+    /** engines replaced by a reload, closed once their last attempt ends: engine → attempts in flight */
+    this.engineUse = new Map()
+    this.retiredEngines = new Set()
+    this.checker = createHealthChecker(this.pool, { logger })
     this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0, bodyTooLarge: 0, droppedConnections: 0 }
 
-    this.admin = createAdminRouter()
-    if (statsPath) {
-      this.admin.add((req, res) => {
-        if (req.url !== statsPath || req.method !== 'GET') return false
-        this.serveStats(res)
-        return true
-      })
-    }
     this.adminPort = o.adminPort
     this.adminHost = o.adminHost
     this.adminServer = null
@@ -121,18 +141,21 @@ class Balancer {
       if (!declaresTooLarge(req, this.maxBodySize)) res.writeContinue()
       this.server.emit('request', req, res)
     })
+    this.server.on('upgrade', (req, socket, head) => this.handleUpgrade(req, socket, head))
+    this.timeoutMs = timeoutMs
     this.url = undefined
     this.adminUrl = undefined
   }
 
   /**
-   * Add a handler to the admin surface (`/_polistes/*`), tried after those added before it.
+   * Add a handler to the admin surface (`/_polistes/*`), tried after those added before it and
+   * before the built-in endpoints (stats, metrics, dashboard), so it may also replace one of them.
    * @param {(req: import('http').IncomingMessage, res: import('http').ServerResponse) => boolean} handler
    *   answers and returns true, or returns false without writing anything
    * @returns {this}
    */
   addAdminHandler (handler) {
-    this.admin.add(handler)
+    this.adminRouter.add(handler)
     return this
   }
 
@@ -155,7 +178,24 @@ class Balancer {
       this.engine.close()
       throw err
     }
+    this.checker.sync((u) => checkSettingsFor(this, u))
     return this
+  }
+
+  /**
+   * Apply a new config to the running balancer without dropping a connection or a request:
+   * backends added, removed (their in-flight requests finish) or re-weighted, policy options,
+   * timeouts, retries, passive and active health settings changed. The policy keeps its memory
+   * when only its options change (wasp: thresholds of the upstreams that stay). Everything is
+   * validated before anything changes, so an invalid config throws and leaves the old one serving.
+   * @param {BalancerOptions} options a complete config, as for the constructor (settings left out take
+   *   their defaults, except host and port, which cannot change without a restart)
+   * @returns {{ added: string[], removed: string[], updated: string[], changed: string[], restartNeeded: string[] }}
+   * @throws {import('./errors').PolistesError} on an invalid config (nothing applied)
+   */
+  reconfigure (options) {
+    // host and port are compared only when given: a config without them does not ask for a move
+    return reconfigure(this, { ...withDefaults(options), host: options.host, port: options.port })
   }
 
   /** @returns {boolean} true once close() was called */
@@ -170,20 +210,27 @@ class Balancer {
    */
   async close ({ graceMs = DEFAULTS.graceMs } = {}) {
     if (!this._closed) {
+      this.admin.close() // event streams would otherwise hold their connections open
+      this.checker.stop()
       const listeners = [this.lifecycle, this.adminLifecycle].filter(Boolean)
-      this._closed = Promise.all(listeners.map((l) => l.close({ graceMs }))).then(() => this.engine.close())
+      this._closed = Promise.all(listeners.map((l) => l.close({ graceMs }))).then(() => {
+        this.engine.close()
+        for (const engine of this.retiredEngines) engine.close()
+        this.retiredEngines.clear()
+      })
     }
     return this._closed
   }
 
-  /** @returns {object} counters, upstreams and the policy's snapshot, as plain JSON */
+  /** @returns {object} the process id (which worker, with --workers), counters, upstreams and the policy's snapshot, as plain JSON */
   stats () {
     const t = this.now()
     return {
+      pid: process.pid,
       ...this.counters,
       failures: { ...this.counters.failures },
       inflight: this.pool.inflight(),
-      upstreams: this.pool.all().map((u) => ({ ...u.toJSON(), healthy: this.pool.isHealthy(u, t) })),
+      upstreams: this.pool.all().map((u) => ({ ...u.toJSON(), ...this.pool.health(u, t) })),
       policy: { name: this.policy.name, state: this.policy.snapshot ? this.policy.snapshot() : undefined }
     }
   }
@@ -196,30 +243,36 @@ class Balancer {
   handle (req, res) {
     if (isAdminPath(req.url)) {
       // the prefix stays the balancer's wherever the admin surface is served: never proxied
-      if (!this.adminServer && this.admin.handle(req, res)) return
-      return this.reply(res, 404, 'not-found', 'not found')
+      if (this.adminServer) return this.reply(res, 404, 'not-found', 'not found')
+      if (this.mountAdmin) return this.handleAdmin(req, res)
     }
+    if (req.url[0] !== '/') return this.reply(res, 400, 'request-target', 'only origin-form request targets (/path) are served')
     this.counters.requests++
     if (declaresTooLarge(req, this.maxBodySize)) {
       this.counters.bodyTooLarge++
       res.shouldKeepAlive = false // the body is not read: the connection cannot carry another request
       return this.reply(res, 413, 'body-too-large', `request body larger than ${this.maxBodySize} bytes`)
     }
+    const t0 = this.now()
+    const bytes0 = req.socket.bytesWritten
     const ctx = { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method }
     const retryable = IDEMPOTENT.has(req.method) && !hasBody(req)
     const tried = new Set()
     let current = null
+    const canRetry = () => retryable && tried.size <= this.retries && !req.socket.destroyed && this.pool.eligible().some((u) => !tried.has(u.id))
 
     const finish = (attempt, outcome) => {
       if (attempt.done) return
       attempt.done = true
       this.pool.release(attempt.upstream)
+      this.useEngine(attempt.engine, -1)
       const latencyMs = this.now() - attempt.t0
-      if (this.policy.onEnd) this.policy.onEnd(attempt.upstream, ctx, { latencyMs, ...outcome })
+      if (attempt.policy.onEnd) attempt.policy.onEnd(attempt.upstream, ctx, { latencyMs, ...outcome })
       if (this.debug) this.logger.debug({ method: req.method, url: req.url, upstream: attempt.upstream.id, status: outcome.statusCode, cache: outcome.cache, ms: Math.round(latencyMs * 100) / 100, error: outcome.error }, 'request')
     }
 
     res.on('close', () => {
+      this.observe(req, res, ctx.key, current, tried.size, this.now() - t0, req.socket.bytesWritten - bytes0)
       if (!current || current.done) return
       if (res.writableFinished) {
         this.counters.responses++
@@ -242,9 +295,10 @@ class Balancer {
       tried.add(upstream.id)
       this.pool.acquire(upstream)
       if (this.policy.onStart) this.policy.onStart(upstream, ctx)
-      const attempt = { upstream, t0: this.now(), done: false, statusCode: undefined, cache: undefined, handle: null }
+      const attempt = { upstream, policy: this.policy, engine: this.engine, t0: this.now(), done: false, statusCode: undefined, cache: undefined, handle: null }
       current = attempt
-      attempt.handle = this.engine.forward(req, res, upstream, {
+      this.useEngine(attempt.engine, 1)
+      attempt.handle = attempt.engine.forward(req, res, upstream, {
         onResponse: (proxyRes) => {
           attempt.statusCode = proxyRes.statusCode
           attempt.cache = proxyRes.headers['x-cache']
@@ -260,14 +314,21 @@ class Balancer {
             res.destroy() // the client must see a broken response, never a truncated one that looks whole
           } else if (kind === 'timeout') {
             this.reply(res, 504, 'timeout', `upstream ${upstream.id} timed out`)
-          } else if (retryable && tried.size <= this.retries && !req.socket.destroyed && this.pool.eligible().some((u) => !tried.has(u.id))) {
+          } else if (canRetry()) {
             this.counters.retries++
             dispatch()
           } else {
             this.reply(res, 502, 'connect', `upstream ${upstream.id} failed: ${err.code || err.message}`)
           }
+        },
+        discard: (proxyRes) => {
+          if (!canRetry()) return false // the last attempt's answer goes to the client as it is
+          this.counters.retries++
+          finish(attempt, { statusCode: proxyRes.statusCode, cache: proxyRes.headers['x-cache'] })
+          dispatch()
+          return true
         }
-      }, { replay: tried.size > 1 })
+      }, { replay: tried.size > 1, hold: retryable ? this.retryOn : undefined })
     }
     dispatch()
     // After dispatch, not before: a 'data' listener added first would start the body flowing before
@@ -285,6 +346,47 @@ class Balancer {
     })
   }
 
+  /**
+   * Tunnel an Upgrade request (WebSocket) to one upstream the policy picks. The tunnel counts as
+   * in flight on its upstream while it is open; it feeds no latency to the policy (a session's
+   * length is not a response time) and is never retried.
+   * @param {import('http').IncomingMessage} req
+   * @param {import('net').Socket} socket
+   * @param {Buffer} head
+   */
+  handleUpgrade (req, socket, head) {
+    if (this.closing || req.url[0] !== '/') return refuse(socket)
+    this.counters.requests++
+    const upstream = this.policy.pick(this.pool.eligible(), { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method })
+    if (!upstream) {
+      this.counters.noUpstream++
+      return refuse(socket, '503 Service Unavailable')
+    }
+    this.pool.acquire(upstream)
+    tunnelUpgrade(req, socket, head, upstream.target, {
+      timeoutMs: this.timeoutMs,
+      ca: this.upstreamCa,
+      onOpen: () => this.pool.succeed(upstream),
+      onFailure: (err) => {
+        this.counters.failures[err.code === 'ETIMEDOUT' ? 'timeout' : 'connect']++
+        this.pool.fail(upstream)
+        this.logger.warn({ upstream: upstream.id, err: err.message, url: req.url }, 'upgrade failed')
+      },
+      onClose: () => this.pool.release(upstream)
+    })
+  }
+
+  /** Count the attempts on an engine; a retired one (replaced by a reload) is closed after its last. */
+  useEngine (engine, delta) {
+    const n = (this.engineUse.get(engine) || 0) + delta
+    if (n > 0) {
+      this.engineUse.set(engine, n)
+      return
+    }
+    this.engineUse.delete(engine)
+    if (this.retiredEngines.delete(engine)) engine.close()
+  }
+
   /** Write the balancer's own error response (never after headers went out). */
   reply (res, statusCode, reason, message) {
     if (res.headersSent || res.destroyed) return
@@ -292,20 +394,27 @@ class Balancer {
     res.end(message + '\n')
   }
 
-  /** The admin listener: the admin router, else 404. */
+  /** The admin surface, on whichever listener serves it: added handlers, then the built-in endpoints. */
   handleAdmin (req, res) {
-    if (!this.admin.handle(req, res)) this.reply(res, 404, 'not-found', 'not found')
+    if (!this.adminRouter.handle(req, res) && !this.admin.handle(req, res)) this.reply(res, 404, 'not-found', 'not found')
   }
 
-  serveStats (res) {
-    const body = JSON.stringify(this.stats())
-    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' })
-    res.end(body)
+  /**
+   * One finished request, for the telemetry and the access log. A client that left before any
+   * response header counts as 499 (nginx's "client closed request").
+   */
+  observe (req, res, key, attempt, attempts, ms, bytes) {
+    const status = res.headersSent ? res.statusCode : 499
+    const upstream = attempt ? attempt.upstream.id : null
+    const cache = attempt ? attempt.cache : undefined
+    this.telemetry.record(upstream, key, status, ms, cache, bytes)
+    if (this.accessLog) this.accessLog.write(req.method, req.url, status, upstream, attempts, ms, cache, bytes)
   }
 }
 
 /** The options of DEFAULTS that the balancer takes (the CLI's `graceMs` and `fleet` are not). */
-const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs',
+const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs',
+  'slowStartMs', 'healthCheck',
   'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize',
   'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
 
@@ -315,6 +424,7 @@ function withDefaults (options) {
   for (const key of BALANCER_KEYS) {
     if (o[key] === undefined) o[key] = DEFAULTS[key]
   }
+  o.healthCheck = { ...DEFAULTS.healthCheck, ...(o.healthCheck || {}) }
   return o
 }
 

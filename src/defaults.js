@@ -13,10 +13,15 @@ const DEFAULTS = Object.freeze({
   keepAlive: true,
   timeoutMs: 30000,
   retries: 2,
+  retryOn: [], // as nginx and HAProxy: only failed connections are retried unless a status is named
   maxFails: 1,
   failTimeoutMs: 5000,
   graceMs: 10000,
   policyOptions: {},
+  accessLog: false,
+  slowStartMs: 0,
+  healthCheck: Object.freeze({ path: null, intervalMs: 2000, timeoutMs: 1000, expectStatus: '200-399', rise: 2, fall: 3 }),
+  workers: 1,
   // the front (client side): limits as nginx and HAProxy set them, see docs/configuration.md
   maxConnections: 10000,
   headersTimeoutMs: 10000,
@@ -44,6 +49,12 @@ const RULES = {
   graceMs: (v) => checkPositive('graceMs', v),
   retries: (v) => checkInteger('retries', v, 0, 100),
   maxFails: (v) => checkInteger('maxFails', v, 1, 1000),
+  accessLog: (v) => { if (typeof v !== 'boolean') throw new ERR_POLISTES_BAD_OPTION(`accessLog must be true or false, got ${JSON.stringify(v)}`) },
+  accessLogFile: (v) => { if (typeof v !== 'string' || v === '') throw new ERR_POLISTES_BAD_OPTION(`accessLogFile must be a file path, got ${JSON.stringify(v)}`) },
+  retryOn: (v) => {
+    if (!Array.isArray(v) || !v.every((s) => Number.isInteger(s) && s >= 500 && s <= 599)) throw new ERR_POLISTES_BAD_OPTION(`retryOn must be a list of 5xx statuses, e.g. [503], got ${JSON.stringify(v)}`)
+  },
+  workers: (v) => checkInteger('workers', v, 1, 256),
   policyOptions: (v) => {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ERR_POLISTES_BAD_OPTION('policyOptions must be a JSON object')
   },
@@ -57,7 +68,9 @@ const RULES = {
   tlsKey: (v) => checkPath('tlsKey', v),
   upstreamCa: (v) => checkPath('upstreamCa', v),
   adminPort: (v) => { if (v !== null) checkInteger('adminPort', v, 0, 65535) },
-  adminHost: (v) => { if (typeof v !== 'string' || v === '') throw new ERR_POLISTES_BAD_OPTION('adminHost must be a non-empty string') }
+  adminHost: (v) => { if (typeof v !== 'string' || v === '') throw new ERR_POLISTES_BAD_OPTION('adminHost must be a non-empty string') },
+  slowStartMs: (v) => { if (!(Number.isFinite(v) && v >= 0)) throw new ERR_POLISTES_BAD_OPTION(`slowStartMs must be a number of ms >= 0, got ${JSON.stringify(v)}`) },
+  healthCheck: (v) => validateHealthCheck(v, 'healthCheck')
 }
 
 /** Rules between options, checked once each single option is valid. */
@@ -70,10 +83,62 @@ function checkCombinations (o) {
   }
 }
 
+/** The keys of a `healthCheck` object, each with its check. */
+const HEALTH_CHECK_RULES = {
+  path: (v, where) => {
+    if (v !== null && !(typeof v === 'string' && v.startsWith('/'))) throw new ERR_POLISTES_BAD_OPTION(`${where}.path must be a path starting with "/" (or null: no active checks), got ${JSON.stringify(v)}`)
+  },
+  intervalMs: (v, where) => checkPositive(`${where}.intervalMs`, v),
+  timeoutMs: (v, where) => checkPositive(`${where}.timeoutMs`, v),
+  expectStatus: (v, where) => parseExpectStatus(v, `${where}.expectStatus`),
+  rise: (v, where) => checkInteger(`${where}.rise`, v, 1, 1000),
+  fall: (v, where) => checkInteger(`${where}.fall`, v, 1, 1000)
+}
+
 /**
- * Validate the balancer options present in `options` (those of DEFAULTS but `algo` and `fleet`),
- * then the rules between them (tlsCert with tlsKey, headersTimeoutMs ≤ requestTimeoutMs); other
- * keys are left alone.
+ * Validate a (possibly partial) `healthCheck` object: known keys only, each value in range.
+ * @param {unknown} value
+ * @param {string} where its name in messages, e.g. "healthCheck" or "backend #2 healthCheck"
+ * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION
+ */
+function validateHealthCheck (value, where) {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ERR_POLISTES_BAD_OPTION(`${where} must be an object such as { "path": "/health" }, got ${JSON.stringify(value)}`)
+  for (const key of Object.keys(value)) {
+    const rule = HEALTH_CHECK_RULES[key]
+    if (!rule) throw new ERR_POLISTES_BAD_OPTION(`${where}: unknown key ${JSON.stringify(key)}; known keys: ${Object.keys(HEALTH_CHECK_RULES).join(', ')}`)
+    rule(value[key], where)
+  }
+}
+
+/**
+ * Read an expected-status spec into a predicate: a status (`200`), a range (`"200-399"`), a class
+ * (`"2xx"`), or a comma-separated list of these (`"200,204,3xx"`).
+ * @param {unknown} spec
+ * @param {string} [where] its name in messages
+ * @returns {(status: number) => boolean}
+ * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION
+ */
+function parseExpectStatus (spec, where = 'expectStatus') {
+  const bad = () => new ERR_POLISTES_BAD_OPTION(`${where} must be a status (200), a range ("200-399"), a class ("2xx") or a comma-separated list of these, got ${JSON.stringify(spec)}`)
+  const text = typeof spec === 'number' ? String(spec) : spec
+  if (typeof text !== 'string' || text.trim() === '') throw bad()
+  const ranges = text.split(',').map((item) => {
+    const m = /^\s*(?:([1-5])xx|([1-5]\d\d)(?:\s*-\s*([1-5]\d\d))?)\s*$/i.exec(item)
+    if (!m) throw bad()
+    if (m[1]) return [Number(m[1]) * 100, Number(m[1]) * 100 + 99]
+    const lo = Number(m[2])
+    const hi = m[3] ? Number(m[3]) : lo
+    if (hi < lo) throw bad()
+    return [lo, hi]
+  })
+  return (status) => ranges.some(([lo, hi]) => status >= lo && status <= hi)
+}
+
+/**
+ * Validate the balancer options present in `options` (port, host, keepAlive, timeoutMs,
+ * failTimeoutMs, graceMs, retries, retryOn, maxFails, workers, policyOptions, slowStartMs, healthCheck, and
+ * the front's limits, TLS files and admin listener), then the rules between them (tlsCert with tlsKey,
+ * headersTimeoutMs ≤ requestTimeoutMs); other keys are left alone.
  * @param {object} options
  * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION on the first bad value
  */
@@ -110,4 +175,4 @@ function checkPath (name, value) {
   if (value !== null && (typeof value !== 'string' || value === '')) throw new ERR_POLISTES_BAD_OPTION(`${name} must be a file path, got ${JSON.stringify(value)}`)
 }
 
-module.exports = { DEFAULTS, validateOptions, checkInteger }
+module.exports = { DEFAULTS, validateOptions, validateHealthCheck, parseExpectStatus, checkInteger }

@@ -54,22 +54,26 @@ function createFrontServer (handler, { tls = null, maxConnections, headersTimeou
     : http.createServer(options, handler)
   server.keepAliveTimeout = keepAliveTimeoutMs
   server.maxConnections = maxConnections
-  server.on('clientError', answerClientError)
+  server.on('clientError', (err, socket) => refuse(socket, ANSWERS[err.code]))
+  // CONNECT asks for a forward proxy, which polistes is not: refuse it, as nginx does
+  server.on('connect', (req, socket) => refuse(socket))
   return server
 }
 
 /**
- * A request Node could not take: too-large headers (431), too slow (408), malformed (400). As
- * Node's own default, answered only when nothing was written on the connection yet (never into the
- * middle of a response); the connection is closed either way, at the latest LINGER_MS later.
- * @param {Error & { code?: string }} err
+ * Answer a request polistes does not take with an empty error response and close: one Node could
+ * not parse (too-large headers 431, too slow 408, malformed 400), a CONNECT, an upgrade it cannot
+ * tunnel. As Node's own default, answered only when nothing was written on the connection yet
+ * (never into the middle of a response); the connection is closed either way, at the latest
+ * LINGER_MS later.
  * @param {import('node:net').Socket} socket
+ * @param {string} [status='400 Bad Request'] e.g. '503 Service Unavailable'
  */
-function answerClientError (err, socket) {
+function refuse (socket, status = '400 Bad Request') {
   if (!socket.writable || socket.destroyed || socket.bytesWritten > 0) return socket.destroy()
-  socket.end(`HTTP/1.1 ${ANSWERS[err.code] || '400 Bad Request'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+  socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
   const linger = setTimeout(() => socket.destroy(), LINGER_MS)
   socket.once('close', () => clearTimeout(linger))
 }
 
-module.exports = { createFrontServer, CHECK_INTERVAL_MS }
+module.exports = { createFrontServer, refuse, CHECK_INTERVAL_MS }

@@ -11,6 +11,11 @@ const { createUpstreamAgents } = require('./upstream-agents')
  */
 const DEFAULT_LIBRARY = 'http-proxy'
 const LIBRARIES = new Set(['http-proxy', 'http-proxy-3'])
+/** Each library's passes that turn an upstream response into the client's head (status, headers). */
+const OUTGOING = {
+  'http-proxy': () => require('http-proxy/lib/http-proxy/passes/web-outgoing'),
+  'http-proxy-3': () => require('http-proxy-3/dist/lib/http-proxy/passes/web-outgoing').OUTGOING_PASSES
+}
 
 /**
  * How one attempt ended badly.
@@ -25,6 +30,9 @@ const LIBRARIES = new Set(['http-proxy', 'http-proxy-3'])
  * @typedef {object} AttemptHandlers
  * @property {(proxyRes: import('http').IncomingMessage) => void} onResponse response headers arrived
  * @property {(err: Error, kind: FailureKind) => void} onFailure the attempt failed; called at most once
+ * @property {(proxyRes: import('http').IncomingMessage) => boolean} [discard] with `hold`: called when
+ *   a response's status is among the held ones; true drops the response (nothing reaches the
+ *   client, the attempt ends without onResponse or onFailure) so the caller can try elsewhere
  */
 
 /**
@@ -44,7 +52,10 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
   const lib = require(library)
   const createProxyServer = lib.createProxyServer || lib.createProxy || (lib.default && lib.default.createProxyServer)
   const agents = createUpstreamAgents({ keepAlive, ca: upstreamCa })
-  const proxy = createProxyServer({ xfwd: true })
+  // toProxy: the request target goes out verbatim (the front server admits origin-form only);
+  // otherwise the library runs it through url.parse(), which throws, uncaught, on `//%zz@x`.
+  const proxy = createProxyServer({ xfwd: true, toProxy: true })
+  const outgoing = Object.values(OUTGOING[library]())
   const kAttempt = Symbol('polistes.attempt')
 
   // The library emits 'proxyReq' once the upstream socket is assigned: arm the timeout there, and
@@ -69,12 +80,22 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
     if (!attempt || attempt.ended) return
     attempt.responded = true
     stripHopByHopResponse(proxyRes.headers)
+    if (attempt.hold && attempt.hold.has(proxyRes.statusCode) && attempt.handlers.discard(proxyRes)) {
+      attempt.ended = true
+      proxyRes.resume() // read and drop the body: the upstream connection stays usable
+      return
+    }
     // An upstream that breaks off mid-body: without this the client would wait forever on a
     // response that never ends, because the library just unpipes.
     proxyRes.on('close', () => {
       if (!proxyRes.complete) attempt.fail(new Error('upstream closed the response early'), 'stream')
     })
     attempt.handlers.onResponse(proxyRes)
+    if (attempt.hold) {
+      // the library leaves a held attempt's response to us: its own head passes, then the body
+      for (const pass of outgoing) pass(req, attempt.res, proxyRes, {})
+      proxyRes.pipe(attempt.res)
+    }
   })
 
   // Every web() call passes a callback; this listener only guards against a library path that
@@ -89,12 +110,15 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {AttemptHandlers} handlers
-   * @param {{ replay?: boolean }} [options]
+   * @param {{ replay?: boolean, hold?: Set<number> }} [options] `hold`: response statuses offered to
+   *   `handlers.discard` before anything reaches the client (retry on 503)
    * @returns {{ abort: () => void }} abort the upstream request (client went away)
    */
-  function forward (req, res, upstream, handlers, { replay = false } = {}) {
+  function forward (req, res, upstream, handlers, { replay = false, hold } = {}) {
     const attempt = {
       handlers,
+      res,
+      hold: hold && hold.size > 0 ? hold : null,
       proxyReq: null,
       aborted: false,
       timedOut: false,
@@ -112,8 +136,17 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
       }
     }
     req[kAttempt] = attempt
+    // Node's ClientRequest throws, uncaught, when a `Trailer` header goes out on a message that is
+    // not chunked: one `GET` with `Trailer: x` killed the process. The library forwards no
+    // request trailers anyway, so the announcement is dropped before the request is built.
+    delete req.headers.trailer
+    // The front server has already answered `Expect: 100-continue` (Node sends 100 itself), and
+    // the library skips its 'proxyReq' event for requests that carry Expect: no timeout, no
+    // hop-by-hop stripping. nginx drops Expect too.
+    delete req.headers.expect
     const options = { target: upstream.target, agent: agents.agentFor(upstream.target) }
     if (replay) options.buffer = Readable.from([])
+    if (attempt.hold) options.selfHandleResponse = true
     proxy.web(req, res, options, (err) => {
       if (req[kAttempt] !== attempt) return // a stale attempt's listener
       const kind = attempt.timedOut ? 'timeout' : attempt.responded ? 'stream' : 'connect'

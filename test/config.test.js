@@ -45,6 +45,27 @@ describe('config file', () => {
     expect(() => resolveConfig({}, readConfigFile(file))).toThrow(/unknown algorithm "fastest"; expected one of: .*round-robin/)
   })
 
+  test('nested objects are checked too: an unknown healthCheck key or backend key names the key', () => {
+    const hc = write('hc.json', JSON.stringify({ healthCheck: { path: '/h', interval: 5 } }))
+    expect(() => readConfigFile(hc)).toThrow(/unknown healthCheck key\(s\) interval; allowed: path, intervalMs, timeoutMs, expectStatus, rise, fall/)
+    const backend = write('backend.json', JSON.stringify({ backends: [{ url: 'http://127.0.0.1:9101', wieght: 2 }] }))
+    expect(() => resolveConfig({}, readConfigFile(backend))).toThrow('backend #1: unknown key "wieght"; known keys: url, id, weight, region, healthCheck')
+    const own = write('own.json', JSON.stringify({ backends: [{ url: 'http://127.0.0.1:9101', healthCheck: { rise: 0 } }] }))
+    expect(() => resolveConfig({}, readConfigFile(own))).toThrow('backend #1 healthCheck.rise must be an integer in [1, 1000], got 0')
+  })
+
+  test('health checks and slow start: file values under flags, defaults for the rest', () => {
+    const file = write('health.json', JSON.stringify({ slowStartMs: 3000, healthCheck: { path: '/health', rise: 4 } }))
+    const config = resolveConfig({ healthCheck: { rise: 5, intervalMs: 500 } }, readConfigFile(file))
+    expect(config.slowStartMs).toBe(3000)
+    expect(config.healthCheck).toEqual({ path: '/health', intervalMs: 500, timeoutMs: 1000, expectStatus: '200-399', rise: 5, fall: 3 })
+  })
+
+  test('policy options are checked by the policy when the config is resolved', () => {
+    expect(() => resolveConfig({ policyOptions: { maxRounds: 4 } })).toThrow(/^wasp: unknown option "maxRounds"/)
+    expect(resolveConfig({ policyOptions: { rounds: 4 } }).policyOptions).toEqual({ rounds: 4 })
+  })
+
   test('out-of-range values are rejected', () => {
     expect(() => resolveConfig({ port: 70000 })).toThrow(/port must be an integer/)
     expect(() => resolveConfig({ timeoutMs: -1 })).toThrow(/timeoutMs must be a positive number/)
