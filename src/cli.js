@@ -162,7 +162,8 @@ async function main (argv, { startFleet } = {}) {
   if (parsed.exit) return
   const file = parsed.configFile ? readConfigFile(parsed.configFile) : {}
   const config = cluster.workerConfig(resolveConfig(parsed.flags, file))
-  const logger = createLogger({ level: parsed.logLevel, pretty: parsed.logFormat ? parsed.logFormat === 'pretty' : undefined })
+  const base = createLogger({ level: parsed.logLevel, pretty: parsed.logFormat ? parsed.logFormat === 'pretty' : undefined })
+  const logger = cluster.isWorker() ? base.child({ pid: process.pid }) : base // a worker's lines say whose they are
   const startBackends = () => startFleetIfNeeded(config, startFleet, logger)
   if (cluster.isPrimaryOfMany(config)) return cluster.runPrimary({ config, logger, startBackends })
 
@@ -180,7 +181,7 @@ async function main (argv, { startFleet } = {}) {
   }
   const adminBase = balancer.adminUrl || balancer.url
   if (cluster.isWorker()) {
-    logger.info({ url: balancer.url, adminUrl: balancer.adminUrl, pid: process.pid }, `polistes worker ${process.pid} listening on ${balancer.url}`)
+    logger.info({ url: balancer.url, adminUrl: balancer.adminUrl }, `polistes worker ${process.pid} listening on ${balancer.url}`)
     cluster.reportListening(balancer.url)
   } else {
     logger.info({ algo: config.algo, url: balancer.url, adminUrl: balancer.adminUrl, keepAlive: config.keepAlive }, `polistes listening on ${balancer.url} (algo ${config.algo})`)
@@ -189,7 +190,7 @@ async function main (argv, { startFleet } = {}) {
     process.stdout.isTTY && console.log(`try: curl -i ${balancer.url}/page1.html    stats: ${adminBase}/_polistes/stats`)
   }
 
-  const { reload, current } = createReloader({ balancer, configFile: parsed.configFile, flags: parsed.flags, config, fleet, logger })
+  const { reload, current } = createReloader({ balancer, configFile: parsed.configFile, flags: parsed.flags, config, fleet, backends, prepare: cluster.workerConfig, logger })
   process.on('SIGHUP', () => reload('SIGHUP'))
   const watcher = parsed.watch ? watchFile(parsed.configFile, () => reload('watch')) : null
 

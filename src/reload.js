@@ -34,17 +34,22 @@ function balancerOptions (config, fleet) {
  * @param {object} options.flags the flags given at start
  * @param {object} options.config the config the balancer started with
  * @param {{ backends: Array<{ id: string, url: string }> } | null} [options.fleet] the embedded fleet
+ * @param {Array<{ id: string, url: string }>} [options.backends] backends given from outside the
+ *   config (by a cluster primary), kept on a reload
+ * @param {(config: object) => object} [options.prepare] applied to every re-read config, as at start
+ *   (the cluster's worker rule)
  * @param {import('pino').Logger} options.logger
  * @returns {{ reload: (reason: string) => { ok: boolean, error?: Error, added?: string[], removed?: string[] }, current: () => object }}
  */
-function createReloader ({ balancer, configFile, flags, config, fleet = null, logger }) {
+function createReloader ({ balancer, configFile, flags, config, fleet = null, backends, prepare = (c) => c, logger }) {
   let current = config
   function reload (reason) {
     let next
     let result
     try {
-      next = resolveConfig(flags, configFile ? readConfigFile(configFile) : {})
-      result = balancer.reconfigure(balancerOptions(next, fleet))
+      next = prepare(resolveConfig(flags, configFile ? readConfigFile(configFile) : {}))
+      // backends a cluster primary handed over (embedded fleet) stay what they are
+      result = balancer.reconfigure(balancerOptions(next.backends || fleet || !backends ? next : { ...next, backends }, fleet))
     } catch (err) {
       logger.error({ reason, code: err.code }, `config reload (${reason}) refused, the previous config keeps serving: ${err.code || 'error'}: ${err.message}`)
       return { ok: false, error: err }

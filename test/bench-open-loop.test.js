@@ -98,7 +98,8 @@ describe('bench open loop', () => {
       expect(result.measured.requests).toBe(800)
       expect(result.measured.rps).toBe(400)
       expect(result.learning.requests).toBe(400)
-      expect(result.measured.latency.p50).toBeGreaterThanOrEqual(5)
+      // the upstream waits 5 ms; libuv timers run at 1 ms granularity, so a wait can measure a little under 5
+      expect(result.measured.latency.p50).toBeGreaterThanOrEqual(4)
       expect(result.measured.latency.p999).toBeGreaterThanOrEqual(result.measured.latency.p99)
       expect(result.measured.latency.max).toBeGreaterThanOrEqual(result.measured.latency.p999)
       expect(result.measured.lag.p50).toBeLessThan(10)

@@ -92,6 +92,9 @@ describe('polistes --workers N (node:cluster)', () => {
     const ready = await cli.ready
     cli.child.kill('SIGHUP')
     await waitFor(() => cli.lines.filter((l) => /SIGHUP/.test(l.msg) && ready.pids.includes(l.pid)).length === 2, { timeoutMs: 3000 })
+    // the same config re-read: nothing changes (the workers' rendezvous rule and the backends hold)
+    expect(cli.lines.filter((l) => /SIGHUP/.test(l.msg) && ready.pids.includes(l.pid)).map((l) => l.msg))
+      .toEqual(['config reloaded (SIGHUP): no changes', 'config reloaded (SIGHUP): no changes'])
     expect(ready.pids.every(alive)).toBe(true)
     expect((await request(`${ready.url}/x`, { agent: false })).status).toBe(200)
     cli.child.kill('SIGTERM')
