@@ -6,7 +6,8 @@ const { createMetrics } = require('./metrics')
 
 /**
  * The balancer's own endpoints under `/_polistes/`, as a plain `(req, res) => boolean` handler
- * that any HTTP server can mount (the proxy's listener does; a separate admin port could):
+ * that any HTTP server can mount (the balancer mounts it on its public listener, or on the admin
+ * listener with `adminPort`, after the handlers added by `addAdminHandler`; see admin-router.js):
  *
  * - `GET /_polistes/stats`    counters, upstreams and the policy's snapshot (JSON)
  * - `GET /_polistes/metrics`  Prometheus text (see metrics.js)
@@ -130,7 +131,7 @@ function createAdmin ({ stats, telemetry }, { frameIntervalMs = FRAME_INTERVAL_M
 
   function handle (req, res) {
     const url = req.url
-    if (!url.startsWith(PREFIX) || (url.length > PREFIX.length && url[PREFIX.length] !== '/' && url[PREFIX.length] !== '?')) return false
+    if (!isAdminPath(url)) return false
     const q = url.indexOf('?')
     const route = (q === -1 ? url : url.slice(0, q)).slice(PREFIX.length)
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -177,4 +178,13 @@ function createAdmin ({ stats, telemetry }, { frameIntervalMs = FRAME_INTERVAL_M
   return { handle, frame: () => frame(), close }
 }
 
-module.exports = { createAdmin, PREFIX }
+/**
+ * Whether a request target is the admin surface's: `/_polistes`, or under `/_polistes/` or `/_polistes?`.
+ * @param {string} url the request target, e.g. '/_polistes/stats?x=1'
+ * @returns {boolean}
+ */
+function isAdminPath (url) {
+  return url.startsWith(PREFIX) && (url.length === PREFIX.length || url[PREFIX.length] === '/' || url[PREFIX.length] === '?')
+}
+
+module.exports = { createAdmin, isAdminPath, PREFIX }

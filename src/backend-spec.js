@@ -15,7 +15,7 @@ const OBJECT_KEYS = ['url', 'id', 'weight', 'region', 'healthCheck']
 /**
  * Parse one backend, given as a URL string or an object.
  *
- * String form: `http://host:port` with optional fragment tokens joined by `&`:
+ * String form: `http://host:port` or `https://host:port` (proxied over TLS, certificate verified) with optional fragment tokens joined by `&`:
  * a bare word is the region (`#eu`), `region=eu`, `w=3` or `weight=3`, `id=name`.
  * Example: `http://127.0.0.1:9101#eu&w=3`. A string without a scheme (`127.0.0.1:9101`, the
  * seed config's shape) is read as `http://`.
@@ -46,16 +46,18 @@ function parseBackend (input, index = 0) {
   } catch {
     throw new ERR_POLISTES_BAD_URL(where, `malformed URL "${raw}"`)
   }
-  if (url.protocol !== 'http:') {
-    throw new ERR_POLISTES_BAD_URL(where, `only http:// backends are supported, got "${raw}"`)
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ERR_POLISTES_BAD_URL(where, `only http:// and https:// backends are supported, got "${raw}"`)
   }
-  if (!url.hostname || !url.port) {
+  // URL drops a port equal to the scheme's default (http://h:80, https://h:443): read it from the text
+  const port = url.port || /^[a-z][a-z0-9+.-]*:\/\/(?:\[[^\]]*\]|[^/:#?]*):(\d+)/i.exec(withScheme)?.[1]
+  if (!url.hostname || !port) {
     throw new ERR_POLISTES_BAD_URL(where, `"${raw}" needs an explicit host and port`)
   }
   if ((url.pathname && url.pathname !== '/') || url.search || url.username || url.password) {
     throw new ERR_POLISTES_BAD_URL(where, `"${raw}" must be an origin (no path, query or credentials)`)
   }
-  const spec = { id: `${url.hostname}:${url.port}`, url: url.origin, weight: 1 }
+  const spec = { id: `${url.hostname}:${port}`, url: url.origin, weight: 1 }
   for (const token of url.hash.replace(/^#/, '').split('&').filter(Boolean)) {
     const [name, value, rest] = token.split('=')
     if (rest !== undefined) throw badToken(where, token)

@@ -1,6 +1,5 @@
 'use strict'
 
-const http = require('node:http')
 const { Pool } = require('./pool')
 const { parseBackends } = require('./backend-spec')
 const { createProxyEngine } = require('./proxy-engine')
@@ -8,11 +7,15 @@ const { createPolicy } = require('./policies')
 const { silentLogger } = require('./logger')
 const { DEFAULTS, validateOptions } = require('./defaults')
 const { createLifecycle } = require('./http-lifecycle')
+const { createFrontServer, refuse } = require('./front-server')
+const { readServerTls, readCa } = require('./tls-files')
+const { declaresTooLarge, watchBodySize } = require('./body-limit')
 const { tunnelUpgrade } = require('./upgrade')
 const { createTelemetry } = require('./telemetry')
-const { createAdmin, PREFIX: ADMIN_PREFIX } = require('./admin')
+const { createAdmin, isAdminPath } = require('./admin')
+const { createAdminRouter } = require('./admin-router')
 const { createHealthChecker } = require('./health-checker')
-const { reconfigure, checkSettingsFor } = require('./reconfigure')
+const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('./reconfigure')
 
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
@@ -33,7 +36,20 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
  *   `proxy_next_upstream http_503` or HAProxy's `retry-on 503`)
  * @property {number} [maxFails=1] consecutive failures that eject an upstream
  * @property {number} [failTimeoutMs=5000] how long an ejected upstream is left out
- * @property {boolean} [admin=true] serve `/_polistes/*` (stats, metrics, dashboard) on this listener
+ * @property {number} [maxConnections=10000] open client connections; beyond, new ones are closed at once
+ * @property {number} [headersTimeoutMs=10000] a request's headers must arrive within this (else 408)
+ * @property {number} [requestTimeoutMs=60000] the whole request, body included, within this (else 408)
+ * @property {number} [keepAliveTimeoutMs=5000] idle client connections are closed after this
+ * @property {number} [maxHeaderSize=16384] bytes of request line and headers (else 431)
+ * @property {number} [maxBodySize=1048576] bytes of request body (else 413); 0: no limit
+ * @property {string | null} [tlsCert] PEM certificate file: with `tlsKey`, the front speaks HTTPS
+ * @property {string | null} [tlsKey] PEM private key file
+ * @property {string | null} [upstreamCa] PEM CA file https upstreams are verified against (default: Node's roots)
+ * @property {number | null} [adminPort] serve `/_polistes/*` on a listener of its own (0: any free port)
+ *   and no longer on the public one; null: on the public listener
+ * @property {string} [adminHost='127.0.0.1'] the admin listener's address
+ * @property {boolean} [admin=true] serve `/_polistes/*` (stats, metrics, dashboard) on the public listener;
+ *   false: that prefix is proxied like any other path (ignored with `adminPort`, where it is always served)
  * @property {import('./telemetry').Telemetry} [telemetry] default: a new one (per-request aggregates)
  * @property {import('./access-log').AccessLog | null} [accessLog=null] one line per finished request
  * @property {number} [slowStartMs=0] ms over which an upstream that comes back (or is added) ramps up
@@ -68,54 +84,97 @@ async function startBalancer (options) {
 class Balancer {
   /** @param {BalancerOptions} options */
   constructor (options) {
+    const o = withDefaults(options)
     const {
       backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, retries, retryOn, maxFails, failTimeoutMs,
       slowStartMs, healthCheck, admin = true, telemetry = createTelemetry(), accessLog = null, library, logger = silentLogger(),
       random = Math.random, now = () => performance.now()
-    } = withDefaults(options)
-    validateOptions({ port, host, keepAlive, timeoutMs, retries, retryOn, maxFails, failTimeoutMs, policyOptions, slowStartMs, healthCheck })
+    } = o
+    validateOptions(Object.fromEntries(BALANCER_KEYS.map((key) => [key, o[key]])))
     const specs = parseBackends(backends)
     this.port = port
     this.host = host
     this.retries = retries
     this.retryOn = new Set(retryOn)
+    this.maxBodySize = o.maxBodySize
     this.telemetry = telemetry
     this.accessLog = accessLog
     this.mountAdmin = admin
     this.admin = createAdmin({ stats: () => this.stats(), telemetry })
+    /** handlers added with addAdminHandler, tried before the built-in endpoints */
+    this.adminRouter = createAdminRouter()
     this.logger = logger
     this.debug = logger.isLevelEnabled('debug')
     this.now = now
     this.random = random
     /** what reconfigure() compares a new config with */
-    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, library, customPolicy: Boolean(policy) }
+    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, library, customPolicy: Boolean(policy), maxBodySize: o.maxBodySize, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, o[key]])) }
     this.specs = new Map(specs.map((s) => [s.id, s]))
     this.pool = new Pool(specs, { maxFails, failTimeoutMs, slowStartMs, now, random })
     for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order
     this.policy = policy || createPolicy(algo, policyOptions, { random, now })
-    this.engine = createProxyEngine({ keepAlive, timeoutMs, library })
+    const limits = { maxConnections: o.maxConnections, headersTimeoutMs: o.headersTimeoutMs, requestTimeoutMs: o.requestTimeoutMs, keepAliveTimeoutMs: o.keepAliveTimeoutMs, maxHeaderSize: o.maxHeaderSize }
+    const tls = o.tlsCert ? readServerTls(o.tlsCert, o.tlsKey) : null
+    /** trusted CAs of https upstreams (PEM), kept for engines made by a reload and for WebSocket tunnels */
+    this.upstreamCa = o.upstreamCa ? readCa(o.upstreamCa) : null
+    this.engine = createProxyEngine({ keepAlive, timeoutMs, library, upstreamCa: this.upstreamCa })
     /** engines replaced by a reload, closed once their last attempt ends: engine → attempts in flight */
     this.engineUse = new Map()
     this.retiredEngines = new Set()
     this.checker = createHealthChecker(this.pool, { logger })
-    this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0 }
-    this.server = http.createServer((req, res) => this.handle(req, res))
+    this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0, bodyTooLarge: 0, droppedConnections: 0 }
+
+    this.adminPort = o.adminPort
+    this.adminHost = o.adminHost
+    this.adminServer = null
+    this.adminLifecycle = null
+    if (o.adminPort !== null) {
+      this.adminServer = createFrontServer((req, res) => this.handleAdmin(req, res), limits)
+      this.adminLifecycle = createLifecycle(this.adminServer, { name: 'admin listener' })
+    }
+
+    this.server = createFrontServer((req, res) => this.handle(req, res), { ...limits, tls })
     this.lifecycle = createLifecycle(this.server, { name: 'balancer' })
-    this.server.on('clientError', (err, socket) => refuse(socket, CLIENT_ERROR_STATUS[err.code]))
-    // CONNECT asks for a forward proxy, which polistes is not: refuse it, as nginx does
-    this.server.on('connect', (req, socket) => refuse(socket))
+    this.server.on('drop', () => this.counters.droppedConnections++)
+    // Expect: 100-continue: no "100 Continue" for a body that will be refused (it is not sent at all)
+    this.server.on('checkContinue', (req, res) => {
+      if (!declaresTooLarge(req, this.maxBodySize)) res.writeContinue()
+      this.server.emit('request', req, res)
+    })
     this.server.on('upgrade', (req, socket, head) => this.handleUpgrade(req, socket, head))
     this.timeoutMs = timeoutMs
     this.url = undefined
+    this.adminUrl = undefined
   }
 
-  /** @returns {Promise<this>} resolves once listening; rejects with ERR_POLISTES_PORT_IN_USE or ERR_POLISTES_BAD_OPTION */
+  /**
+   * Add a handler to the admin surface (`/_polistes/*`), tried after those added before it and
+   * before the built-in endpoints (stats, metrics, dashboard), so it may also replace one of them.
+   * @param {(req: import('http').IncomingMessage, res: import('http').ServerResponse) => boolean} handler
+   *   answers and returns true, or returns false without writing anything
+   * @returns {this}
+   */
+  addAdminHandler (handler) {
+    this.adminRouter.add(handler)
+    return this
+  }
+
+  /**
+   * @returns {Promise<this>} resolves once listening (and the admin listener too, when there is one);
+   *   rejects with ERR_POLISTES_PORT_IN_USE or ERR_POLISTES_BAD_OPTION
+   */
   async listen () {
     try {
       const { port, url } = await this.lifecycle.listen(this.port, this.host)
       this.port = port
       this.url = url
+      if (this.adminLifecycle) {
+        const admin = await this.adminLifecycle.listen(this.adminPort, this.adminHost)
+        this.adminPort = admin.port
+        this.adminUrl = admin.url
+      }
     } catch (err) {
+      await this.lifecycle.close({ graceMs: 0 })
       this.engine.close()
       throw err
     }
@@ -153,7 +212,8 @@ class Balancer {
     if (!this._closed) {
       this.admin.close() // event streams would otherwise hold their connections open
       this.checker.stop()
-      this._closed = this.lifecycle.close({ graceMs }).then(() => {
+      const listeners = [this.lifecycle, this.adminLifecycle].filter(Boolean)
+      this._closed = Promise.all(listeners.map((l) => l.close({ graceMs }))).then(() => {
         this.engine.close()
         for (const engine of this.retiredEngines) engine.close()
         this.retiredEngines.clear()
@@ -181,9 +241,18 @@ class Balancer {
    * @param {import('http').ServerResponse} res
    */
   handle (req, res) {
-    if (this.mountAdmin && req.url.startsWith(ADMIN_PREFIX) && this.admin.handle(req, res)) return
+    if (isAdminPath(req.url)) {
+      // the prefix stays the balancer's wherever the admin surface is served: never proxied
+      if (this.adminServer) return this.reply(res, 404, 'not-found', 'not found')
+      if (this.mountAdmin) return this.handleAdmin(req, res)
+    }
     if (req.url[0] !== '/') return this.reply(res, 400, 'request-target', 'only origin-form request targets (/path) are served')
     this.counters.requests++
+    if (declaresTooLarge(req, this.maxBodySize)) {
+      this.counters.bodyTooLarge++
+      res.shouldKeepAlive = false // the body is not read: the connection cannot carry another request
+      return this.reply(res, 413, 'body-too-large', `request body larger than ${this.maxBodySize} bytes`)
+    }
     const t0 = this.now()
     const bytes0 = req.socket.bytesWritten
     const ctx = { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method }
@@ -262,6 +331,19 @@ class Balancer {
       }, { replay: tried.size > 1, hold: retryable ? this.retryOn : undefined })
     }
     dispatch()
+    // After dispatch, not before: a 'data' listener added first would start the body flowing before
+    // the upstream request has its socket, and its headers would go out before the engine edits them.
+    watchBodySize(req, this.maxBodySize, () => {
+      if (res.writableEnded) return // answered already (503, or an upstream that did not wait for the body)
+      this.counters.bodyTooLarge++
+      if (current && !current.done) {
+        current.handle.abort()
+        finish(current, { statusCode: current.statusCode, error: 'request body too large' })
+      }
+      if (res.headersSent) return res.destroy()
+      req.resume() // read the rest and drop it (bounded by requestTimeoutMs), so that the client reads its 413
+      this.reply(res, 413, 'body-too-large', `request body larger than ${this.maxBodySize} bytes`)
+    })
   }
 
   /**
@@ -283,6 +365,7 @@ class Balancer {
     this.pool.acquire(upstream)
     tunnelUpgrade(req, socket, head, upstream.target, {
       timeoutMs: this.timeoutMs,
+      ca: this.upstreamCa,
       onOpen: () => this.pool.succeed(upstream),
       onFailure: (err) => {
         this.counters.failures[err.code === 'ETIMEDOUT' ? 'timeout' : 'connect']++
@@ -311,6 +394,11 @@ class Balancer {
     res.end(message + '\n')
   }
 
+  /** The admin surface, on whichever listener serves it: added handlers, then the built-in endpoints. */
+  handleAdmin (req, res) {
+    if (!this.adminRouter.handle(req, res) && !this.admin.handle(req, res)) this.reply(res, 404, 'not-found', 'not found')
+  }
+
   /**
    * One finished request, for the telemetry and the access log. A client that left before any
    * response header counts as 499 (nginx's "client closed request").
@@ -324,27 +412,20 @@ class Balancer {
   }
 }
 
+/** The options of DEFAULTS that the balancer takes (the CLI's `graceMs` and `fleet` are not). */
+const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs',
+  'slowStartMs', 'healthCheck',
+  'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize',
+  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
+
 /** Options with the defaults filled in (an explicit `undefined` takes the default too). */
 function withDefaults (options) {
   const o = { ...options }
-  for (const key of ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'slowStartMs']) {
+  for (const key of BALANCER_KEYS) {
     if (o[key] === undefined) o[key] = DEFAULTS[key]
   }
   o.healthCheck = { ...DEFAULTS.healthCheck, ...(o.healthCheck || {}) }
   return o
-}
-
-/** Answers to requests Node's parser rejects, as Node's own default handler gives them (else 400). */
-const CLIENT_ERROR_STATUS = {
-  HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
-  ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout'
-}
-
-/** Answer a request polistes does not serve with an empty error response and close. */
-function refuse (socket, status) {
-  status ||= '400 Bad Request'
-  if (socket.writable && !socket.destroyed) socket.end(`HTTP/1.1 ${status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`)
-  else socket.destroy()
 }
 
 /** The routing key: the URL path without its query string. */

@@ -49,6 +49,17 @@ function parseArgs (argv) {
     .option('retry-on', { type: 'string', describe: 'upstream statuses retried like a failed connection, comma list of 5xx, e.g. 503 (default: none)' })
     .option('max-fails', { type: 'number', describe: 'consecutive failures that eject an upstream', defaultDescription: String(DEFAULTS.maxFails) })
     .option('fail-timeout', { type: 'number', describe: 'ms an ejected upstream is left out', defaultDescription: String(DEFAULTS.failTimeoutMs) })
+    .option('max-connections', { type: 'number', describe: 'open client connections; beyond, new connections are closed at once', defaultDescription: String(DEFAULTS.maxConnections) })
+    .option('headers-timeout', { type: 'number', describe: 'ms a client gets to send its request headers (and TLS handshake); then 408', defaultDescription: String(DEFAULTS.headersTimeoutMs) })
+    .option('request-timeout', { type: 'number', describe: 'ms a client gets to send its whole request, body included; then 408', defaultDescription: String(DEFAULTS.requestTimeoutMs) })
+    .option('keep-alive-timeout', { type: 'number', describe: 'ms an idle client connection is kept open', defaultDescription: String(DEFAULTS.keepAliveTimeoutMs) })
+    .option('max-header-size', { type: 'number', describe: 'bytes of request line and headers; beyond, 431', defaultDescription: String(DEFAULTS.maxHeaderSize) })
+    .option('max-body-size', { type: 'number', describe: 'bytes of request body; beyond, 413 (0: no limit)', defaultDescription: String(DEFAULTS.maxBodySize) })
+    .option('tls-cert', { type: 'string', describe: 'PEM certificate (chain) file: with --tls-key, serve HTTPS' })
+    .option('tls-key', { type: 'string', describe: 'PEM private key file of --tls-cert' })
+    .option('upstream-ca', { type: 'string', describe: 'PEM CA file that https:// backends are verified against (default: Node\'s bundled CAs)' })
+    .option('admin-port', { type: 'number', describe: 'serve /_polistes/* on this port only, not on the public one (0: any free port)' })
+    .option('admin-host', { type: 'string', describe: 'address of the admin listener', defaultDescription: DEFAULTS.adminHost })
     .option('policy-options', { type: 'string', describe: 'policy options as JSON, e.g. \'{"rounds":4}\' (unknown names are refused)' })
     .option('slow-start', { type: 'number', describe: 'ms over which a recovered or added upstream\'s share ramps up (0: off)', defaultDescription: String(DEFAULTS.slowStartMs) })
     .option('health-check', { type: 'string', describe: 'active HTTP health check: the path to GET on every upstream (off unless given; the embedded fleet is checked on /_stats)' })
@@ -77,14 +88,30 @@ function parseArgs (argv) {
     .wrap(Math.min(110, process.stdout.columns || 110))
   const argvParsed = args.parse()
   if (argvParsed.help || argvParsed.version) return { exit: true }
-  const numberFlags = { port: 'port', timeout: 'timeoutMs', retries: 'retries', 'max-fails': 'maxFails', 'fail-timeout': 'failTimeoutMs', 'slow-start': 'slowStartMs', workers: 'workers' }
+  const numberFlags = {
+    port: 'port',
+    timeout: 'timeoutMs',
+    retries: 'retries',
+    'max-fails': 'maxFails',
+    'fail-timeout': 'failTimeoutMs',
+    'max-connections': 'maxConnections',
+    'headers-timeout': 'headersTimeoutMs',
+    'request-timeout': 'requestTimeoutMs',
+    'keep-alive-timeout': 'keepAliveTimeoutMs',
+    'max-header-size': 'maxHeaderSize',
+    'max-body-size': 'maxBodySize',
+    'admin-port': 'adminPort',
+    'slow-start': 'slowStartMs',
+    workers: 'workers'
+  }
+  const stringFlags = { algo: 'algo', host: 'host', backends: 'backends', 'tls-cert': 'tlsCert', 'tls-key': 'tlsKey', 'upstream-ca': 'upstreamCa', 'admin-host': 'adminHost' }
   const flags = {}
   for (const [flag, key] of Object.entries(numberFlags)) {
     if (argvParsed[flag] !== undefined) flags[key] = requireNumber(flag, argvParsed[flag])
   }
-  if (argvParsed.algo !== undefined) flags.algo = argvParsed.algo
-  if (argvParsed.host !== undefined) flags.host = argvParsed.host
-  if (argvParsed.backends !== undefined) flags.backends = argvParsed.backends
+  for (const [flag, key] of Object.entries(stringFlags)) {
+    if (argvParsed[flag] !== undefined) flags[key] = argvParsed[flag]
+  }
   if (argvParsed['keep-alive'] !== undefined) flags.keepAlive = argvParsed['keep-alive']
   if (argvParsed['access-log'] !== undefined) flags.accessLog = argvParsed['access-log']
   if (argvParsed['access-log-file'] !== undefined) flags.accessLogFile = argvParsed['access-log-file']
@@ -152,13 +179,15 @@ async function main (argv, { startFleet } = {}) {
     if (err.code === 'ERR_POLISTES_PORT_IN_USE') err.message += ' (choose another with --port)'
     throw err
   }
+  const adminBase = balancer.adminUrl || balancer.url
   if (cluster.isWorker()) {
-    logger.info({ url: balancer.url }, `polistes worker ${process.pid} listening on ${balancer.url}`)
+    logger.info({ url: balancer.url, adminUrl: balancer.adminUrl }, `polistes worker ${process.pid} listening on ${balancer.url}`)
     cluster.reportListening(balancer.url)
   } else {
-    logger.info({ algo: config.algo, url: balancer.url, keepAlive: config.keepAlive }, `polistes listening on ${balancer.url} (algo ${config.algo})`)
-    logger.info({ dashboard: `${balancer.url}/_polistes/`, metrics: `${balancer.url}/_polistes/metrics`, accessLog: accessLog ? (accessLog.file || 'log') : false }, `dashboard: ${balancer.url}/_polistes/`)
-    process.stdout.isTTY && console.log(`try: curl -i ${balancer.url}/page1.html    stats: ${balancer.url}/_polistes/stats`)
+    logger.info({ algo: config.algo, url: balancer.url, adminUrl: balancer.adminUrl, keepAlive: config.keepAlive }, `polistes listening on ${balancer.url} (algo ${config.algo})`)
+    if (balancer.adminUrl) logger.info({ adminUrl: balancer.adminUrl }, `admin surface /_polistes/* on ${balancer.adminUrl} only`)
+    logger.info({ dashboard: `${adminBase}/_polistes/`, metrics: `${adminBase}/_polistes/metrics`, accessLog: accessLog ? (accessLog.file || 'log') : false }, `dashboard: ${adminBase}/_polistes/`)
+    process.stdout.isTTY && console.log(`try: curl -i ${balancer.url}/page1.html    stats: ${adminBase}/_polistes/stats`)
   }
 
   const { reload, current } = createReloader({ balancer, configFile: parsed.configFile, flags: parsed.flags, config, fleet, backends, prepare: cluster.workerConfig, logger })

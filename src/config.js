@@ -1,15 +1,22 @@
 'use strict'
 
 const fs = require('node:fs')
+const path = require('node:path')
 const { ERR_POLISTES_BAD_CONFIG, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('./errors')
 const { DEFAULTS, validateOptions, checkInteger } = require('./defaults')
 const { policyNames, createPolicy } = require('./policies')
 const { parseBackends } = require('./backend-spec')
 
+/** The client side: limits, TLS and the admin listener. */
+const FRONT_KEYS = ['maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize',
+  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
 /** Keys a config file may hold. `address`, `strategy` and `receiver_addresses` are the seed's shape. */
 const FILE_KEYS = new Set(['address', 'host', 'port', 'strategy', 'algo', 'backends', 'receiver_addresses',
   'keepAlive', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'slowStartMs', 'healthCheck', 'workers', 'fleet',
-  'accessLog', 'accessLogFile'])
+  'accessLog', 'accessLogFile', ...FRONT_KEYS])
+/** Keys taken from a file as they are (validated with the flags' values in resolveConfig). */
+const PLAIN_KEYS = ['keepAlive', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'slowStartMs', 'workers',
+  'accessLog', 'accessLogFile', ...FRONT_KEYS]
 const FLEET_KEYS = new Set(['count', 'basePort', 'cachePages', 'missMs'])
 
 /**
@@ -47,8 +54,11 @@ function readConfigFile (file) {
   if (strategy !== undefined) out.algo = normalizeAlgo(strategy)
   const backends = json.backends ?? json.receiver_addresses
   if (backends !== undefined) out.backends = backends
-  for (const key of ['keepAlive', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'slowStartMs', 'workers', 'accessLog', 'accessLogFile']) {
+  for (const key of PLAIN_KEYS) {
     if (json[key] !== undefined) out[key] = json[key]
+  }
+  for (const key of ['tlsCert', 'tlsKey', 'upstreamCa']) { // relative to the file, as nginx reads its own
+    if (typeof out[key] === 'string' && out[key] !== '') out[key] = path.resolve(path.dirname(file), out[key])
   }
   if (json.fleet !== undefined) {
     if (json.fleet === null || typeof json.fleet !== 'object') throw new ERR_POLISTES_BAD_CONFIG(`${where}: "fleet" must be an object`)

@@ -22,6 +22,20 @@ const DEFAULTS = Object.freeze({
   slowStartMs: 0,
   healthCheck: Object.freeze({ path: null, intervalMs: 2000, timeoutMs: 1000, expectStatus: '200-399', rise: 2, fall: 3 }),
   workers: 1,
+  // the front (client side): limits as nginx and HAProxy set them, see docs/configuration.md
+  maxConnections: 10000,
+  headersTimeoutMs: 10000,
+  requestTimeoutMs: 60000,
+  keepAliveTimeoutMs: 5000,
+  maxHeaderSize: 16384,
+  maxBodySize: 1048576,
+  // TLS: file paths (PEM), read at start
+  tlsCert: null,
+  tlsKey: null,
+  upstreamCa: null,
+  // the admin listener (/_polistes/*): null serves it on the public listener
+  adminPort: null,
+  adminHost: '127.0.0.1',
   fleet: { count: 7, basePort: 9101, cachePages: 4, missMs: 20 }
 })
 
@@ -44,8 +58,29 @@ const RULES = {
   policyOptions: (v) => {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ERR_POLISTES_BAD_OPTION('policyOptions must be a JSON object')
   },
+  maxConnections: (v) => checkInteger('maxConnections', v, 1, 10_000_000),
+  headersTimeoutMs: (v) => checkPositive('headersTimeoutMs', v),
+  requestTimeoutMs: (v) => checkPositive('requestTimeoutMs', v),
+  keepAliveTimeoutMs: (v) => checkPositive('keepAliveTimeoutMs', v),
+  maxHeaderSize: (v) => checkInteger('maxHeaderSize', v, 1024, 1_048_576),
+  maxBodySize: (v) => checkInteger('maxBodySize', v, 0, Number.MAX_SAFE_INTEGER),
+  tlsCert: (v) => checkPath('tlsCert', v),
+  tlsKey: (v) => checkPath('tlsKey', v),
+  upstreamCa: (v) => checkPath('upstreamCa', v),
+  adminPort: (v) => { if (v !== null) checkInteger('adminPort', v, 0, 65535) },
+  adminHost: (v) => { if (typeof v !== 'string' || v === '') throw new ERR_POLISTES_BAD_OPTION('adminHost must be a non-empty string') },
   slowStartMs: (v) => { if (!(Number.isFinite(v) && v >= 0)) throw new ERR_POLISTES_BAD_OPTION(`slowStartMs must be a number of ms >= 0, got ${JSON.stringify(v)}`) },
   healthCheck: (v) => validateHealthCheck(v, 'healthCheck')
+}
+
+/** Rules between options, checked once each single option is valid. */
+function checkCombinations (o) {
+  if ((o.tlsCert == null) !== (o.tlsKey == null) && Object.hasOwn(o, 'tlsCert') && Object.hasOwn(o, 'tlsKey')) {
+    throw new ERR_POLISTES_BAD_OPTION('tlsCert and tlsKey go together: give both (--tls-cert and --tls-key) or neither')
+  }
+  if (Number.isFinite(o.headersTimeoutMs) && Number.isFinite(o.requestTimeoutMs) && o.headersTimeoutMs > o.requestTimeoutMs) {
+    throw new ERR_POLISTES_BAD_OPTION(`headersTimeoutMs (${o.headersTimeoutMs}) must not exceed requestTimeoutMs (${o.requestTimeoutMs})`)
+  }
 }
 
 /** The keys of a `healthCheck` object, each with its check. */
@@ -101,8 +136,9 @@ function parseExpectStatus (spec, where = 'expectStatus') {
 
 /**
  * Validate the balancer options present in `options` (port, host, keepAlive, timeoutMs,
- * failTimeoutMs, graceMs, retries, retryOn, maxFails, workers, policyOptions, slowStartMs, healthCheck); other keys
- * are left alone.
+ * failTimeoutMs, graceMs, retries, retryOn, maxFails, workers, policyOptions, slowStartMs, healthCheck, and
+ * the front's limits, TLS files and admin listener), then the rules between them (tlsCert with tlsKey,
+ * headersTimeoutMs ≤ requestTimeoutMs); other keys are left alone.
  * @param {object} options
  * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION on the first bad value
  */
@@ -110,6 +146,7 @@ function validateOptions (options) {
   for (const key of Object.keys(RULES)) {
     if (Object.hasOwn(options, key)) RULES[key](options[key])
   }
+  checkCombinations(options)
 }
 
 /**
@@ -128,6 +165,14 @@ function checkInteger (name, value, min, max) {
  */
 function checkPositive (name, value) {
   if (!(Number.isFinite(value) && value > 0)) throw new ERR_POLISTES_BAD_OPTION(`${name} must be a positive number, got ${JSON.stringify(value)}`)
+}
+
+/**
+ * @param {string} name for the message
+ * @param {unknown} value a file path, or null for none
+ */
+function checkPath (name, value) {
+  if (value !== null && (typeof value !== 'string' || value === '')) throw new ERR_POLISTES_BAD_OPTION(`${name} must be a file path, got ${JSON.stringify(value)}`)
 }
 
 module.exports = { DEFAULTS, validateOptions, validateHealthCheck, parseExpectStatus, checkInteger }

@@ -56,8 +56,31 @@ export interface BalancerOptions {
   maxFails?: number
   /** how long an ejected upstream is left out, ms (default 5000) */
   failTimeoutMs?: number
-  /** serve `/_polistes/*` (stats, Prometheus metrics, the live dashboard and its events) on this
-   * listener (default true); `balancer.admin.handle` can be mounted on another server either way */
+  /** open client connections; beyond, new ones are closed at once, unanswered (default 10000) */
+  maxConnections?: number
+  /** ms a client gets to send its request headers, and to finish a TLS handshake; then 408 (default 10000) */
+  headersTimeoutMs?: number
+  /** ms a client gets to send its whole request, body included; then 408 (default 60000, ≥ headersTimeoutMs) */
+  requestTimeoutMs?: number
+  /** ms an idle client connection is kept open (default 5000) */
+  keepAliveTimeoutMs?: number
+  /** bytes of request line and headers; beyond, 431 (default 16384) */
+  maxHeaderSize?: number
+  /** bytes of request body; beyond, 413 (default 1048576; 0: no limit) */
+  maxBodySize?: number
+  /** PEM certificate (chain) file; with `tlsKey` the balancer serves HTTPS (default null) */
+  tlsCert?: string | null
+  /** PEM private key file of `tlsCert` (default null) */
+  tlsKey?: string | null
+  /** PEM CA file https:// backends are verified against instead of Node's bundled CAs (default null) */
+  upstreamCa?: string | null
+  /** serve `/_polistes/*` on a listener of its own, and not on the public one (0: any free port; default null: public) */
+  adminPort?: number | null
+  /** address of the admin listener (default '127.0.0.1') */
+  adminHost?: string
+  /** serve `/_polistes/*` (stats, Prometheus metrics, the live dashboard and its events) on the public
+   * listener (default true; false: proxied like any path); with `adminPort` it is served on the admin
+   * listener only. `balancer.admin.handle` can be mounted on another server either way */
   admin?: boolean
   /** the per-request aggregates behind metrics and dashboard (default: a new `createTelemetry()`) */
   telemetry?: Telemetry
@@ -83,6 +106,10 @@ export interface BalancerStats {
   failures: { connect: number, timeout: number, stream: number }
   noUpstream: number
   clientAborts: number
+  /** requests refused with 413 (Content-Length or streamed body over maxBodySize) */
+  bodyTooLarge: number
+  /** connections closed on arrival because maxConnections were open */
+  droppedConnections: number
   inflight: number
   upstreams: Array<{
     id: string, url: string, weight: number, region?: string, inflight: number, requests: number, failures: number, ejections: number,
@@ -99,6 +126,9 @@ export interface BalancerStats {
   }>
   policy: { name: string, state: unknown }
 }
+
+/** Answers a request of the admin surface and returns true, or returns false and writes nothing. */
+export type AdminHandler = (req: IncomingMessage, res: ServerResponse) => boolean
 
 /** The `/_polistes/*` endpoints of one balancer, mountable on any HTTP server. */
 export interface Admin {
@@ -152,12 +182,19 @@ export interface AccessLog {
 }
 
 export interface Balancer {
+  /** the public listener: an https.Server (a subclass of tls.Server) when tlsCert is given */
   readonly server: Server
   readonly admin: Admin
   readonly telemetry: Telemetry
-  /** set once listening, e.g. 'http://127.0.0.1:8080' */
+  /** set once listening, e.g. 'http://127.0.0.1:8080' or 'https://127.0.0.1:8443' */
   readonly url: string | undefined
   readonly port: number
+  /** the admin listener's URL when adminPort is set, once listening */
+  readonly adminUrl: string | undefined
+  /** the admin listener when adminPort is set, else null */
+  readonly adminServer: Server | null
+  /** add a handler to the admin surface (/_polistes/*), tried after those added before and before the built-in endpoints */
+  addAdminHandler (handler: AdminHandler): this
   listen (): Promise<this>
   close (options?: { graceMs?: number }): Promise<void>
   stats (): BalancerStats

@@ -1,8 +1,8 @@
 'use strict'
 
-const http = require('node:http')
 const { Readable } = require('node:stream')
 const { ERR_POLISTES_BAD_OPTION } = require('./errors')
+const { createUpstreamAgents } = require('./upstream-agents')
 
 /**
  * The one module that owns the proxy library. Swapping http-proxy for its API-compatible
@@ -43,18 +43,18 @@ const OUTGOING = {
  *   and sends `Connection: close`
  * @param {number} [options.timeoutMs=30000] upstream inactivity timeout (connect, headers or body)
  * @param {'http-proxy' | 'http-proxy-3'} [options.library] the proxy library (for measurement)
+ * @param {Buffer | null} [options.upstreamCa] CA certificates (PEM) https upstreams are verified
+ *   against instead of Node's bundled roots
  * @returns {{ forward: Function, close: () => void, library: string }}
  */
-function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEFAULT_LIBRARY } = {}) {
+function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEFAULT_LIBRARY, upstreamCa = null } = {}) {
   if (!LIBRARIES.has(library)) throw new ERR_POLISTES_BAD_OPTION(`unknown proxy library "${library}"; expected one of: ${[...LIBRARIES].join(', ')}`)
   const lib = require(library)
   const createProxyServer = lib.createProxyServer || lib.createProxy || (lib.default && lib.default.createProxyServer)
-  const agent = keepAlive
-    ? new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: 'lifo' })
-    : false
+  const agents = createUpstreamAgents({ keepAlive, ca: upstreamCa })
   // toProxy: the request target goes out verbatim (the front server admits origin-form only);
   // otherwise the library runs it through url.parse(), which throws, uncaught, on `//%zz@x`.
-  const proxy = createProxyServer({ xfwd: true, agent, toProxy: true })
+  const proxy = createProxyServer({ xfwd: true, toProxy: true })
   const outgoing = Object.values(OUTGOING[library]())
   const kAttempt = Symbol('polistes.attempt')
 
@@ -68,7 +68,7 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
       proxyReq.destroy()
       return
     }
-    if (agent) stripHopByHop(proxyReq, req)
+    if (keepAlive) stripHopByHop(proxyReq, req)
     proxyReq.setTimeout(timeoutMs, () => {
       attempt.timedOut = true
       proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
@@ -144,7 +144,7 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
     // the library skips its 'proxyReq' event for requests that carry Expect: no timeout, no
     // hop-by-hop stripping. nginx drops Expect too.
     delete req.headers.expect
-    const options = { target: upstream.target }
+    const options = { target: upstream.target, agent: agents.agentFor(upstream.target) }
     if (replay) options.buffer = Readable.from([])
     if (attempt.hold) options.selfHandleResponse = true
     proxy.web(req, res, options, (err) => {
@@ -156,7 +156,7 @@ function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEF
   }
 
   function close () {
-    if (agent) agent.destroy()
+    agents.close()
     proxy.close && proxy.close()
   }
 

@@ -11,11 +11,13 @@ const { createProxyEngine } = require('./proxy-engine')
  * only stops offering them), a replaced proxy engine is closed after its last attempt ends, and a
  * policy whose options change is reconfigured in place when it can be (wasp keeps its thresholds),
  * else replaced for new requests only (requests in flight report to the policy that picked them).
- * Settings bound to the listening socket (host, port) and the proxy library need a restart.
+ * Settings bound to the listening sockets (host, port, the front's limits, TLS files, the admin
+ * listener), the upstream CA and the proxy library need a restart.
  */
 
 /** Settings that cannot change on a running balancer. */
-const RESTART_ONLY = ['host', 'port', 'library']
+const RESTART_ONLY = ['host', 'port', 'library', 'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs',
+  'maxHeaderSize', 'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
 
 /**
  * The active-check settings of one upstream: the balancer's `healthCheck` overridden by its spec's
@@ -42,11 +44,12 @@ function checkSettingsFor (balancer, upstream) {
 function reconfigure (balancer, o) {
   const cur = balancer.settings
   // 1. everything that can throw
-  const { keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions } = o
-  validateOptions({ keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions })
+  const { keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize } = o
+  validateOptions({ keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize })
+  validateOptions(Object.fromEntries(RESTART_ONLY.filter((key) => o[key] !== undefined && key !== 'library').map((key) => [key, o[key]])))
   const specs = parseBackends(o.backends)
   const restartNeeded = RESTART_ONLY.filter((key) => o[key] !== undefined && o[key] !== cur[key])
-  const changed = ['keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'slowStartMs'].filter((key) => o[key] !== cur[key])
+  const changed = ['keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'slowStartMs', 'maxBodySize'].filter((key) => o[key] !== cur[key])
   if (!sameJson(healthCheck, cur.healthCheck)) changed.push('healthCheck')
   const deps = { random: balancer.random, now: balancer.now }
   let policy = null
@@ -66,7 +69,7 @@ function reconfigure (balancer, o) {
   if (policy) changed.push('algo')
   if (policy || configurePolicy) changed.push('policyOptions')
   const engine = keepAlive !== cur.keepAlive || timeoutMs !== cur.timeoutMs
-    ? createProxyEngine({ keepAlive, timeoutMs, library: cur.library })
+    ? createProxyEngine({ keepAlive, timeoutMs, library: cur.library, upstreamCa: balancer.upstreamCa })
     : null
 
   // 2. apply: nothing below throws
@@ -95,6 +98,7 @@ function reconfigure (balancer, o) {
   balancer.specs = next
   pool.configure({ maxFails, failTimeoutMs, slowStartMs })
   balancer.retries = retries
+  balancer.maxBodySize = maxBodySize
   if (configurePolicy) balancer.policy.configure(policyOptions)
   if (policy) balancer.policy = policy
   if (engine) {
@@ -114,6 +118,7 @@ function reconfigure (balancer, o) {
     maxFails,
     failTimeoutMs,
     slowStartMs,
+    maxBodySize,
     healthCheck
   }
   if (balancer.url !== undefined && !balancer.closing) balancer.checker.sync((u) => checkSettingsFor(balancer, u))

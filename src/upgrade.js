@@ -1,6 +1,8 @@
 'use strict'
 
 const http = require('node:http')
+const https = require('node:https')
+const net = require('node:net')
 
 /** Headers that concern one hop only (RFC 9110 §7.6.1), never copied onto the upstream hop. */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']
@@ -23,10 +25,11 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trail
  * @param {import('net').Socket} socket the client connection
  * @param {Buffer} head bytes the client sent after the request head
  * @param {URL} target upstream origin
- * @param {{ timeoutMs: number } & TunnelHandlers} options `timeoutMs` bounds the wait for the
- *   upstream's answer, not the tunnel's life
+ * @param {{ timeoutMs: number, ca?: Buffer | null } & TunnelHandlers} options `timeoutMs` bounds the wait for the
+ *   upstream's answer, not the tunnel's life; `ca`: trusted CAs of an https upstream (default: Node's
+ *   roots), verified against the name in its URL as the proxy engine does
  */
-function tunnelUpgrade (req, socket, head, target, { timeoutMs, onOpen, onFailure, onClose }) {
+function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, onOpen, onFailure, onClose }) {
   let closed = false
   const close = () => {
     if (closed) return
@@ -37,9 +40,11 @@ function tunnelUpgrade (req, socket, head, target, { timeoutMs, onOpen, onFailur
   socket.on('error', () => socket.destroy())
 
   const headers = forwardedHeaders(req)
-  const proxyReq = http.request({
-    host: target.hostname, port: target.port, method: req.method, path: req.url, headers, agent: false, setHost: false
-  })
+  const hostname = target.hostname.replace(/^\[(.*)\]$/, '$1') // URL keeps IPv6 brackets
+  const options = { host: hostname, port: target.port, method: req.method, path: req.url, headers, agent: false, setHost: false }
+  const proxyReq = target.protocol === 'https:'
+    ? https.request({ ...options, ...(ca ? { ca } : {}), rejectUnauthorized: true, servername: net.isIP(hostname) ? '' : hostname })
+    : http.request(options)
   proxyReq.setTimeout(timeoutMs, () => proxyReq.destroy(Object.assign(new Error(`upstream timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' })))
   proxyReq.on('error', (err) => {
     if (socket.destroyed) return

@@ -4,8 +4,9 @@ const path = require('node:path')
 const fs = require('node:fs')
 const os = require('node:os')
 const http = require('node:http')
+const https = require('node:https')
 const { once } = require('node:events')
-const { request, startUpstream, waitFor, runNode, startCli, cliEntry } = require('./helper')
+const { request, startUpstream, waitFor, runNode, startCli, cliEntry, makeCertificates } = require('./helper')
 
 const CLI = cliEntry()
 
@@ -55,8 +56,27 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
     fs.writeFileSync(file, JSON.stringify({ address: '127.0.0.1:8080', strategy: 'RoundRobin', backends: ['ftp://127.0.0.1:21'] }))
     const { code, stderr } = await run(['--config', file])
     expect(code).toBe(2)
-    expect(stderr).toMatch(/only http:\/\/ backends are supported/)
+    expect(stderr).toMatch(/only http:\/\/ and https:\/\/ backends are supported/)
     expect(oneLine(stderr)).toBe(true)
+  })
+
+  test('an unreadable or mismatched TLS file', async () => {
+    const certs = makeCertificates()
+    try {
+      const missing = await run(['--backends', 'http://127.0.0.1:9', '--port', '0', '--tls-cert', path.join(certs.dir, 'none.pem'), '--tls-key', certs.key])
+      expect(missing.code).toBe(2)
+      expect(missing.stderr).toBe(`polistes: --tls-cert ${path.join(certs.dir, 'none.pem')}: cannot read it (ENOENT)\n`)
+      const mismatch = await run(['--backends', 'http://127.0.0.1:9', '--port', '0', '--tls-cert', certs.cert, '--tls-key', certs.otherKey])
+      expect(mismatch.code).toBe(2)
+      expect(mismatch.stderr).toMatch(/^polistes: --tls-key \S+ cannot be used with --tls-cert \S+: .*key values mismatch/)
+      expect(oneLine(mismatch.stderr)).toBe(true)
+      const alone = await run(['--backends', 'http://127.0.0.1:9', '--tls-cert', certs.cert])
+      expect(alone.stderr).toMatch(/^polistes: tlsCert and tlsKey go together/)
+      const junkCa = await run(['--backends', 'http://127.0.0.1:9', '--port', '0', '--upstream-ca', certs.key])
+      expect(junkCa.stderr).toMatch(/^polistes: --upstream-ca \S+: no PEM certificate in it/)
+    } finally {
+      certs.remove()
+    }
   })
 
   test('port in use', async () => {
@@ -121,6 +141,32 @@ describe('running', () => {
     } finally {
       cli.child.kill('SIGKILL')
       await upstream.close()
+    }
+  })
+
+  test('with --tls-cert/--tls-key and --admin-port it serves HTTPS and the admin surface on loopback only', async () => {
+    const certs = makeCertificates()
+    const upstream = await startUpstream((req, res) => res.end(`proto=${req.headers['x-forwarded-proto']}`))
+    const cli = startCli(['--port', '0', '--backends', upstream.url, '--tls-cert', certs.cert, '--tls-key', certs.key, '--admin-port', '0'])
+    try {
+      const ready = await cli.ready
+      expect(ready.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/)
+      expect(ready.adminUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+      const body = await new Promise((resolve, reject) => {
+        https.get(`${ready.url}/x`, { ca: fs.readFileSync(certs.ca) }, (res) => {
+          let text = ''
+          res.on('data', (d) => { text += d })
+          res.on('end', () => resolve(text))
+        }).on('error', reject)
+      })
+      expect(body).toBe('proto=https')
+      expect((await request(`${ready.adminUrl}/_polistes/stats`)).status).toBe(200)
+      cli.child.kill('SIGTERM')
+      expect((await cli.exited).code).toBe(0)
+    } finally {
+      cli.child.kill('SIGKILL')
+      await upstream.close()
+      certs.remove()
     }
   })
 

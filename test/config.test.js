@@ -71,6 +71,18 @@ describe('config file', () => {
     expect(() => resolveConfig({ timeoutMs: -1 })).toThrow(/timeoutMs must be a positive number/)
     expect(() => resolveConfig({ retries: 1.5 })).toThrow(/retries must be an integer/)
     expect(() => resolveConfig({ keepAlive: 'yes' })).toThrow(/keepAlive must be true or false/)
+    expect(() => resolveConfig({ maxHeaderSize: 100 })).toThrow(/maxHeaderSize must be an integer in \[1024, 1048576\]/)
+    expect(() => resolveConfig({ adminPort: 'eight' })).toThrow(/adminPort must be an integer/)
+    expect(() => resolveConfig({ headersTimeoutMs: 5000, requestTimeoutMs: 1000 })).toThrow(/headersTimeoutMs \(5000\) must not exceed requestTimeoutMs \(1000\)/)
+    expect(() => resolveConfig({ tlsKey: 'k.pem' })).toThrow(/tlsCert and tlsKey go together/)
+  })
+
+  test('the front settings come from the file; TLS paths are read relative to it', () => {
+    const front = { maxConnections: 500, headersTimeoutMs: 5000, requestTimeoutMs: 30000, keepAliveTimeoutMs: 65000, maxHeaderSize: 32768, maxBodySize: 0, adminHost: '::1' }
+    const file = write('front.json', JSON.stringify({ ...front, tlsCert: 'tls/cert.pem', tlsKey: '/etc/polistes/key.pem', upstreamCa: 'ca.pem', adminPort: 9000 }))
+    const config = resolveConfig({ adminPort: 9001 }, readConfigFile(file))
+    expect(config).toMatchObject({ ...front, adminPort: 9001 })
+    expect([config.tlsCert, config.tlsKey, config.upstreamCa]).toEqual([path.join(tmp, 'tls', 'cert.pem'), '/etc/polistes/key.pem', path.join(tmp, 'ca.pem')])
   })
 })
 
@@ -91,9 +103,16 @@ describe('backend URLs', () => {
     expect(parseBackend({ url: 'http://[::1]:9101', weight: 2, region: 'us' })).toMatchObject({ url: 'http://[::1]:9101', weight: 2, region: 'us' })
   })
 
+  test('https:// backends are accepted, and a port equal to the scheme\'s default counts as explicit', () => {
+    expect(parseBackend('https://127.0.0.1:8443#eu')).toEqual({ id: '127.0.0.1:8443', url: 'https://127.0.0.1:8443', weight: 1, region: 'eu' })
+    expect(parseBackend('https://localhost:443')).toEqual({ id: 'localhost:443', url: 'https://localhost', weight: 1 })
+    expect(parseBackend('http://[::1]:80')).toEqual({ id: '[::1]:80', url: 'http://[::1]', weight: 1 })
+    expect(() => parseBackend('https://localhost')).toThrow(/explicit host and port/)
+  })
+
   test.each([
     ['http://x:abc', /malformed URL/],
-    ['https://127.0.0.1:9101', /only http:\/\//],
+    ['ftp://127.0.0.1:9101', /only http:\/\/ and https:\/\//],
     ['http://127.0.0.1', /explicit host and port/],
     ['http://127.0.0.1:9101/path', /must be an origin/],
     ['http://127.0.0.1:9101#w=0', /weight must be a positive number/],

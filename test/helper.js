@@ -5,11 +5,13 @@
  */
 
 const http = require('node:http')
+const https = require('node:https')
 const net = require('node:net')
 const crypto = require('node:crypto')
 const fs = require('node:fs')
+const os = require('node:os')
 const path = require('node:path')
-const { spawn } = require('node:child_process')
+const { spawn, execFileSync } = require('node:child_process')
 const { once } = require('node:events')
 
 /**
@@ -55,17 +57,19 @@ async function request (url, { timeoutMs = 5000, ...options } = {}) {
 }
 
 /**
- * Start a plain upstream on 127.0.0.1:0 whose behaviour the test scripts.
+ * Start an upstream on 127.0.0.1:0 whose behaviour the test scripts: plain, or https with `tls`.
  * @param {(req: http.IncomingMessage, res: http.ServerResponse) => void} handler
+ * @param {{ tls?: { cert: Buffer | string, key: Buffer | string } }} [options]
  * @returns {Promise<{ url: string, server: http.Server, sockets: Set<import('net').Socket>, requests: number, connections: number, close: () => Promise<void> }>}
  */
-async function startUpstream (handler) {
+async function startUpstream (handler, { tls } = {}) {
   const sockets = new Set()
   const upstream = { url: '', server: null, sockets, requests: 0, connections: 0 }
-  const server = http.createServer((req, res) => {
+  const onRequest = (req, res) => {
     upstream.requests++
     handler(req, res)
-  })
+  }
+  const server = tls ? https.createServer(tls, onRequest) : http.createServer(onRequest)
   server.on('connection', (socket) => {
     upstream.connections++
     sockets.add(socket)
@@ -74,7 +78,7 @@ async function startUpstream (handler) {
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
   upstream.server = server
-  upstream.url = `http://127.0.0.1:${server.address().port}`
+  upstream.url = `${tls ? 'https' : 'http'}://127.0.0.1:${server.address().port}`
   upstream.close = () => new Promise((resolve) => {
     server.close(() => resolve())
     for (const s of sockets) s.destroy()
@@ -146,6 +150,44 @@ function startServerCli (script, args) {
     child.once('exit', (code) => reject(new Error(`exited with ${code}`)))
   })
   return { child, url }
+}
+
+/**
+ * Test-only TLS material, made with `openssl` in a fresh temporary directory: a private CA (and its key), a
+ * server certificate it signed for localhost and 127.0.0.1 (valid 2 days), that certificate's key,
+ * a second unrelated key, a self-signed certificate no CA vouches for (all EC P-256: fast to make), and
+ * a self-signed RSA certificate (`rsaCert`).
+ * @returns {{ dir: string, rsaCert: string, ca: string, caKey: string, cert: string, key: string, otherKey: string, selfSigned: string, selfSignedKey: string, remove: () => void }} file paths
+ */
+function makeCertificates () {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-tls-'))
+  const f = (name) => path.join(dir, name)
+  const openssl = (...args) => execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10000 })
+  const newKey = (file) => openssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', file)
+  newKey(f('ca.key'))
+  openssl('req', '-x509', '-new', '-key', f('ca.key'), '-days', '2', '-subj', '/CN=polistes test CA', '-out', f('ca.pem'))
+  newKey(f('key.pem'))
+  openssl('req', '-new', '-key', f('key.pem'), '-subj', '/CN=localhost', '-out', f('server.csr'))
+  fs.writeFileSync(f('ext.cnf'), 'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth\n')
+  openssl('x509', '-req', '-in', f('server.csr'), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial',
+    '-days', '2', '-extfile', f('ext.cnf'), '-out', f('cert.pem'))
+  newKey(f('other.key'))
+  newKey(f('self.key'))
+  openssl('req', '-x509', '-new', '-key', f('self.key'), '-days', '2', '-subj', '/CN=localhost',
+    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-out', f('self.pem'))
+  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('rsa.key'), '-days', '2', '-subj', '/CN=localhost', '-out', f('rsa.pem'))
+  return {
+    dir,
+    rsaCert: f('rsa.pem'),
+    ca: f('ca.pem'),
+    caKey: f('ca.key'),
+    cert: f('cert.pem'),
+    key: f('key.pem'),
+    otherKey: f('other.key'),
+    selfSigned: f('self.pem'),
+    selfSignedKey: f('self.key'),
+    remove: () => fs.rmSync(dir, { recursive: true, force: true })
+  }
 }
 
 /**
@@ -399,4 +441,4 @@ function describeIfInstalled (programs, title, fn) {
   return describe.skip(`${title} [skipped: ${missing.join(', ')} not installed; apt-get install ${install}]`, fn)
 }
 
-module.exports = { describeIfInstalled, rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli, cliEntry, startCli, parseResponses, RawConnection, startRecordingUpstream }
+module.exports = { describeIfInstalled, rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli, cliEntry, startCli, parseResponses, RawConnection, startRecordingUpstream, makeCertificates }

@@ -82,6 +82,17 @@ describe('balancer.reconfigure applies a new config to a running balancer', () =
     expect(served.filter((s) => s === 'b')).toHaveLength(6)
   })
 
+  test('front settings bound to the listeners are restart-only; maxBodySize applies at once', async () => {
+    lb = await startBalancer({ backends: backends('a'), algo: 'round-robin', port: 0, maxBodySize: 10 })
+    const result = lb.reconfigure({ backends: backends('a'), algo: 'round-robin', maxBodySize: 100, maxHeaderSize: 8192, headersTimeoutMs: 5000, adminPort: 0, tlsCert: 'c.pem', tlsKey: 'k.pem' })
+    expect(result.restartNeeded).toEqual(['headersTimeoutMs', 'maxHeaderSize', 'tlsCert', 'tlsKey', 'adminPort'])
+    expect(result.changed).toEqual(['maxBodySize'])
+    expect(lb.maxBodySize).toBe(100)
+    expect(lb.server.maxHeaderSize).toBe(16384) // untouched until a restart
+    expect(() => lb.reconfigure({ backends: backends('a'), maxHeaderSize: 1 })).toThrow(/^maxHeaderSize must be an integer/)
+    expect(lb.maxBodySize).toBe(100)
+  })
+
   test('a new timeout takes a new proxy engine; a request in flight on the old one completes, then it is closed', async () => {
     lb = await startBalancer({ backends: backends('a'), port: 0 })
     const old = lb.engine

@@ -7,6 +7,30 @@ async function main (): Promise<void> {
   const stats: BalancerStats = lb.stats()
   const failures: number = stats.failures.connect + stats.failures.timeout + stats.failures.stream
   const url: string | undefined = lb.url
+  const secure: Balancer = await startBalancer({
+    backends: ['https://127.0.0.1:8443'],
+    tlsCert: 'cert.pem',
+    tlsKey: 'key.pem',
+    upstreamCa: 'ca.pem',
+    maxConnections: 1000,
+    headersTimeoutMs: 5000,
+    requestTimeoutMs: 30000,
+    keepAliveTimeoutMs: 65000,
+    maxHeaderSize: 32768,
+    maxBodySize: 0,
+    adminPort: 0,
+    adminHost: '::1'
+  })
+  secure.addAdminHandler((req, res) => {
+    if (req.url !== '/_polistes/hello') return false
+    res.end('hello')
+    return true
+  })
+  const adminUrl: string | undefined = secure.adminUrl
+  const refused: number = stats.bodyTooLarge + stats.droppedConnections
+  void adminUrl, refused
+  // @ts-expect-error an admin handler says whether it answered
+  secure.addAdminHandler((req, res) => { res.end() })
   const state: 'up' | 'falling' | 'down' | 'rising' | 'ejected' = stats.upstreams[0].state
   const ramp: number = stats.upstreams[0].ramp
   const lastStatus: number | null | undefined = stats.upstreams[0].check?.last?.status
