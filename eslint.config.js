@@ -5,5 +5,6 @@ const globals = require('globals')
 
 module.exports = [
   ...neostandard({ ignores: ['bench/results/**', 'coverage/**', 'public/**'] }),
-  { files: ['test/**/*.js'], languageOptions: { globals: globals.jest } }
+  { files: ['test/**/*.js'], languageOptions: { globals: globals.jest } },
+  { files: ['src/dashboard/**/*.js'], languageOptions: { globals: globals.browser } }
 ]

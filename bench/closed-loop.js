@@ -12,6 +12,12 @@
  * and reports the backend's cache result as `outcome.cache` (like the `X-Cache` header) unless
  * `feedback` is false.
  *
+ * Colonies: `policy` may be an array of K independent policies, like K balancer processes
+ * (`polistes --workers K`) in front of the same backends. Requests go to the colonies in turn
+ * (round-robin, as the node:cluster primary hands out connections on Linux); each colony sees its
+ * own upstream list whose `inflight` counts only its own requests (a worker knows only its own
+ * pool), while the backends' caches are shared.
+ *
  * Usage (see also `node bench/closed-loop.js`, `npm run bench:model`):
  *   const model = createModel({ policy, upstreams: 7, cacheSize: 4, keys: 25, inflight: 32, seed: 1 })
  *   model.run(5000)               // warm-up
@@ -32,6 +38,7 @@ const DEFAULTS = Object.freeze({
   jitter: 0.5, // service times are multiplied by a uniform factor in [1 - jitter, 1 + jitter]
   serverConcurrency: Infinity, // requests an upstream serves at once; finite = FIFO queue
   feedback: true, // report outcome.cache ('HIT' | 'MISS') to the policy
+  assign: 'round-robin', // with several colonies: which one takes the next request ('round-robin' | 'random')
   seed: 1, // model randomness (keys, jitter); the policy gets its own random source
   recordPicks: false // keep the sequence of picked ids (for determinism tests)
 })
@@ -86,15 +93,20 @@ function less (x, y) {
  */
 function createModel (options = {}) {
   const o = { ...DEFAULTS, ...options }
-  const policy = o.policy
-  if (!policy || typeof policy.pick !== 'function') throw new TypeError('createModel: options.policy with pick() is required')
+  const policies = Array.isArray(o.policy) ? o.policy : [o.policy]
+  if (policies.length === 0 || policies.some((p) => !p || typeof p.pick !== 'function')) {
+    throw new TypeError('createModel: options.policy (a policy with pick(), or an array of them) is required')
+  }
+  if (o.assign !== 'round-robin' && o.assign !== 'random') throw new TypeError(`createModel: assign must be 'round-robin' or 'random', got ${o.assign}`)
   const random = mulberry32(o.seed)
   const heap = new EventHeap()
-  const servers = new Map() // id -> { up, cache, busy, queue }
-  let list = [] // what the policy sees: [{ id, inflight }]
+  const servers = new Map() // id -> { views, cache, busy, queue }; views[c] is what colony c sees
+  // what each colony's policy sees: [{ id, inflight }], inflight counting that colony's requests only
+  let lists = policies.map(() => [])
   let now = 0
   let seq = 0
   let inflightTotal = 0
+  let turn = 0
   const picks = []
 
   const keyNames = Array.from({ length: o.keys }, (_, i) => `/page${i + 1}`)
@@ -102,14 +114,14 @@ function createModel (options = {}) {
   let cumulative = null // null = uniform
 
   function addUpstream (id) {
-    if (servers.has(id) && list.some((u) => u.id === id)) return
-    const up = { id, inflight: 0 }
-    servers.set(id, { up, cache: new Map(), busy: 0, queue: [] })
-    list = [...list, up]
+    if (servers.has(id) && lists[0].some((u) => u.id === id)) return
+    const views = policies.map(() => ({ id, inflight: 0 }))
+    servers.set(id, { views, cache: new Map(), busy: 0, queue: [] })
+    lists = lists.map((list, c) => [...list, views[c]])
   }
 
   function removeUpstream (id) {
-    list = list.filter((u) => u.id !== id)
+    lists = lists.map((list) => list.filter((u) => u.id !== id))
   }
 
   function setPopularity (popularity) {
@@ -162,13 +174,15 @@ function createModel (options = {}) {
   function dispatch (win) {
     const key = sampleKey()
     const ctx = { key, method: 'GET' }
-    const up = policy.pick(list, ctx)
+    const colony = policies.length === 1 ? 0 : (o.assign === 'random' ? Math.floor(random() * policies.length) : turn++ % policies.length)
+    const policy = policies[colony]
+    const up = policy.pick(lists[colony], ctx)
     if (up === undefined) {
       win.dropped++
       return
     }
-    const server = servers.get(up.id)
-    if (!server || server.up !== up) throw new Error(`policy picked an unknown upstream ${up && up.id}`)
+    const server = servers.get(up && up.id)
+    if (!server || server.views[colony] !== up) throw new Error(`policy picked an unknown upstream ${up && up.id}`)
     up.inflight++
     inflightTotal++
     if (policy.onStart) policy.onStart(up, ctx)
@@ -179,7 +193,7 @@ function createModel (options = {}) {
       server.cache.set(key, true)
     }
     win.record(up.id, key, hit)
-    const job = { ctx, hit, start: now }
+    const job = { ctx, hit, start: now, colony }
     if (server.busy < o.serverConcurrency) startService(server, job)
     else server.queue.push(job)
   }
@@ -194,10 +208,12 @@ function createModel (options = {}) {
       cache.set(job.ctx.key, true)
       if (cache.size > o.cacheSize) cache.delete(cache.keys().next().value)
     }
-    server.up.inflight--
+    const up = server.views[job.colony]
+    up.inflight--
     inflightTotal--
+    const policy = policies[job.colony]
     if (policy.onEnd) {
-      policy.onEnd(server.up, job.ctx, {
+      policy.onEnd(up, job.ctx, {
         latencyMs: now - job.start,
         statusCode: 200,
         error: undefined,
@@ -222,7 +238,7 @@ function createModel (options = {}) {
         complete(heap.pop())
       }
     }
-    return win.summary(list.map((u) => u.id))
+    return win.summary(lists[0].map((u) => u.id))
   }
 
   const ids = typeof o.upstreams === 'number'
@@ -237,7 +253,8 @@ function createModel (options = {}) {
     removeUpstream,
     setPopularity,
     permute,
-    get upstreams () { return list },
+    /** the upstream list colony 0 sees (the only one without colonies) */
+    get upstreams () { return lists[0] },
     get now () { return now },
     get picks () { return picks },
     /** ids of the pages each upstream holds now */
@@ -309,43 +326,97 @@ function createWindow () {
 /**
  * Run a standard scenario for a policy and return a summary row.
  * @param {(random: () => number) => object} makePolicy builds the policy from a random source
- * @param {object} [options] model options (seed, popularity, ...)
+ * @param {object} [options] model options (seed, popularity, ...); `colonies` (default 1)
+ *   independent policies, each with its own random source, share the upstreams
  */
-function scenario (makePolicy, { seed = 1, warmup = 5000, measure = 5000, ...options } = {}) {
-  const policy = makePolicy(mulberry32(seed * 7919 + 17))
-  const model = createModel({ ...options, seed, policy })
+function scenario (makePolicy, { seed = 1, warmup = 5000, measure = 5000, colonies = 1, ...options } = {}) {
+  const policies = Array.from({ length: colonies }, (_, c) => makePolicy(mulberry32(seed * 7919 + 17 + c * 104729)))
+  const model = createModel({ ...options, seed, policy: colonies === 1 ? policies[0] : policies })
   model.run(warmup)
   return model.run(measure)
 }
 
-module.exports = { createModel, scenario, DEFAULTS, EventHeap }
-
-if (require.main === module) {
-  // `npm run bench:model`: hit rate, balance and key spread per policy, after a 5,000-request warm-up.
+/**
+ * `npm run bench:model [-- --colonies 1,2,4] [--seeds 5] [--assign random] [--policy-options JSON]`:
+ * without --colonies, hit rate, balance and key spread per policy; with it, the hit rate of K
+ * independent colonies (balancer workers) sharing the same backends, per policy.
+ */
+function cli (argv) {
+  const yargs = require('yargs/yargs')
+  const args = yargs(argv)
+    .scriptName('npm run bench:model --')
+    .option('colonies', { type: 'string', describe: 'comma-separated colony counts, e.g. 1,2,4,8,16' })
+    .option('seeds', { type: 'number', default: 5, describe: 'seeds 1..N, averaged' })
+    .option('assign', { type: 'string', choices: ['round-robin', 'random'], default: 'round-robin', describe: 'which colony takes the next request' })
+    .option('policy-options', { type: 'string', default: '{}', describe: 'wasp options as JSON' })
+    .strict().help().version(false)
+    .fail((msg, err) => { process.stderr.write(`bench:model: ${err ? err.message : msg}\n`); process.exit(2) })
+    .parse()
   const { createRoundRobin } = require('../src/policies/round-robin')
   const { createRandom } = require('../src/policies/random')
+  const { createChashBounded } = require('../src/policies/chash-bounded')
   const { createWasp } = require('../src/policies/wasp')
-  const policies = {
-    'round-robin': (random) => createRoundRobin({}, { random }),
-    random: (random) => createRandom({}, { random }),
-    wasp: (random) => createWasp({}, { random })
+  let waspOptions
+  try {
+    waspOptions = JSON.parse(args['policy-options'])
+    createWasp(waspOptions)
+  } catch (err) {
+    process.stderr.write(`bench:model: --policy-options: ${err.message}\n`)
+    process.exit(2)
   }
-  const seeds = [1, 2, 3, 4, 5]
+  const seeds = Array.from({ length: args.seeds }, (_, i) => i + 1)
+  const avg = (runs, f) => runs.reduce((a, r) => a + f(r), 0) / runs.length
+  const label = (p) => p === 'uniform' ? 'uniform' : `zipf(${p.zipf})`
+  const head = `7 upstreams x LRU 4 pages, 25 keys, 32 in flight; mean of seeds 1-${args.seeds}; 5,000 warm-up, 5,000 measured`
+  if (args.colonies === undefined) {
+    const policies = {
+      'round-robin': (random) => createRoundRobin({}, { random }),
+      random: (random) => createRandom({}, { random }),
+      wasp: (random) => createWasp(waspOptions, { random })
+    }
+    const rows = []
+    for (const popularity of ['uniform', { zipf: 1 }]) {
+      for (const [name, make] of Object.entries(policies)) {
+        const runs = seeds.map((seed) => scenario(make, { seed, popularity }))
+        rows.push({
+          popularity: label(popularity),
+          policy: name,
+          'hit rate': avg(runs, (r) => r.hitRate).toFixed(3),
+          'balance (max/mean)': avg(runs, (r) => r.balance).toFixed(2),
+          'top-2 share (min key)': avg(runs, (r) => r.top2.min).toFixed(3),
+          'keys with top-2 >= 0.9': avg(runs, (r) => r.top2.keysOver90).toFixed(2)
+        })
+      }
+    }
+    console.log(head)
+    console.table(rows)
+    return
+  }
+  const counts = String(args.colonies).split(',').map(Number)
+  if (counts.some((k) => !Number.isInteger(k) || k < 1 || k > 64)) {
+    process.stderr.write(`bench:model: --colonies must list integers in [1, 64], got ${args.colonies}\n`)
+    process.exit(2)
+  }
+  const policies = {
+    wasp: (random) => createWasp(waspOptions, { random }),
+    'chash-bounded': (random) => createChashBounded({}, { random }),
+    'round-robin': (random) => createRoundRobin({}, { random })
+  }
   const rows = []
   for (const popularity of ['uniform', { zipf: 1 }]) {
     for (const [name, make] of Object.entries(policies)) {
-      const runs = seeds.map((seed) => scenario(make, { seed, popularity }))
-      const avg = (f) => runs.reduce((a, r) => a + f(r), 0) / runs.length
-      rows.push({
-        popularity: popularity === 'uniform' ? 'uniform' : `zipf(${popularity.zipf})`,
-        policy: name,
-        'hit rate': avg((r) => r.hitRate).toFixed(3),
-        'balance (max/mean)': avg((r) => r.balance).toFixed(2),
-        'top-2 share (min key)': avg((r) => r.top2.min).toFixed(3),
-        'keys with top-2 >= 0.9': avg((r) => r.top2.keysOver90).toFixed(2)
-      })
+      const row = { popularity: label(popularity), policy: name }
+      for (const colonies of counts) {
+        const runs = seeds.map((seed) => scenario(make, { seed, popularity, colonies, assign: args.assign }))
+        row[`K=${colonies}`] = `${avg(runs, (r) => r.hitRate).toFixed(3)} (${Math.min(...runs.map((r) => r.hitRate)).toFixed(3)})`
+      }
+      rows.push(row)
     }
   }
-  console.log('7 upstreams x LRU 4 pages, 25 keys, 32 in flight; mean of seeds 1-5; 5,000 warm-up, 5,000 measured')
+  console.log(`${head}\nhit rate with K independent colonies (requests to colonies ${args.assign}); mean (worst seed)`)
   console.table(rows)
 }
+
+module.exports = { createModel, scenario, DEFAULTS, EventHeap }
+
+if (require.main === module) cli(process.argv.slice(2))

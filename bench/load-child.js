@@ -1,26 +1,40 @@
 'use strict'
 
 /**
- * Child process generating the load with autocannon's programmatic API, never in the
- * balancer's event loop. A random page per request (uniform or zipf, seeded); the latency of
- * every response is kept as a float in milliseconds (autocannon measures it with
- * process.hrtime; its own histogram would round to whole ms).
+ * Child process generating the load, never in the balancer's event loop. Three generators:
+ * - closed loop (default): autocannon's programmatic API, as fast as the server answers;
+ * - open loop (`rate`): bench/open-loop.js, requests at fixed intended send times, latency from the
+ *   intended time (coordinated omission corrected), with the generator's own lag reported;
+ * - wrk (`load: 'wrk'`): bench/load-wrk.js, closed loop from a C client (less CPU per request);
+ * - node (`load: 'node'`): bench/open-loop.js's lanes without a rate, a closed loop whose
+ *   connections can leave from `sources` distinct loopback addresses (so do the open loop's).
  *
- * One continuous autocannon run covers the learning phase [0, warmup) and the measured window
- * [warmup, warmup + duration) seconds; responses are assigned by completion time.
+ * A random page per request (uniform or zipf, seeded); the latency of every response is kept as a
+ * float in milliseconds (autocannon measures it with process.hrtime; its own histogram would
+ * round to whole ms).
  *
- * Request: `start { url, connections, rate?, warmup, duration, pages, popularity, seed }` ->
- * `{ startedAt }`. Pushed: `tick { bucket }` at each whole second, `done { result }` at the end.
+ * One continuous run covers the learning phase [0, warmup) and the measured window
+ * [warmup, warmup + duration) seconds; responses are assigned by completion time (open loop: by
+ * intended send time).
+ *
+ * Request: `start { url, connections, rate?, load?, sources?, warmup, duration, pages, popularity, seed }` ->
+ * `{ startedAt }`; `cpu` -> this process's CPU plus its generator's (wrk) in `process.cpuUsage()`
+ * form. Pushed: `tick { bucket }` at each whole second, `done { result }` at the end.
  */
 
 const autocannon = require('autocannon')
 const { serve } = require('./child')
-const { summarize } = require('./stats')
+const { summarize, percentile } = require('./stats')
 const { createSampler, pagePath } = require('./popularity')
 const { mulberry32 } = require('../src/prng')
+const { runOpenLoop, loopbackSources } = require('./open-loop')
+const { startWrk } = require('./load-wrk')
+const { procCpu } = require('./peers')
 
-function newPhase () {
-  return { requests: 0, bytes: 0, errors: 0, non2xx: 0, hits: 0, misses: 0, latencies: [], keys: {}, servers: {} }
+function newPhase (open = false) {
+  const phase = { requests: 0, bytes: 0, errors: 0, timeouts: 0, non2xx: 0, hits: 0, misses: 0, latencies: [], keys: {}, servers: {} }
+  if (open) phase.lags = []
+  return phase
 }
 
 function header (headers, name) {
@@ -32,29 +46,78 @@ function header (headers, name) {
 }
 
 function phaseResult (phase, seconds) {
-  const { latencies, ...counts } = phase
+  const { latencies, lags, ...counts } = phase
   const lat = summarize(latencies)
   delete lat.count
-  return { ...counts, seconds, rps: counts.requests / seconds, bytesPerSec: counts.bytes / seconds, latency: lat }
+  const out = { ...counts, seconds, rps: counts.requests / seconds, bytesPerSec: counts.bytes / seconds, latency: lat }
+  if (lags) {
+    const sorted = Float64Array.from(latencies).sort()
+    out.latency.p999 = percentile(sorted, 99.9)
+    const lag = summarize(lags)
+    out.lag = { p50: lag.p50, p99: lag.p99, max: lag.max }
+  }
+  return out
 }
 
-let instance
+let generator // { stop() }
+let wrkRun // the wrk generator, for its CPU
 
-function start ({ url, connections, rate, warmup, duration, pages, popularity, seed = 1, timeout = 10 }) {
-  const sample = createSampler(popularity, pages, mulberry32(seed))
+/**
+ * Collects responses into the learning phase, the measured window and the current second.
+ * @param {number} warmup seconds
+ * @param {number} duration seconds
+ * @param {boolean} open open loop: phases keep the generator's lag too
+ */
+function createRecorder (warmup, duration, open) {
   const endMs = (warmup + duration) * 1000
-  const learning = newPhase()
-  const measured = newPhase()
-  let bucket = newPhase()
-  let second = 0
-  let last = null
-  const t0 = performance.now()
-  const phaseAt = (ms) => (ms < warmup * 1000 ? learning : ms < endMs ? measured : null)
+  const rec = {
+    learning: newPhase(open),
+    measured: newPhase(open),
+    bucket: newPhase(),
+    phaseAt: (ms) => (ms < warmup * 1000 ? rec.learning : ms < endMs ? rec.measured : null),
+    /**
+     * @param {number} phaseMs time deciding the phase (completion; open loop: intended send)
+     * @param {{ status: number, bytes: number, latency: number, path?: string, server?: string, cache?: string, lag?: number }} r
+     */
+    add (phaseMs, r) {
+      const phase = rec.phaseAt(phaseMs)
+      if (!phase) return
+      for (const p of [phase, rec.bucket]) {
+        p.requests++
+        p.bytes += r.bytes
+        p.latencies.push(r.latency)
+        if (p.lags && r.lag !== undefined) p.lags.push(r.lag)
+        if (r.status < 200 || r.status > 299) p.non2xx++
+        if (r.cache === 'HIT') p.hits++
+        else if (r.cache === 'MISS') p.misses++
+      }
+      if (r.server !== undefined && r.path !== undefined && phase === rec.measured) {
+        const perKey = rec.measured.keys[r.path] || (rec.measured.keys[r.path] = {})
+        perKey[r.server] = (perKey[r.server] || 0) + 1
+        rec.measured.servers[r.server] = (rec.measured.servers[r.server] || 0) + 1
+      }
+    },
+    error (phaseMs, timeout = false) {
+      const phase = rec.phaseAt(phaseMs)
+      if (!phase) return
+      for (const p of [phase, rec.bucket]) {
+        p.errors++
+        if (timeout) p.timeouts++
+      }
+    }
+  }
+  return rec
+}
 
+/** Closed loop with autocannon; resolves at the end with autocannon's own error counts. */
+function closedLoop ({ url, connections, warmup, duration, timeout, sample, rec, t0 }) {
+  let last = null
+  let resolveDone
+  const done = new Promise((resolve) => { resolveDone = resolve })
   const opts = {
     url,
     connections,
-    duration: warmup + duration + 10, // a backstop: we stop it ourselves at endMs
+    duration: warmup + duration + 10, // a backstop: we stop it ourselves at the end
     timeout,
     // autocannon accumulates every response body as a string (UTF-8 decoding ~60 KB per page)
     // although we never read it; skipping that keeps the load generator's CPU off the machine
@@ -90,69 +153,104 @@ function start ({ url, connections, rate, warmup, duration, pages, popularity, s
       }
     }]
   }
-  if (rate) opts.overallRate = rate
-
-  instance = autocannon(opts, (err, result) => {
+  const instance = autocannon(opts, (err, result) => {
     if (err) process.send({ type: 'fatal', error: err.message })
-    const res = {
-      learning: phaseResult(learning, warmup || 1),
-      measured: phaseResult(measured, duration),
-      autocannon: result && { errors: result.errors, timeouts: result.timeouts, non2xx: result.non2xx, resets: result.resets }
-    }
-    process.send({ type: 'done', result: res })
+    resolveDone({ autocannon: result && { errors: result.errors, timeouts: result.timeouts, non2xx: result.non2xx, resets: result.resets } })
   })
-
   instance.on('response', (client, statusCode, resBytes, responseTime) => {
-    const ms = performance.now() - t0
-    const phase = phaseAt(ms)
-    const info = last
+    const info = last || {}
     last = null
-    if (!phase) return
-    for (const p of [phase, bucket]) {
-      p.requests++
-      p.bytes += resBytes
-      p.latencies.push(responseTime)
-      if (statusCode < 200 || statusCode > 299) p.non2xx++
-      if (info) {
-        if (info.cache === 'HIT') p.hits++
-        else if (info.cache === 'MISS') p.misses++
-      }
-    }
-    if (info && info.server !== undefined && phase === measured) {
-      const perKey = measured.keys[info.path] || (measured.keys[info.path] = {})
-      perKey[info.server] = (perKey[info.server] || 0) + 1
-      measured.servers[info.server] = (measured.servers[info.server] || 0) + 1
-    }
+    rec.add(performance.now() - t0, { status: statusCode, bytes: resBytes, latency: responseTime, ...info })
   })
-  instance.on('reqError', () => {
-    const phase = phaseAt(performance.now() - t0)
-    if (!phase) return
-    phase.errors++
-    bucket.errors++
-  })
+  instance.on('reqError', () => rec.error(performance.now() - t0))
+  return { done, stop: () => instance.stop() }
+}
 
+/**
+ * Open loop at `rate` req/s, or without a rate a closed loop (bench/open-loop.js's lanes); phases
+ * by intended send time (closed loop: the send time).
+ */
+function lanes ({ url, connections, rate, sources, warmup, duration, timeout, sample, rec }) {
+  const run = runOpenLoop({
+    url,
+    rate,
+    connections,
+    localAddresses: sources ? loopbackSources(sources) : [],
+    durationMs: (warmup + duration) * 1000,
+    timeoutMs: timeout * 1000,
+    nextPath: () => pagePath(sample()),
+    onResponse: (r) => rec.add(r.intended, r),
+    onError: (e) => rec.error(e.intended, e.timeout)
+  })
+  return { done: run.done.then((openLoop) => ({ openLoop })), stop: run.stop }
+}
+
+function start ({ url, connections, rate, load = 'autocannon', sources = 0, warmup, duration, pages, popularity, seed = 1, timeout = 10 }) {
+  const sample = createSampler(popularity, pages, mulberry32(seed))
+  const endMs = (warmup + duration) * 1000
+  const rec = createRecorder(warmup, duration, Boolean(rate))
+  let second = 0
+  const t0 = performance.now()
+
+  let wrkDone
+  if (rate || load === 'node') {
+    generator = lanes({ url, connections, rate, sources, warmup, duration, timeout, sample, rec })
+  } else if (load === 'wrk') {
+    wrkRun = startWrk({ url, connections, warmup, duration, pages, popularity, seed, timeout })
+    generator = wrkRun
+    wrkDone = wrkRun.done
+  } else {
+    generator = closedLoop({ url, connections, warmup, duration, timeout, sample, rec, t0 })
+  }
+
+  let ticksDone
+  const ticked = new Promise((resolve) => { ticksDone = resolve })
   const tick = () => {
     second++
-    const { latencies, keys, servers, ...counts } = bucket
+    const { latencies, keys, servers, lags, ...counts } = rec.bucket
     const lat = summarize(latencies)
-    bucket = newPhase()
+    rec.bucket = newPhase()
     process.send({
       type: 'tick',
       bucket: {
         second,
         phase: second <= warmup ? 'learning' : 'measured',
         ...counts,
+        ...(wrkDone ? { requests: NaN, bytes: NaN } : {}), // wrk reports per run, not per second
         latency: { mean: lat.mean, p50: lat.p50, p99: lat.p99, max: lat.max }
       }
     })
     if (second * 1000 >= endMs) {
-      instance.stop()
+      if (load === 'autocannon' && !rate) generator.stop() // autocannon runs until stopped; the others end by themselves
+      ticksDone()
       return
     }
     setTimeout(tick, Math.max(0, t0 + (second + 1) * 1000 - performance.now()))
   }
   setTimeout(tick, 1000)
+
+  Promise.all([generator.done, ticked]).then(([extra]) => {
+    const phases = wrkDone
+      ? extra
+      : { learning: phaseResult(rec.learning, warmup || 1), measured: phaseResult(rec.measured, duration) }
+    const { learning, measured, ...rest } = { ...phases, ...(wrkDone ? {} : extra) }
+    process.send({ type: 'done', result: { learning, measured, generator: rate ? 'open-loop' : load, ...(sources ? { sources } : {}), ...rest } })
+  }, (err) => {
+    process.send({ type: 'fatal', error: err.message })
+  })
   return { startedAt: Date.now() }
 }
 
-serve({ start }, () => { if (instance) instance.stop() })
+/** CPU of this process plus its generator's processes (wrk), `process.cpuUsage()` form. */
+function cpu () {
+  const own = process.cpuUsage()
+  const add = (c) => { own.user += c.user; own.system += c.system }
+  try {
+    add(procCpu('self', { children: true })) // wrk runs that have ended
+    const pid = wrkRun && wrkRun.pid()
+    if (pid) add(procCpu(pid))
+  } catch {} // no /proc: this process only
+  return own
+}
+
+serve({ start, cpu }, () => { if (generator) generator.stop() })

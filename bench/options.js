@@ -12,6 +12,8 @@ const { policyNames } = require('../src/policies')
 const { DEFAULT_ENGINE, ENGINES } = require('../src/proxy-engine')
 const { parsePopularity } = require('./popularity')
 const { getScenario, scenarioNames } = require('./scenarios')
+const { PEER_ARMS, parsePeers } = require('./peer-configs')
+const { findBinary, INSTALL } = require('./peers')
 
 const RESULTS_DIR = path.join(__dirname, 'results')
 
@@ -38,10 +40,15 @@ function parser (argv) {
     .option('cache-pages', { type: 'number', describe: 'pages each backend caches (default 4)' })
     .option('miss-ms', { type: 'number', describe: 'emulated cost of a cache miss, ms (default 20)' })
     .option('popularity', { type: 'string', describe: 'uniform | zipf:<s> (default uniform)' })
-    .option('rate', { type: 'number', describe: 'fixed total request rate, req/s (default: closed loop, as fast as possible)' })
+    .option('rate', { type: 'number', describe: 'open loop: requests/s at fixed intended send times, spread over the connections; latency counted from the intended time (default: closed loop, as fast as possible)' })
+    .option('load', { type: 'string', default: 'auto', describe: 'closed-loop load generator: autocannon | wrk | node | auto (wrk when peers run and wrk is installed; node with --sources)' })
+    .option('sources', { type: 'number', describe: 'spread the connections over this many loopback source addresses 127.0.1.1, 127.0.1.2, ... (Linux), so the balancer sees many clients (Node generator; default: the scenario\'s, else one)' })
+    .option('retry-on', { type: 'string', describe: 'the balancer retries these upstream statuses elsewhere (its --retry-on), e.g. 503 (default: the scenario\'s arms, else none)' })
+    .option('peers', { type: 'string', describe: 'HAProxy/nginx arms in front of the same fleet: none, or haproxy,nginx and/or arm names (default: the scenario\'s peers found on PATH)' })
     .option('keep-alive', { type: 'boolean', describe: 'balancer-to-backend keep-alive; --no-keep-alive turns it off' })
     .option('engine', { type: 'string', default: DEFAULT_ENGINE, describe: `balancer proxy engine: ${ENGINES.join(', ')}` })
     .option('policy-options', { type: 'string', describe: 'JSON object passed to the policy, e.g. \'{"xi":10}\'' })
+    .option('workers', { type: 'number', default: 1, describe: 'balancer processes on one port (node:cluster, like polistes --workers); CPU is summed over them' })
     .option('seed', { type: 'number', default: 1, describe: 'seed of the page sequence' })
     .option('out', { type: 'string', describe: 'JSON result path (default bench/results/<timestamp>-<scenario>.json)' })
     .option('results-dir', { type: 'string', default: RESULTS_DIR, defaultDescription: 'bench/results', describe: 'where JSON, CSV and HTML go' })
@@ -54,7 +61,39 @@ function parser (argv) {
     .fail((msg, err) => { throw bad(err ? err.message : msg) })
 }
 
-function number (value, name, { min = -Infinity, integer = false, exclusiveMin = false } = {}) {
+/** Table columns of an open-loop run: latency at a fixed rate, the tail included. */
+const OPEN_LOOP_COLUMNS = ['rps', 'p50', 'p90', 'p99', 'p999', 'max', 'hitRate', 'cpuPer10k', 'errors']
+
+/**
+ * The load generator: `open-loop` with --rate (bench/open-loop.js), else autocannon or wrk.
+ * `auto` takes wrk when peers run (their rates would take a core of autocannon's) and wrk is
+ * installed.
+ */
+function loadGenerator (value, { rate, sources, peers, popularity, notes }) {
+  if (!['auto', 'autocannon', 'wrk', 'node'].includes(value)) throw bad(`--load must be auto, autocannon, wrk or node, got "${value}"`)
+  if (rate) {
+    if (value === 'wrk') throw bad('--rate runs the open-loop generator (Node); --load wrk is closed loop only')
+    return 'open-loop'
+  }
+  if (sources > 1) {
+    if (value !== 'auto' && value !== 'node') throw bad(`--sources needs the Node generator (--load node or auto), not ${value}`)
+    return 'node'
+  }
+  if (value === 'node') return 'node'
+  const wrkOk = popularity.kind === 'uniform'
+  if (value === 'wrk') {
+    if (!wrkOk) throw bad('--load wrk sends uniform popularity only')
+    if (!findBinary('wrk')) throw bad('--load wrk: wrk not found on PATH (install: apt-get install wrk)')
+    return 'wrk'
+  }
+  if (value === 'auto' && peers && wrkOk) {
+    if (findBinary('wrk')) return 'wrk'
+    notes.push('note: wrk not found on PATH, autocannon drives the load and may lack headroom at the peers\' rates (install: apt-get install wrk)')
+  }
+  return 'autocannon'
+}
+
+function number (value, name, { min = -Infinity, max = Infinity, integer = false, exclusiveMin = false } = {}) {
   if (typeof value !== 'number' || Number.isNaN(value) || !Number.isFinite(value)) {
     throw bad(`--${name} must be a number, got "${value}"`)
   }
@@ -62,6 +101,7 @@ function number (value, name, { min = -Infinity, integer = false, exclusiveMin =
   if (exclusiveMin ? value <= min : value < min) {
     throw bad(`--${name} must be ${exclusiveMin ? 'greater than' : 'at least'} ${min}, got ${value}`)
   }
+  if (value > max) throw bad(`--${name} must be at most ${max}, got ${value}`)
   return value
 }
 
@@ -112,9 +152,14 @@ function parseOptions (argv) {
   const cachePages = number(args['cache-pages'] ?? scenario.fleet.cachePages, 'cache-pages', { min: 0, integer: true })
   const missMs = number(args['miss-ms'] ?? scenario.fleet.missMs, 'miss-ms', { min: 0 })
   const popularity = parsePopularity(args.popularity ?? scenario.popularity)
-  const rate = args.rate === undefined ? undefined : number(args.rate, 'rate', { min: 0, exclusiveMin: true, integer: true })
+  const rateArg = args.rate ?? scenario.rate
+  const rate = rateArg === undefined ? undefined : number(rateArg, 'rate', { min: 0, exclusiveMin: true, integer: true })
+  const sources = number(args.sources ?? scenario.sources ?? 1, 'sources', { min: 1, max: 250 * 254, integer: true })
+  const retryOn = args['retry-on'] === undefined ? undefined : statusList(args['retry-on'])
   const seed = number(args.seed, 'seed', { integer: true })
   if (!ENGINES.includes(args.engine)) throw bad(`unknown --engine "${args.engine}"; expected one of: ${ENGINES.join(', ')}`)
+  const workers = number(args.workers, 'workers', { min: 1, integer: true })
+  if (workers > 64) throw bad(`--workers must be at most 64, got ${workers}`)
 
   let policyOptions = {}
   if (args['policy-options'] !== undefined) {
@@ -130,12 +175,22 @@ function parseOptions (argv) {
 
   const keepAliveVariants = args['keep-alive'] === undefined ? scenario.keepAliveVariants : [args['keep-alive']]
   const arms = []
-  for (const algo of algos) {
-    for (const keepAlive of keepAliveVariants) {
-      const label = keepAliveVariants.length > 1 && !keepAlive ? `${algo} (no-ka)` : algo
-      arms.push({ label, algo, keepAlive, engine: args.engine })
+  if (scenario.arms && args.algos === undefined && retryOn === undefined) {
+    // the scenario's own arms: an algorithm with its balancer or load settings (retry-on, sources)
+    for (const arm of scenario.arms) arms.push({ keepAlive: keepAliveVariants[0], engine: args.engine, label: armLabel(arm), ...arm })
+  } else {
+    for (const algo of algos) {
+      for (const keepAlive of keepAliveVariants) {
+        const label = keepAliveVariants.length > 1 && !keepAlive ? `${algo} (no-ka)` : algo
+        arms.push({ label, algo, keepAlive, engine: args.engine, ...(retryOn ? { retryOn } : {}) })
+      }
     }
   }
+  const notes = []
+  for (const label of peerArms(args.peers, scenario, notes)) {
+    arms.push({ label, algo: label, keepAlive: true, peer: PEER_ARMS[label].peer, mode: PEER_ARMS[label].mode })
+  }
+  const load = loadGenerator(args.load, { rate, sources: Math.max(sources, ...arms.map((a) => a.sources || 0)), peers: arms.some((a) => a.peer), popularity, notes })
   const baseline = algos.includes(scenario.baseline) ? scenario.baseline : algos[0]
 
   // Per-backend overrides in the scenario win over the global cache size and miss cost, as
@@ -145,10 +200,11 @@ function parseOptions (argv) {
   return {
     scenario: args.scenario,
     description: scenario.description,
-    columns: scenario.columns,
+    columns: rate ? OPEN_LOOP_COLUMNS : scenario.columns,
     targets: scenario.targets,
     backendLabels: scenario.backendLabels || [],
     algos,
+    peers: arms.filter((a) => a.peer).map((a) => a.label),
     arms,
     baseline,
     trials,
@@ -161,16 +217,64 @@ function parseOptions (argv) {
     missMs,
     popularity,
     rate,
+    load,
+    sources,
     keepAlive: keepAliveVariants.length === 1 ? keepAliveVariants[0] : keepAliveVariants,
     policyOptions,
     engine: args.engine,
     seed,
+    workers,
     fleet,
     out: args.out === undefined ? undefined : path.resolve(args.out),
     resultsDir: path.resolve(args['results-dir']),
     profile: args.profile,
-    quiet: args.quiet
+    quiet: args.quiet,
+    notes
   }
+}
+
+/** A scenario arm's label: its algorithm and what sets it apart. */
+function armLabel (arm) {
+  const parts = [arm.algo]
+  if (arm.retryOn) parts.push(`+retry ${arm.retryOn.join(',')}`)
+  if (arm.sources) parts.push(`(${arm.sources} client address${arm.sources === 1 ? '' : 'es'})`)
+  return parts.join(' ')
+}
+
+/** `--retry-on 503,502` → [503, 502] (the balancer checks the range). */
+function statusList (value) {
+  const parts = String(value).split(',').map((s) => s.trim())
+  if (!parts.every((p) => /^5\d\d$/.test(p))) throw bad(`--retry-on must be a comma list of 5xx statuses, e.g. 503, got "${value}"`)
+  return parts.map(Number)
+}
+
+/**
+ * The peer arms to run: `--peers` as given (each program must be installed), or by default the
+ * scenario's peers that are installed, with a note for each one that is not.
+ * @param {string | undefined} value the --peers option
+ * @param {{ peers?: string[] }} scenario
+ * @param {string[]} notes collects the notes
+ * @returns {string[]} arm labels
+ */
+function peerArms (value, scenario, notes) {
+  if (value === undefined) {
+    const labels = []
+    for (const name of scenario.peers || []) {
+      if (findBinary(name)) labels.push(...parsePeers(name))
+      else notes.push(`note: ${name} not found on PATH, its arms are left out (install: ${INSTALL[name]}; --peers none hides this note)`)
+    }
+    return labels
+  }
+  let labels
+  try {
+    labels = parsePeers(value)
+  } catch (err) {
+    throw bad(err.message)
+  }
+  for (const name of new Set(labels.map((l) => PEER_ARMS[l].peer))) {
+    if (!findBinary(name)) throw bad(`--peers: ${name} not found on PATH (install: ${INSTALL[name]})`)
+  }
+  return labels
 }
 
 module.exports = { parseOptions }

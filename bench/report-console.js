@@ -16,6 +16,7 @@ const COLUMNS = {
   p90: { header: 'p90 ms', get: (s) => s.p90, format: ms },
   p95: { header: 'p95 ms', get: (s) => s.p95, format: ms },
   p99: { header: 'p99 ms', get: (s) => s.p99, format: ms, ratio: 'p99' },
+  p999: { header: 'p99.9 ms', get: (s) => s.p999, format: ms },
   max: { header: 'max ms', get: (s) => s.max, format: ms },
   hitRate: { header: 'hit rate', get: (s) => s.hitRate, format: fmt(3) },
   specialization: { header: 'special.', get: (s) => s.specialization, format: fmt(3) },
@@ -61,7 +62,7 @@ function formatTable (doc, columns) {
   const st = doc.settings
   const title = `scenario ${doc.scenario}: ${doc.description}\n` +
     `${st.trials} trial(s) x (${st.warmup} s learning + ${st.duration} s measured), ${st.connections} connections, ` +
-    `${st.popularity}${st.rate ? `, ${st.rate} req/s` : ''}, ${st.pages} pages, cache ${st.cachePages} pages, miss ${st.missMs} ms` +
+    `${st.popularity}${st.rate ? `, open loop at ${st.rate} req/s (latency from the intended send time)` : ''}, ${st.pages} pages, cache ${st.cachePages} pages, miss ${st.missMs} ms` +
     `, keep-alive ${st.keepAlive}; medians over trials`
   const out = [title, '', ...lines]
   const rev = doc.revision
@@ -75,6 +76,13 @@ function formatTable (doc, columns) {
   const cpu = Object.entries(doc.summary)
     .map(([label, s]) => `${label} ${fmt(2)(s.cpuBalancer)}/${fmt(2)(s.cpuFleet)}/${fmt(2)(s.cpuLoad)}`)
   out.push(`CPU cores used in the window, balancer/fleet/load: ${cpu.join('; ')} (of ${doc.machine ? doc.machine.cpus : '?'})`)
+  out.push(loadLine(doc))
+  const peers = Object.entries(doc.summary).filter(([, s]) => s.peer)
+  if (peers.length) {
+    const versions = [...new Set(peers.map(([, s]) => s.peer.version).filter(Boolean))]
+    out.push(`peers (${versions.join(', ')}): one thread / one process each (HAProxy nbthread 1, nginx master_process off), like one polistes process; ` +
+      'their "balancer" CPU is the peer process\'s')
+  }
 
   if (doc.targets && doc.targets.length) {
     out.push('', 'targets:')
@@ -87,6 +95,28 @@ function formatTable (doc, columns) {
     }
   }
   return out.join('\n')
+}
+
+/**
+ * The load generator and its CPU share (the largest over the arms' medians), so a reader can see
+ * it had headroom; in open loop also its lag.
+ * @param {object} doc
+ * @returns {string}
+ */
+function loadLine (doc) {
+  const all = Object.values(doc.summary)
+  const most = Math.max(...all.map((s) => s.cpuLoad).filter(Number.isFinite))
+  const cores = doc.machine ? doc.machine.cpus : '?'
+  const generator = doc.settings.load || 'autocannon'
+  let line = `load generator: ${generator}, at most ${fmt(2)(Number.isFinite(most) ? most : NaN)} of ${cores} cores` +
+    (most > 0.8 ? ' (near one core: it may have limited the throughput)' : '')
+  if (generator === 'open-loop') {
+    const lag = Math.max(...all.map((s) => s.lagP99).filter(Number.isFinite))
+    const lagMax = Math.max(...all.map((s) => s.lagMax).filter(Number.isFinite))
+    line += `; its own send lag p99 ${fmt(2)(lag)} ms, max ${fmt(2)(lagMax)} ms (medians over trials, worst arm)`
+  }
+  if (generator === 'wrk') line += '; wrk cannot attribute pages to backends, so specialization is not measured'
+  return line
 }
 
 /**
@@ -124,4 +154,4 @@ function createProgress (stream, { quiet = false } = {}) {
   }
 }
 
-module.exports = { formatTable, createProgress, COLUMNS }
+module.exports = { formatTable, createProgress, loadLine, COLUMNS }

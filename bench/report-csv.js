@@ -27,7 +27,12 @@ const FIELDS = [
   ['learningRps', (r) => r.learning.rps],
   ['learningHitRate', (r) => r.learning.hitRate],
   ['backendShares', (r) => r.perBackend.map((b) => b.share).join(';')],
-  ['backendHitRates', (r) => r.perBackend.map((b) => b.hitRate).join(';')]
+  ['backendHitRates', (r) => r.perBackend.map((b) => b.hitRate).join(';')],
+  ['p999', (r) => r.latency.p999],
+  ['cpuLoad', (r) => r.cpuShare && r.cpuShare.load],
+  ['generator', (r) => r.load && r.load.generator],
+  ['lagP99', (r) => r.load && r.load.lag && r.load.lag.p99],
+  ['peer', (r) => (r.peer ? `${r.peer.name} ${r.peer.mode} (${r.peer.version})` : '')]
 ]
 
 function cell (value) {

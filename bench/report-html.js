@@ -154,10 +154,10 @@ function timelineSeries (doc, get) {
 }
 
 function summaryTable (doc) {
-  const head = ['algo', 'req/s', 'x base', 'mean ms', 'p50', 'p90', 'p95', 'p99', 'max', 'hit rate', 'special.', 'cpu s/10k', 'errors']
+  const head = ['algo', 'req/s', 'x base', 'mean ms', 'p50', 'p90', 'p95', 'p99', 'p99.9', 'max', 'hit rate', 'special.', 'proxy cpu s/10k', 'load cpu', 'errors']
   const rows = Object.entries(doc.summary).map(([label, s]) => [
-    label, num(s.rps, 1), num(s.vsBaseline.rps), num(s.mean), num(s.p50), num(s.p90), num(s.p95), num(s.p99), num(s.max),
-    num(s.hitRate, 3), num(s.specialization, 3), num(s.cpuPer10k, 3), String(s.errors + s.non2xx)
+    label, num(s.rps, 1), num(s.vsBaseline.rps), num(s.mean), num(s.p50), num(s.p90), num(s.p95), num(s.p99), num(s.p999), num(s.max),
+    num(s.hitRate, 3), num(s.specialization, 3), num(s.cpuPer10k, 3), num(s.cpuLoad, 2), String(s.errors + s.non2xx)
   ])
   return `<table><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${
     rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`
@@ -207,7 +207,9 @@ th:first-child,td:first-child{text-align:left}figure{margin:1.5em 0}figcaption{f
 <h1>polistes bench: ${esc(doc.scenario)}</h1>
 <p>${esc(doc.description)}. ${doc.settings.trials} trial(s) per algorithm, each on a fresh fleet (cold caches) and balancer:
 ${doc.settings.warmup} s learning phase, then ${doc.settings.duration} s measured. ${doc.settings.connections} connections,
-${esc(doc.settings.popularity)} page popularity over ${doc.settings.pages} pages${doc.settings.rate ? `, ${doc.settings.rate} req/s fixed rate` : ', closed loop'}.
+${esc(doc.settings.popularity)} page popularity over ${doc.settings.pages} pages${doc.settings.rate ? `, open loop at ${doc.settings.rate} req/s (latency from the intended send time)` : ', closed loop'},
+load from ${esc(doc.settings.load || 'autocannon')} (its CPU share per arm: column "load cpu", in cores).
+${(doc.settings.peers || []).length ? `Peers ${esc(doc.settings.peers.join(', '))} run single-threaded (HAProxy nbthread 1, nginx one process), like one polistes process, in front of the same fresh fleet; their CPU is the peer process's.` : ''}
 Node ${esc(doc.machine.node)}, ${doc.machine.cpus} CPU(s), load average at the end ${esc(doc.machine.loadavg.join(' '))}. ${esc(doc.startedAt)}.</p>
 <h2>Summary (medians over trials, measured window)</h2>
 ${summaryTable(doc)}

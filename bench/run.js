@@ -44,11 +44,14 @@ function outputPaths (settings, startedAt) {
 async function bench (settings, { stdout = process.stdout, stderr = process.stderr } = {}) {
   const progress = createProgress(stderr, { quiet: settings.quiet })
   const profileDir = settings.profile ? path.join(settings.resultsDir, 'profiles') : undefined
+  for (const note of settings.notes || []) stderr.write(note + '\n')
 
   if (settings.jitWarmup > 0) {
-    progress.line(`warm-up: ${settings.jitWarmup} s untimed run (${settings.arms[settings.arms.length - 1].label}), discarded`)
+    // warms the Node processes (fleet, load and a polistes balancer), so a polistes arm if any
+    const warmArm = settings.arms.filter((a) => !a.peer).at(-1) || settings.arms.at(-1)
+    progress.line(`warm-up: ${settings.jitWarmup} s untimed run (${warmArm.label}), discarded`)
     await runOnce({
-      arm: settings.arms[settings.arms.length - 1],
+      arm: warmArm,
       trial: 0,
       settings: { ...settings, warmup: 0, duration: settings.jitWarmup }
     })

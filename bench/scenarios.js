@@ -11,6 +11,11 @@
  *   list (e.g. `region`), for policies that read them.
  * - `algos`, `baseline`: default algorithms, and the one ratios are taken against.
  * - `keepAliveVariants`: run each algorithm with these balancer keep-alive settings.
+ * - `arms`: optional explicit arms `{ algo, retryOn?, sources? }` run instead of algos x keep-alive
+ *   (when neither --algos nor --retry-on is given).
+ * - `rate`, `sources`: default open-loop rate and loopback source addresses of the load.
+ * - `peers`: HAProxy / nginx arms run by default beside the algorithms when installed
+ *   (bench/peer-configs.js; `--peers` overrides).
  * - `columns`: table columns (see report-console.js for the known ones).
  * - `targets`: checks printed under the table, on medians over trials.
  */
@@ -44,6 +49,7 @@ const scenarios = {
     fleet: { ...CACHE_FLEET },
     connections: 32,
     algos: CACHE_ALGOS,
+    peers: ['haproxy', 'nginx'],
     columns: ['rps', 'mean', 'p50', 'p90', 'p99', 'max', 'hitRate', 'specialization', 'cpuPer10k', 'errors'],
     targets: [
       { algo: 'wasp', metric: 'hitRate', min: 0.90 },
@@ -84,7 +90,70 @@ const scenarios = {
     },
     connections: 32,
     algos: CACHE_ALGOS,
+    peers: ['haproxy', 'nginx'],
     columns: ['rps', 'mean', 'p50', 'p99', 'hitRate', 'specialization', 'share', 'errors']
+  }),
+
+  // docs/experiments.md, B: two servers whose service time follows a periodic pattern, a connection
+  // limit, open-loop load at 50 req/s. b's pattern runs half a period after a's, so one server
+  // always has room (in step, no policy and no retry could help while both are slow).
+  periodic: scenario({
+    description: 'two backends, square-wave service time (period 6 s: 3 s at 3000 ms, 3 s at 20 ms, b half a period after a), max 40 in flight (503 beyond), 50 req/s open loop',
+    fleet: {
+      count: 2,
+      ...NO_CACHE_EFFECT,
+      maxInflight: 40,
+      perBackend: [
+        { periodic: { shape: 'square', period: 6000, fast: 20, slow: 3000, phase: 0 } },
+        { periodic: { shape: 'square', period: 6000, fast: 20, slow: 3000, phase: 3000 } }
+      ]
+    },
+    rate: 50,
+    connections: 200,
+    algos: ['random', 'round-robin', 'least-connections', 'p2c-peak-ewma', 'ewma', 'latency-weighted'],
+    arms: [
+      { algo: 'random' },
+      { algo: 'round-robin' },
+      { algo: 'random', retryOn: [503] },
+      { algo: 'round-robin', retryOn: [503] },
+      { algo: 'least-connections', retryOn: [503] },
+      { algo: 'p2c-peak-ewma', retryOn: [503] },
+      { algo: 'ewma', retryOn: [503] },
+      { algo: 'latency-weighted', retryOn: [503] }
+    ],
+    baseline: 'random',
+    columns: ['rps', 'mean', 'p50', 'p90', 'p99', 'max', 'share', 'errors']
+  }),
+
+  // docs/experiments.md, D: many clients, ten backends, 1,000 concurrent connections. Each
+  // connection leaves from its own loopback address (127.0.1.1 ...), so ip-hash sees 1,000
+  // clients; the one-address arm is D's situation (ApacheBench on one machine).
+  'many-clients': scenario({
+    description: 'ten backends (no cache effect), 1,000 connections from 1,000 loopback addresses, closed loop',
+    fleet: { count: 10, ...NO_CACHE_EFFECT },
+    connections: 1000,
+    sources: 1000,
+    algos: ['random', 'round-robin', 'ip-hash', 'least-connections', 'p2c-peak-ewma', 'wasp'],
+    arms: [
+      { algo: 'random' },
+      { algo: 'round-robin' },
+      { algo: 'ip-hash' },
+      { algo: 'ip-hash', sources: 1 },
+      { algo: 'least-connections' },
+      { algo: 'p2c-peak-ewma' },
+      { algo: 'wasp' }
+    ],
+    columns: ['rps', 'mean', 'p50', 'p99', 'max', 'share', 'errors']
+  }),
+
+  // docs/experiments.md, E as it was run: the same 7 backends and 25 pages, but no page cache of
+  // their own and no miss cost (every request read from the OS page cache, shared by all).
+  'cache-off': scenario({
+    description: 'E as it was run: 7 backends without page caches (every request from the OS page cache), 25 pages',
+    fleet: { ...CACHE_FLEET, cachePages: 0, missMs: 0 },
+    connections: 32,
+    algos: ['round-robin', 'wasp'],
+    columns: ['rps', 'mean', 'p50', 'p90', 'p99', 'max', 'hitRate', 'specialization', 'cpuPer10k', 'errors']
   }),
 
   // docs/experiments.md, C: workers in regions at different distances.

@@ -18,6 +18,7 @@ const METRICS = {
   p90: (r) => r.latency.p90,
   p95: (r) => r.latency.p95,
   p99: (r) => r.latency.p99,
+  p999: (r) => r.latency.p999,
   max: (r) => r.latency.max,
   stdev: (r) => r.latency.stdev,
   hitRate: (r) => r.hitRate,
@@ -27,6 +28,8 @@ const METRICS = {
   cpuBalancer: (r) => r.cpuShare && r.cpuShare.balancer,
   cpuFleet: (r) => r.cpuShare && r.cpuShare.fleet,
   cpuLoad: (r) => r.cpuShare && r.cpuShare.load,
+  lagP99: (r) => r.load && r.load.lag && r.load.lag.p99,
+  lagMax: (r) => r.load && r.load.lag && r.load.lag.max,
   learningRps: (r) => r.learning.rps,
   learningHitRate: (r) => r.learning.hitRate
 }
@@ -48,6 +51,7 @@ function summarize (runs, baseline) {
     s.errors = mine.reduce((a, r) => a + r.errors, 0)
     s.non2xx = mine.reduce((a, r) => a + r.non2xx, 0)
     s.share = shareMedians(mine)
+    if (mine[0].peer) s.peer = mine[0].peer
     summary[label] = s
   }
   const base = summary[baseline]
@@ -125,6 +129,8 @@ function buildDocument (settings, runs, { startedAt, finishedAt }) {
       duration: settings.duration,
       connections: settings.connections,
       rate: settings.rate ?? null,
+      load: settings.load,
+      peers: settings.peers || [],
       pages: settings.pages,
       cachePages: settings.cachePages,
       missMs: settings.missMs,
@@ -132,6 +138,7 @@ function buildDocument (settings, runs, { startedAt, finishedAt }) {
       keepAlive: settings.keepAlive,
       policyOptions: settings.policyOptions,
       seed: settings.seed,
+      workers: settings.workers,
       fleet: settings.fleet
     },
     revision: revision(),

@@ -12,13 +12,24 @@ const fs = require('node:fs')
 const { Child } = require('./child')
 const { round } = require('./stats')
 const metrics = require('./metrics')
+const { PeerProcess } = require('./peers')
 
 const HOST = '127.0.0.1'
 
 function roundLatency (l) {
   const out = {}
-  for (const k of ['mean', 'p50', 'p90', 'p95', 'p99', 'max', 'stdev']) if (k in l) out[k] = round(l[k], 3)
+  for (const k of ['mean', 'p50', 'p90', 'p95', 'p99', 'p999', 'max', 'stdev']) if (k in l) out[k] = round(l[k], 3)
   return out
+}
+
+/**
+ * Requests in one second: the client's count, or when the generator cannot count per second
+ * (wrk) the pages the backends served between the two snapshots.
+ */
+function perSecond (clientCount, prev, cur) {
+  if (Number.isFinite(clientCount)) return clientCount
+  if (!prev || !cur) return null
+  return metrics.perBackend(prev.stats, cur.stats).reduce((a, r) => a + r.requests, 0)
 }
 
 /**
@@ -38,13 +49,14 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
     execArgv.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=balancer-${arm.label.replace(/\W+/g, '_')}-t${trial}-${process.pid}-${Date.now()}.cpuprofile`)
   }
   const fleet = new Child(path.join(__dirname, 'fleet-child.js'), { name: 'fleet child' })
-  const balancer = new Child(path.join(__dirname, 'balancer-child.js'), { name: 'balancer child', execArgv })
+  // a peer (HAProxy, nginx) answers start/cpu/close like the balancer child
+  const balancer = arm.peer ? new PeerProcess(arm.label) : new Child(path.join(__dirname, 'balancer-child.js'), { name: 'balancer child', execArgv })
   const load = new Child(path.join(__dirname, 'load-child.js'), { name: 'load child' })
   try {
     const { backends } = await fleet.request('start', { fleet: settings.fleet, pages: settings.pages, host: HOST })
     const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
-    const { url } = await balancer.request('start', {
-      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, host: HOST, engine: arm.engine
+    const { url, version } = await balancer.request('start', {
+      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, retryOn: arm.retryOn, host: HOST, workers: settings.workers, engine: arm.engine
     })
 
     const snapshot = async () => {
@@ -69,7 +81,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
           second: bucket.second,
           phase: bucket.phase,
           total: warmup + duration,
-          rps: bucket.requests,
+          rps: perSecond(bucket.requests, prev, s),
           hitRate: prev ? metrics.hitRate(prev.stats, s.stats) : NaN
         })
       }))
@@ -79,6 +91,8 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       url,
       connections: settings.connections,
       rate: settings.rate,
+      load: settings.load,
+      sources: arm.sources || settings.sources,
       warmup,
       duration,
       pages: settings.pages,
@@ -105,7 +119,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       timeline.push({
         t: s,
         phase: b.phase,
-        rps: b.requests,
+        rps: perSecond(b.requests, prev, cur),
         bytes: b.bytes,
         errors: b.errors,
         non2xx: b.non2xx,
@@ -125,6 +139,9 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       algo: arm.label,
       policy: arm.algo,
       keepAlive: arm.keepAlive,
+      ...(arm.retryOn ? { retryOn: arm.retryOn } : {}),
+      ...(arm.peer ? { peer: { name: arm.peer, mode: arm.mode, version } } : {}),
+      workers: settings.workers,
       trial,
       requests: m.requests,
       rps: round(m.rps, 2),
@@ -143,6 +160,13 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       },
       perBackend: metrics.perBackend(start.stats, last.stats, m.servers)
         .map((r) => ({ ...r, share: round(r.share, 4), hitRate: round(r.hitRate, 4) })),
+      load: {
+        generator: result.generator,
+        ...(result.sources ? { sources: result.sources } : {}),
+        ...(m.lag ? { lag: { p50: round(m.lag.p50, 3), p99: round(m.lag.p99, 3), max: round(m.lag.max, 3) } } : {}),
+        ...(result.openLoop ? { openLoop: result.openLoop } : {}),
+        timeouts: m.timeouts
+      },
       perKey: m.keys, // { '/page1.html': { a: 812, c: 3 }, ... } from the client's X-Server, measured window
       learning: {
         seconds: warmup,

@@ -9,6 +9,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { ERR_POLISTES_BAD_OPTION } = require('../src/errors')
 const { intOption, numberOption, listOption } = require('./cli-support')
+const { normalizePeriodic, parsePeriodic } = require('./periodic-load')
 
 /** The repository's committed pages. */
 const DEFAULT_ROOT = path.join(__dirname, '..', 'public')
@@ -21,6 +22,7 @@ const DEFAULTS = Object.freeze({
   missMs: 20, // an I/O wait of the order of a disk read plus rendering; hits cost ~0
   missCpuMs: 0, // opt-in CPU work on a miss (blocks the event loop, like template rendering)
   latencyProfile: [], // no extra latency unless replaying an experiment
+  periodic: null, // no periodic load unless replaying experiment B (servers/periodic-load.js)
   maxInflight: 0, // 0 = unlimited
   closeGraceMs: 2000 // how long close() lets in-flight (non-hung) requests finish
 })
@@ -65,6 +67,7 @@ function normalizeBackendOptions (options = {}) {
   for (const name of ['errorRate', 'hangRate', 'dropRate']) checkRate(`faults.${name}`, faults[name])
   if (faults.errorRate + faults.hangRate + faults.dropRate > 1) throw bad('faults: errorRate + hangRate + dropRate must not exceed 1')
   if (o.random !== undefined && typeof o.random !== 'function') throw bad('random must be a function returning [0, 1)')
+  if (o.now !== undefined && typeof o.now !== 'function') throw bad('now must be a function returning ms')
   return {
     id: o.id,
     root: fs.realpathSync(root),
@@ -72,9 +75,11 @@ function normalizeBackendOptions (options = {}) {
     missMs: checkNumber('missMs', o.missMs),
     missCpuMs: checkNumber('missCpuMs', o.missCpuMs),
     latencyProfile: [...latencyProfile],
+    periodic: o.periodic === null ? null : normalizePeriodic(o.periodic),
     maxInflight: checkInt('maxInflight', o.maxInflight),
     faults,
     random: o.random || Math.random,
+    now: o.now || Date.now,
     closeGraceMs: checkNumber('closeGraceMs', o.closeGraceMs)
   }
 }
@@ -93,6 +98,7 @@ const BACKEND_FLAGS = {
   'miss-ms': { type: 'string', describe: 'emulated I/O wait of a cache miss, ms', default: String(DEFAULTS.missMs) },
   'miss-cpu-ms': { type: 'string', describe: 'emulated CPU work of a cache miss, ms (blocks the event loop)', default: String(DEFAULTS.missCpuMs) },
   'latency-profile': { type: 'string', describe: 'repeating extra ms per response, comma list, e.g. 10,15,20,400', default: '' },
+  periodic: { type: 'string', describe: 'extra ms per response by wall time, e.g. square:period=4000,fast=20,slow=3000[,duty=0.5][,phase=0] (or sine:...)', default: '' },
   'max-inflight': { type: 'string', describe: 'answer 503 + Retry-After: 1 beyond this many requests in flight (0 = unlimited)', default: String(DEFAULTS.maxInflight) },
   'error-rate': { type: 'string', describe: 'fraction of page requests answered 500', default: '0' },
   'hang-rate': { type: 'string', describe: 'fraction of page requests never answered', default: '0' },
@@ -121,7 +127,7 @@ const SCALAR_FLAGS = {
  * @returns {object} createBackend() options (without id)
  */
 function backendOptionsFromArgs (args) {
-  const out = { root: args.root, latencyProfile: listOption('latency-profile', args['latency-profile'], msItem), faults: {} }
+  const out = { root: args.root, latencyProfile: listOption('latency-profile', args['latency-profile'], msItem), periodic: periodicOption(args.periodic), faults: {} }
   for (const [flag, [option, parse]] of Object.entries(SCALAR_FLAGS)) {
     const value = parse(flag, args[flag])
     if (option.endsWith('Rate')) out.faults[option] = value
@@ -146,10 +152,16 @@ function fleetOptionsFromArgs (args) {
   }
   if (args['latency-profile'] !== '' && args['latency-profiles'] !== '') throw bad('use --latency-profile or --latency-profiles, not both')
   out.latencyProfile = listOption('latency-profile', args['latency-profile'], msItem)
+  out.periodic = periodicOption(args.periodic)
   if (args['latency-profiles'] !== '') {
     out.latencyProfiles = String(args['latency-profiles']).split(';').map((one) => listOption('latency-profiles', one, msItem))
   }
   return out
+}
+
+/** The --periodic flag: empty for none. */
+function periodicOption (text) {
+  return text === undefined || text === '' ? null : parsePeriodic(text)
 }
 
 module.exports = { DEFAULTS, DEFAULT_ROOT, BACKEND_FLAGS, normalizeBackendOptions, backendOptionsFromArgs, fleetOptionsFromArgs }

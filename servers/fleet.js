@@ -12,6 +12,7 @@ const { fork } = require('node:child_process')
 const { ERR_POLISTES_BAD_OPTION, ERR_POLISTES_BAD_CONFIG, ERR_POLISTES_PORT_IN_USE } = require('../src/errors')
 const { createBackend } = require('./static-server')
 const { normalizeBackendOptions } = require('./backend-options')
+const { formatPeriodic, normalizePeriodic } = require('./periodic-load')
 
 const SERVER_SCRIPT = path.join(__dirname, 'static-server.js')
 /** Options that may be given once for all backends or as one value per backend. */
@@ -50,7 +51,7 @@ function nth (name, value, index, count) {
  * @returns {object[]} one createBackend() options object per backend
  */
 function resolveBackends (shared, count, perBackend) {
-  const { latencyProfile, latencyProfiles, faults = {}, random, ...rest } = shared
+  const { latencyProfile, latencyProfiles, periodic, faults = {}, random, ...rest } = shared
   if (latencyProfiles !== undefined) {
     if (latencyProfile !== undefined && latencyProfile.length > 0) throw bad('give latencyProfile or latencyProfiles, not both')
     if (!Array.isArray(latencyProfiles) || (latencyProfiles.length !== count && latencyProfiles.length !== 1)) {
@@ -69,6 +70,7 @@ function resolveBackends (shared, count, perBackend) {
     }
     config.latencyProfile = latencyProfiles ? nth('latencyProfiles', latencyProfiles, i, count) : (latencyProfile || [])
     if (random) config.random = random
+    if (periodic) config.periodic = periodic
     const override = perBackend[i] || {}
     Object.assign(config, override, { faults: { ...config.faults, ...(override.faults || {}) } })
     normalizeBackendOptions(config) // throws now, not after half the fleet is up
@@ -121,6 +123,7 @@ function childArgs (config, port, host) {
   const f = config.faults || {}
   const args = [`--id=${config.id}`, `--port=${port}`, `--host=${host}`, `--latency-profile=${(config.latencyProfile || []).join(',')}`]
   if (config.root !== undefined) args.push(`--root=${config.root}`)
+  if (config.periodic) args.push(`--periodic=${formatPeriodic(normalizePeriodic(config.periodic))}`)
   const flags = { 'cache-pages': config.cachePages, 'miss-ms': config.missMs, 'miss-cpu-ms': config.missCpuMs, 'max-inflight': config.maxInflight, 'error-rate': f.errorRate, 'hang-rate': f.hangRate, 'drop-rate': f.dropRate }
   for (const [flag, value] of Object.entries(flags)) if (value !== undefined) args.push(`--${flag}=${value}`)
   return args

@@ -17,6 +17,7 @@ const { normalizeBackendOptions } = require('./backend-options')
 const { createPageCache } = require('./page-cache')
 const { teeFullBody, fullPageRequest } = require('./cache-tee')
 const { createLatencyProfile } = require('./latency-profile')
+const { createPeriodicLoad } = require('./periodic-load')
 const { createFaults } = require('./faults')
 const { wait, burnCpu } = require('./miss-cost')
 const { checkMethod, resolvePagePath, guardWriteHead, parseRange } = require('./guards')
@@ -38,6 +39,7 @@ const { checkMethod, resolvePagePath, guardWriteHead, parseRange } = require('./
  * @property {number} missCpuMs emulated CPU work per miss
  * @property {number[]} latencyProfile the repeating extra delays
  * @property {number} latencyIndex index in latencyProfile the next response uses
+ * @property {object | null} periodic the periodic load (servers/periodic-load.js), null when none
  * @property {number} maxInflight limit, 0 = unlimited
  * @property {number} rejected answered 503 because of maxInflight
  * @property {number} guarded refused by the guards (400 / 403 / 405); OPTIONS is not counted
@@ -55,6 +57,8 @@ const { checkMethod, resolvePagePath, guardWriteHead, parseRange } = require('./
  * @param {number} [options.missMs=20] I/O wait (timer) paid by each miss, ms
  * @param {number} [options.missCpuMs=0] synchronous CPU work paid by each miss, ms
  * @param {number[]} [options.latencyProfile=[]] extra ms per response, cycling
+ * @param {import('./periodic-load').PeriodicSpec | null} [options.periodic=null] extra ms per response by wall time (experiment B)
+ * @param {() => number} [options.now=Date.now] wall clock of the periodic load, ms
  * @param {number} [options.maxInflight=0] beyond this many in-flight page requests answer 503 (0 = unlimited)
  * @param {{ errorRate?: number, hangRate?: number, dropRate?: number }} [options.faults] fault probabilities
  * @param {() => number} [options.random=Math.random] randomness for faults
@@ -68,6 +72,7 @@ function createBackend (options = {}) {
   const files = new nodeStatic.Server(o.root, { cache: false, serverInfo: 'polistes-backend' })
   const cache = createPageCache(o.cachePages)
   const profile = createLatencyProfile(o.latencyProfile)
+  const periodic = createPeriodicLoad(o.periodic, o.now)
   const faults = createFaults(o.faults, o.random)
   const startedAt = performance.now()
   const hung = new Set()
@@ -102,6 +107,7 @@ function createBackend (options = {}) {
       missCpuMs: o.missCpuMs,
       latencyProfile: [...o.latencyProfile],
       latencyIndex: profile.position(),
+      periodic: o.periodic,
       maxInflight: o.maxInflight,
       rejected: counters.rejected,
       guarded: counters.guarded,
@@ -201,7 +207,7 @@ function createBackend (options = {}) {
   /** A HIT after the profile's extra delay, or a MISS after the miss cost, unless the client left meanwhile. */
   async function servePage (req, res, route, gone) {
     const page = cache.lookup(route.key)
-    const extraMs = profile.next()
+    const extraMs = profile.next() + periodic.next()
     if (page) {
       res.setHeader('X-Cache', 'HIT')
       await wait(extraMs)

@@ -1,21 +1,26 @@
 'use strict'
 
 const { ERR_POLISTES_BAD_URL, ERR_POLISTES_NO_BACKENDS } = require('./errors')
+const { validateHealthCheck } = require('./defaults')
 
 /**
- * A backend as the pool needs it.
- * @typedef {{ id: string, url: string, weight: number, region?: string }} BackendSpec
+ * A backend as the pool needs it. `healthCheck` (object form only) overrides the balancer's
+ * `healthCheck` settings for this backend; `false` turns its active checks off.
+ * @typedef {{ id: string, url: string, weight: number, region?: string, healthCheck?: object | false }} BackendSpec
  */
+
+/** The keys a backend given as an object may hold. */
+const OBJECT_KEYS = ['url', 'id', 'weight', 'region', 'healthCheck']
 
 /**
  * Parse one backend, given as a URL string or an object.
  *
- * String form: `http://host:port` with optional fragment tokens joined by `&`:
+ * String form: `http://host:port` or `https://host:port` (proxied over TLS, certificate verified) with optional fragment tokens joined by `&`:
  * a bare word is the region (`#eu`), `region=eu`, `w=3` or `weight=3`, `id=name`.
  * Example: `http://127.0.0.1:9101#eu&w=3`. A string without a scheme (`127.0.0.1:9101`, the
  * seed config's shape) is read as `http://`.
  *
- * @param {string | { url: string, id?: string, weight?: number, region?: string }} input
+ * @param {string | { url: string, id?: string, weight?: number, region?: string, healthCheck?: object | false }} input
  * @param {number} index position in the list, used for error messages
  * @returns {BackendSpec}
  * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_URL when the URL or a fragment token is malformed
@@ -27,6 +32,8 @@ function parseBackend (input, index = 0) {
   if (input !== null && typeof input === 'object') {
     raw = input.url
     extra = input
+    const unknown = Object.keys(input).filter((k) => !OBJECT_KEYS.includes(k))
+    if (unknown.length > 0) throw new ERR_POLISTES_BAD_URL(where, `unknown key ${JSON.stringify(unknown[0])}; known keys: ${OBJECT_KEYS.join(', ')}`)
   }
   if (typeof raw !== 'string' || raw.trim() === '') {
     throw new ERR_POLISTES_BAD_URL(where, `expected a URL such as http://127.0.0.1:9101, got ${JSON.stringify(raw)}`)
@@ -39,16 +46,18 @@ function parseBackend (input, index = 0) {
   } catch {
     throw new ERR_POLISTES_BAD_URL(where, `malformed URL "${raw}"`)
   }
-  if (url.protocol !== 'http:') {
-    throw new ERR_POLISTES_BAD_URL(where, `only http:// backends are supported, got "${raw}"`)
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ERR_POLISTES_BAD_URL(where, `only http:// and https:// backends are supported, got "${raw}"`)
   }
-  if (!url.hostname || !url.port) {
+  // URL drops a port equal to the scheme's default (http://h:80, https://h:443): read it from the text
+  const port = url.port || /^[a-z][a-z0-9+.-]*:\/\/(?:\[[^\]]*\]|[^/:#?]*):(\d+)/i.exec(withScheme)?.[1]
+  if (!url.hostname || !port) {
     throw new ERR_POLISTES_BAD_URL(where, `"${raw}" needs an explicit host and port`)
   }
   if ((url.pathname && url.pathname !== '/') || url.search || url.username || url.password) {
     throw new ERR_POLISTES_BAD_URL(where, `"${raw}" must be an origin (no path, query or credentials)`)
   }
-  const spec = { id: `${url.hostname}:${url.port}`, url: url.origin, weight: 1 }
+  const spec = { id: `${url.hostname}:${port}`, url: url.origin, weight: 1 }
   for (const token of url.hash.replace(/^#/, '').split('&').filter(Boolean)) {
     const [name, value, rest] = token.split('=')
     if (rest !== undefined) throw badToken(where, token)
@@ -61,6 +70,10 @@ function parseBackend (input, index = 0) {
   if (extra.id !== undefined) spec.id = String(extra.id)
   if (extra.region !== undefined) spec.region = String(extra.region)
   if (extra.weight !== undefined) spec.weight = parseWeight(where, extra.weight)
+  if (extra.healthCheck !== undefined) {
+    if (extra.healthCheck !== false) validateHealthCheck(extra.healthCheck, `${where} healthCheck`)
+    spec.healthCheck = extra.healthCheck === false ? false : { ...extra.healthCheck }
+  }
   return spec
 }
 

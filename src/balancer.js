@@ -1,13 +1,21 @@
 'use strict'
 
-const http = require('node:http')
 const { Pool } = require('./pool')
 const { parseBackends } = require('./backend-spec')
-const { createProxyEngine } = require('./proxy-engine')
+const { createProxyEngine, checkEngineTargets } = require('./proxy-engine')
 const { createPolicy } = require('./policies')
 const { silentLogger } = require('./logger')
 const { DEFAULTS, validateOptions } = require('./defaults')
 const { createLifecycle } = require('./http-lifecycle')
+const { createFrontServer, refuse } = require('./front-server')
+const { readServerTls, readCa } = require('./tls-files')
+const { declaresTooLarge, watchBodySize } = require('./body-limit')
+const { tunnelUpgrade } = require('./upgrade')
+const { createTelemetry } = require('./telemetry')
+const { createAdmin, isAdminPath } = require('./admin')
+const { createAdminRouter } = require('./admin-router')
+const { createHealthChecker } = require('./health-checker')
+const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('./reconfigure')
 
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
@@ -23,10 +31,31 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
  * @property {boolean} [keepAlive=true] upstream keep-alive
  * @property {number} [timeoutMs=30000] upstream inactivity timeout, answered with 504
  * @property {number} [retries=2] extra attempts on other upstreams for idempotent bodiless requests
+ * @property {number[]} [retryOn=[]] upstream response statuses (5xx) that also count as a failed
+ *   attempt of such a request, retried elsewhere while retries remain (e.g. [503], as nginx's
+ *   `proxy_next_upstream http_503` or HAProxy's `retry-on 503`)
  * @property {number} [maxFails=1] consecutive failures that eject an upstream
  * @property {number} [failTimeoutMs=5000] how long an ejected upstream is left out
- * @property {string | null} [statsPath='/_polistes/stats'] the balancer's own stats endpoint (null: off)
  * @property {'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'} [engine='http-proxy'] what moves the bytes (src/proxy-engine.js)
+ * @property {number} [maxConnections=10000] open client connections; beyond, new ones are closed at once
+ * @property {number} [headersTimeoutMs=10000] a request's headers must arrive within this (else 408)
+ * @property {number} [requestTimeoutMs=60000] the whole request, body included, within this (else 408)
+ * @property {number} [keepAliveTimeoutMs=5000] idle client connections are closed after this
+ * @property {number} [maxHeaderSize=16384] bytes of request line and headers (else 431)
+ * @property {number} [maxBodySize=1048576] bytes of request body (else 413); 0: no limit
+ * @property {string | null} [tlsCert] PEM certificate file: with `tlsKey`, the front speaks HTTPS
+ * @property {string | null} [tlsKey] PEM private key file
+ * @property {string | null} [upstreamCa] PEM CA file https upstreams are verified against (default: Node's roots)
+ * @property {number | null} [adminPort] serve `/_polistes/*` on a listener of its own (0: any free port)
+ *   and no longer on the public one; null: on the public listener
+ * @property {string} [adminHost='127.0.0.1'] the admin listener's address
+ * @property {boolean} [admin=true] serve `/_polistes/*` (stats, metrics, dashboard) on the public listener;
+ *   false: that prefix is proxied like any other path (ignored with `adminPort`, where it is always served)
+ * @property {import('./telemetry').Telemetry} [telemetry] default: a new one (per-request aggregates)
+ * @property {import('./access-log').AccessLog | null} [accessLog=null] one line per finished request
+ * @property {number} [slowStartMs=0] ms over which an upstream that comes back (or is added) ramps up
+ * @property {Partial<import('./health-checker').HealthCheckSettings> & { path?: string | null }} [healthCheck]
+ *   active checks (off while `path` is null); a backend spec's own `healthCheck` overrides it
  * @property {import('pino').Logger} [logger] default: silent
  * @property {() => number} [random] injected into the policy
  * @property {() => number} [now] injected into the policy and pool (ms)
@@ -55,43 +84,119 @@ async function startBalancer (options) {
 class Balancer {
   /** @param {BalancerOptions} options */
   constructor (options) {
+    const o = withDefaults(options)
     const {
-      backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs,
-      statsPath = '/_polistes/stats', engine, logger = silentLogger(),
+      backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, retries, retryOn, maxFails, failTimeoutMs,
+      slowStartMs, healthCheck, admin = true, telemetry = createTelemetry(), accessLog = null, engine, logger = silentLogger(),
       random = Math.random, now = () => performance.now()
-    } = withDefaults(options)
-    validateOptions({ port, host, keepAlive, engine, timeoutMs, retries, maxFails, failTimeoutMs, policyOptions })
+    } = o
+    validateOptions(Object.fromEntries(BALANCER_KEYS.map((key) => [key, o[key]])))
+    const specs = parseBackends(backends)
+    checkEngineTargets(engine, specs.map((s) => new URL(s.url)))
     this.port = port
     this.host = host
     this.retries = retries
-    this.statsPath = statsPath
+    this.retryOn = new Set(retryOn)
+    this.maxBodySize = o.maxBodySize
+    this.telemetry = telemetry
+    this.accessLog = accessLog
+    this.mountAdmin = admin
+    this.admin = createAdmin({ stats: () => this.stats(), telemetry })
+    /** handlers added with addAdminHandler, tried before the built-in endpoints */
+    this.adminRouter = createAdminRouter()
     this.logger = logger
     this.debug = logger.isLevelEnabled('debug')
     this.now = now
-    this.pool = new Pool(parseBackends(backends), { maxFails, failTimeoutMs, now })
+    this.random = random
+    /** what reconfigure() compares a new config with */
+    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, customPolicy: Boolean(policy), maxBodySize: o.maxBodySize, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, o[key]])) }
+    this.specs = new Map(specs.map((s) => [s.id, s]))
+    this.pool = new Pool(specs, { maxFails, failTimeoutMs, slowStartMs, now, random })
+    for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order
     this.policy = policy || createPolicy(algo, policyOptions, { random, now })
-    this.engine = createProxyEngine({ keepAlive, timeoutMs, engine })
-    this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0 }
-    this.server = http.createServer((req, res) => this.handle(req, res))
+    const limits = { maxConnections: o.maxConnections, headersTimeoutMs: o.headersTimeoutMs, requestTimeoutMs: o.requestTimeoutMs, keepAliveTimeoutMs: o.keepAliveTimeoutMs, maxHeaderSize: o.maxHeaderSize }
+    const tls = o.tlsCert ? readServerTls(o.tlsCert, o.tlsKey) : null
+    /** trusted CAs of https upstreams (PEM), kept for engines made by a reload and for WebSocket tunnels */
+    this.upstreamCa = o.upstreamCa ? readCa(o.upstreamCa) : null
+    this.engine = createProxyEngine({ keepAlive, timeoutMs, engine, upstreamCa: this.upstreamCa })
+    /** engines replaced by a reload, closed once their last attempt ends: engine → attempts in flight */
+    this.engineUse = new Map()
+    this.retiredEngines = new Set()
+    this.checker = createHealthChecker(this.pool, { logger })
+    this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0, bodyTooLarge: 0, droppedConnections: 0 }
+
+    this.adminPort = o.adminPort
+    this.adminHost = o.adminHost
+    this.adminServer = null
+    this.adminLifecycle = null
+    if (o.adminPort !== null) {
+      this.adminServer = createFrontServer((req, res) => this.handleAdmin(req, res), limits)
+      this.adminLifecycle = createLifecycle(this.adminServer, { name: 'admin listener' })
+    }
+
+    this.server = createFrontServer((req, res) => this.handle(req, res), { ...limits, tls })
     this.lifecycle = createLifecycle(this.server, { name: 'balancer' })
-    this.server.on('clientError', (err, socket) => {
-      if (socket.writable && !socket.destroyed) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')
-      else socket.destroy(err)
+    this.server.on('drop', () => this.counters.droppedConnections++)
+    // Expect: 100-continue: no "100 Continue" for a body that will be refused (it is not sent at all)
+    this.server.on('checkContinue', (req, res) => {
+      if (!declaresTooLarge(req, this.maxBodySize)) res.writeContinue()
+      this.server.emit('request', req, res)
     })
+    this.server.on('upgrade', (req, socket, head) => this.handleUpgrade(req, socket, head))
+    this.timeoutMs = timeoutMs
     this.url = undefined
+    this.adminUrl = undefined
   }
 
-  /** @returns {Promise<this>} resolves once listening; rejects with ERR_POLISTES_PORT_IN_USE or ERR_POLISTES_BAD_OPTION */
+  /**
+   * Add a handler to the admin surface (`/_polistes/*`), tried after those added before it and
+   * before the built-in endpoints (stats, metrics, dashboard), so it may also replace one of them.
+   * @param {(req: import('http').IncomingMessage, res: import('http').ServerResponse) => boolean} handler
+   *   answers and returns true, or returns false without writing anything
+   * @returns {this}
+   */
+  addAdminHandler (handler) {
+    this.adminRouter.add(handler)
+    return this
+  }
+
+  /**
+   * @returns {Promise<this>} resolves once listening (and the admin listener too, when there is one);
+   *   rejects with ERR_POLISTES_PORT_IN_USE or ERR_POLISTES_BAD_OPTION
+   */
   async listen () {
     try {
       const { port, url } = await this.lifecycle.listen(this.port, this.host)
       this.port = port
       this.url = url
+      if (this.adminLifecycle) {
+        const admin = await this.adminLifecycle.listen(this.adminPort, this.adminHost)
+        this.adminPort = admin.port
+        this.adminUrl = admin.url
+      }
     } catch (err) {
+      await this.lifecycle.close({ graceMs: 0 })
       this.engine.close()
       throw err
     }
+    this.checker.sync((u) => checkSettingsFor(this, u))
     return this
+  }
+
+  /**
+   * Apply a new config to the running balancer without dropping a connection or a request:
+   * backends added, removed (their in-flight requests finish) or re-weighted, policy options,
+   * timeouts, retries, passive and active health settings changed. The policy keeps its memory
+   * when only its options change (wasp: thresholds of the upstreams that stay). Everything is
+   * validated before anything changes, so an invalid config throws and leaves the old one serving.
+   * @param {BalancerOptions} options a complete config, as for the constructor (settings left out take
+   *   their defaults, except host and port, which cannot change without a restart)
+   * @returns {{ added: string[], removed: string[], updated: string[], changed: string[], restartNeeded: string[] }}
+   * @throws {import('./errors').PolistesError} on an invalid config (nothing applied)
+   */
+  reconfigure (options) {
+    // host and port are compared only when given: a config without them does not ask for a move
+    return reconfigure(this, { ...withDefaults(options), host: options.host, port: options.port })
   }
 
   /** @returns {boolean} true once close() was called */
@@ -105,18 +210,28 @@ class Balancer {
    * @returns {Promise<void>}
    */
   async close ({ graceMs = DEFAULTS.graceMs } = {}) {
-    if (!this._closed) this._closed = this.lifecycle.close({ graceMs }).then(() => this.engine.close())
+    if (!this._closed) {
+      this.admin.close() // event streams would otherwise hold their connections open
+      this.checker.stop()
+      const listeners = [this.lifecycle, this.adminLifecycle].filter(Boolean)
+      this._closed = Promise.all(listeners.map((l) => l.close({ graceMs }))).then(() => {
+        this.engine.close()
+        for (const engine of this.retiredEngines) engine.close()
+        this.retiredEngines.clear()
+      })
+    }
     return this._closed
   }
 
-  /** @returns {object} counters, upstreams and the policy's snapshot, as plain JSON */
+  /** @returns {object} the process id (which worker, with --workers), counters, upstreams and the policy's snapshot, as plain JSON */
   stats () {
     const t = this.now()
     return {
+      pid: process.pid,
       ...this.counters,
       failures: { ...this.counters.failures },
       inflight: this.pool.inflight(),
-      upstreams: this.pool.all().map((u) => ({ ...u.toJSON(), healthy: this.pool.isHealthy(u, t) })),
+      upstreams: this.pool.all().map((u) => ({ ...u.toJSON(), ...this.pool.health(u, t) })),
       policy: { name: this.policy.name, state: this.policy.snapshot ? this.policy.snapshot() : undefined }
     }
   }
@@ -127,23 +242,38 @@ class Balancer {
    * @param {import('http').ServerResponse} res
    */
   handle (req, res) {
-    if (this.statsPath && req.url === this.statsPath && req.method === 'GET') return this.serveStats(res)
+    if (isAdminPath(req.url)) {
+      // the prefix stays the balancer's wherever the admin surface is served: never proxied
+      if (this.adminServer) return this.reply(res, 404, 'not-found', 'not found')
+      if (this.mountAdmin) return this.handleAdmin(req, res)
+    }
+    if (req.url[0] !== '/') return this.reply(res, 400, 'request-target', 'only origin-form request targets (/path) are served')
     this.counters.requests++
+    if (declaresTooLarge(req, this.maxBodySize)) {
+      this.counters.bodyTooLarge++
+      res.shouldKeepAlive = false // the body is not read: the connection cannot carry another request
+      return this.reply(res, 413, 'body-too-large', `request body larger than ${this.maxBodySize} bytes`)
+    }
+    const t0 = this.now()
+    const bytes0 = req.socket.bytesWritten
     const ctx = { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method }
     const retryable = IDEMPOTENT.has(req.method) && !hasBody(req)
     const tried = new Set()
     let current = null
+    const canRetry = () => retryable && tried.size <= this.retries && !req.socket.destroyed && this.pool.eligible().some((u) => !tried.has(u.id))
 
     const finish = (attempt, outcome) => {
       if (attempt.done) return
       attempt.done = true
       this.pool.release(attempt.upstream)
+      this.useEngine(attempt.engine, -1)
       const latencyMs = this.now() - attempt.t0
-      if (this.policy.onEnd) this.policy.onEnd(attempt.upstream, ctx, { latencyMs, ...outcome })
+      if (attempt.policy.onEnd) attempt.policy.onEnd(attempt.upstream, ctx, { latencyMs, ...outcome })
       if (this.debug) this.logger.debug({ method: req.method, url: req.url, upstream: attempt.upstream.id, status: outcome.statusCode, cache: outcome.cache, ms: Math.round(latencyMs * 100) / 100, error: outcome.error }, 'request')
     }
 
     res.on('close', () => {
+      this.observe(req, res, ctx.key, current, tried.size, this.now() - t0, req.socket.bytesWritten - bytes0)
       if (!current || current.done) return
       if (res.writableFinished) {
         this.counters.responses++
@@ -166,9 +296,10 @@ class Balancer {
       tried.add(upstream.id)
       this.pool.acquire(upstream)
       if (this.policy.onStart) this.policy.onStart(upstream, ctx)
-      const attempt = { upstream, t0: this.now(), done: false, statusCode: undefined, cache: undefined, handle: null }
+      const attempt = { upstream, policy: this.policy, engine: this.engine, t0: this.now(), done: false, statusCode: undefined, cache: undefined, handle: null }
       current = attempt
-      attempt.handle = this.engine.forward(req, res, upstream, {
+      this.useEngine(attempt.engine, 1)
+      attempt.handle = attempt.engine.forward(req, res, upstream, {
         onResponse: (statusCode, headers) => {
           attempt.statusCode = statusCode
           attempt.cache = headers['x-cache']
@@ -184,16 +315,77 @@ class Balancer {
             res.destroy() // the client must see a broken response, never a truncated one that looks whole
           } else if (kind === 'timeout') {
             this.reply(res, 504, 'timeout', `upstream ${upstream.id} timed out`)
-          } else if (retryable && tried.size <= this.retries && !req.socket.destroyed && this.pool.eligible().some((u) => !tried.has(u.id))) {
+          } else if (canRetry()) {
             this.counters.retries++
             dispatch()
           } else {
             this.reply(res, 502, 'connect', `upstream ${upstream.id} failed: ${err.code || err.message}`)
           }
+        },
+        discard: (statusCode, headers) => {
+          if (!canRetry()) return false // the last attempt's answer goes to the client as it is
+          this.counters.retries++
+          finish(attempt, { statusCode, cache: headers['x-cache'] })
+          dispatch()
+          return true
         }
-      }, { replay: tried.size > 1 })
+      }, { replay: tried.size > 1, hold: retryable ? this.retryOn : undefined })
     }
     dispatch()
+    // After dispatch, not before: a 'data' listener added first would start the body flowing before
+    // the upstream request has its socket, and its headers would go out before the engine edits them.
+    watchBodySize(req, this.maxBodySize, () => {
+      if (res.writableEnded) return // answered already (503, or an upstream that did not wait for the body)
+      this.counters.bodyTooLarge++
+      if (current && !current.done) {
+        current.handle.abort()
+        finish(current, { statusCode: current.statusCode, error: 'request body too large' })
+      }
+      if (res.headersSent) return res.destroy()
+      req.resume() // read the rest and drop it (bounded by requestTimeoutMs), so that the client reads its 413
+      this.reply(res, 413, 'body-too-large', `request body larger than ${this.maxBodySize} bytes`)
+    })
+  }
+
+  /**
+   * Tunnel an Upgrade request (WebSocket) to one upstream the policy picks. The tunnel counts as
+   * in flight on its upstream while it is open; it feeds no latency to the policy (a session's
+   * length is not a response time) and is never retried.
+   * @param {import('http').IncomingMessage} req
+   * @param {import('net').Socket} socket
+   * @param {Buffer} head
+   */
+  handleUpgrade (req, socket, head) {
+    if (this.closing || req.url[0] !== '/') return refuse(socket)
+    this.counters.requests++
+    const upstream = this.policy.pick(this.pool.eligible(), { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method })
+    if (!upstream) {
+      this.counters.noUpstream++
+      return refuse(socket, '503 Service Unavailable')
+    }
+    this.pool.acquire(upstream)
+    tunnelUpgrade(req, socket, head, upstream.target, {
+      timeoutMs: this.timeoutMs,
+      ca: this.upstreamCa,
+      onOpen: () => this.pool.succeed(upstream),
+      onFailure: (err) => {
+        this.counters.failures[err.code === 'ETIMEDOUT' ? 'timeout' : 'connect']++
+        this.pool.fail(upstream)
+        this.logger.warn({ upstream: upstream.id, err: err.message, url: req.url }, 'upgrade failed')
+      },
+      onClose: () => this.pool.release(upstream)
+    })
+  }
+
+  /** Count the attempts on an engine; a retired one (replaced by a reload) is closed after its last. */
+  useEngine (engine, delta) {
+    const n = (this.engineUse.get(engine) || 0) + delta
+    if (n > 0) {
+      this.engineUse.set(engine, n)
+      return
+    }
+    this.engineUse.delete(engine)
+    if (this.retiredEngines.delete(engine)) engine.close()
   }
 
   /** Write the balancer's own error response (never after headers went out). */
@@ -203,19 +395,37 @@ class Balancer {
     res.end(message + '\n')
   }
 
-  serveStats (res) {
-    const body = JSON.stringify(this.stats())
-    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' })
-    res.end(body)
+  /** The admin surface, on whichever listener serves it: added handlers, then the built-in endpoints. */
+  handleAdmin (req, res) {
+    if (!this.adminRouter.handle(req, res) && !this.admin.handle(req, res)) this.reply(res, 404, 'not-found', 'not found')
+  }
+
+  /**
+   * One finished request, for the telemetry and the access log. A client that left before any
+   * response header counts as 499 (nginx's "client closed request").
+   */
+  observe (req, res, key, attempt, attempts, ms, bytes) {
+    const status = res.headersSent ? res.statusCode : 499
+    const upstream = attempt ? attempt.upstream.id : null
+    const cache = attempt ? attempt.cache : undefined
+    this.telemetry.record(upstream, key, status, ms, cache, bytes)
+    if (this.accessLog) this.accessLog.write(req.method, req.url, status, upstream, attempts, ms, cache, bytes)
   }
 }
+
+/** The options of DEFAULTS that the balancer takes (the CLI's `graceMs` and `fleet` are not). */
+const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'engine', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs',
+  'slowStartMs', 'healthCheck',
+  'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize',
+  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
 
 /** Options with the defaults filled in (an explicit `undefined` takes the default too). */
 function withDefaults (options) {
   const o = { ...options }
-  for (const key of ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'engine', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs']) {
+  for (const key of BALANCER_KEYS) {
     if (o[key] === undefined) o[key] = DEFAULTS[key]
   }
+  o.healthCheck = { ...DEFAULTS.healthCheck, ...(o.healthCheck || {}) }
   return o
 }
 

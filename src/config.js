@@ -1,14 +1,22 @@
 'use strict'
 
 const fs = require('node:fs')
+const path = require('node:path')
 const { ERR_POLISTES_BAD_CONFIG, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('./errors')
 const { DEFAULTS, validateOptions, checkInteger } = require('./defaults')
-const { policyNames } = require('./policies')
+const { policyNames, createPolicy } = require('./policies')
 const { parseBackends } = require('./backend-spec')
 
+/** The client side: limits, TLS and the admin listener. */
+const FRONT_KEYS = ['maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize',
+  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
 /** Keys a config file may hold. `address`, `strategy` and `receiver_addresses` are the seed's shape. */
 const FILE_KEYS = new Set(['address', 'host', 'port', 'strategy', 'algo', 'backends', 'receiver_addresses',
-  'keepAlive', 'engine', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'fleet'])
+  'keepAlive', 'engine', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'slowStartMs', 'healthCheck', 'workers', 'fleet',
+  'accessLog', 'accessLogFile', ...FRONT_KEYS])
+/** Keys taken from a file as they are (validated with the flags' values in resolveConfig). */
+const PLAIN_KEYS = ['keepAlive', 'engine', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'slowStartMs', 'workers',
+  'accessLog', 'accessLogFile', ...FRONT_KEYS]
 const FLEET_KEYS = new Set(['count', 'basePort', 'cachePages', 'missMs'])
 
 /**
@@ -46,14 +54,23 @@ function readConfigFile (file) {
   if (strategy !== undefined) out.algo = normalizeAlgo(strategy)
   const backends = json.backends ?? json.receiver_addresses
   if (backends !== undefined) out.backends = backends
-  for (const key of ['keepAlive', 'engine', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions']) {
+  for (const key of PLAIN_KEYS) {
     if (json[key] !== undefined) out[key] = json[key]
+  }
+  for (const key of ['tlsCert', 'tlsKey', 'upstreamCa']) { // relative to the file, as nginx reads its own
+    if (typeof out[key] === 'string' && out[key] !== '') out[key] = path.resolve(path.dirname(file), out[key])
   }
   if (json.fleet !== undefined) {
     if (json.fleet === null || typeof json.fleet !== 'object') throw new ERR_POLISTES_BAD_CONFIG(`${where}: "fleet" must be an object`)
     const bad = Object.keys(json.fleet).filter((k) => !FLEET_KEYS.has(k))
     if (bad.length > 0) throw new ERR_POLISTES_BAD_CONFIG(`${where}: unknown fleet key(s) ${bad.join(', ')}`)
     out.fleet = json.fleet
+  }
+  if (json.healthCheck !== undefined) {
+    if (json.healthCheck === null || typeof json.healthCheck !== 'object' || Array.isArray(json.healthCheck)) throw new ERR_POLISTES_BAD_CONFIG(`${where}: "healthCheck" must be an object`)
+    const bad = Object.keys(json.healthCheck).filter((k) => !Object.hasOwn(DEFAULTS.healthCheck, k))
+    if (bad.length > 0) throw new ERR_POLISTES_BAD_CONFIG(`${where}: unknown healthCheck key(s) ${bad.join(', ')}; allowed: ${Object.keys(DEFAULTS.healthCheck).join(', ')}`)
+    out.healthCheck = json.healthCheck
   }
   return out
 }
@@ -90,11 +107,17 @@ function normalizeAlgo (name) {
 function resolveConfig (flags, file = {}) {
   const config = { ...DEFAULTS, ...file, ...flags }
   config.fleet = { ...DEFAULTS.fleet, ...(file.fleet || {}), ...(flags.fleet || {}) }
+  config.healthCheck = { ...DEFAULTS.healthCheck, ...(file.healthCheck || {}), ...(flags.healthCheck || {}) }
   config.algo = normalizeAlgo(config.algo)
   if (!policyNames().includes(config.algo)) {
     throw new ERR_POLISTES_UNKNOWN_ALGO(config.algo, policyNames())
   }
   validateOptions(config)
+  if (config.accessLogFile !== undefined) {
+    if (flags.accessLog === false && flags.accessLogFile !== undefined) throw new ERR_POLISTES_BAD_OPTION('--no-access-log and --access-log-file contradict each other: give one')
+    if (flags.accessLog !== false) config.accessLog = true // a file asks for the log, unless a flag turns it off
+  }
+  createPolicy(config.algo, config.policyOptions) // the policy's own check of its options (unknown names, ranges)
   if (config.backends !== undefined) config.backends = parseBackends(config.backends)
   checkInteger('fleet count', config.fleet.count, 1, 1000)
   checkInteger('fleet base port', config.fleet.basePort, 0, 65535)

@@ -15,30 +15,40 @@ const kLifecycle = Symbol('polistes.lifecycle')
  */
 
 /**
- * Own the listen and graceful close of one http.Server. Call it right after `http.createServer`,
- * before the server accepts anything: it counts in-flight responses per connection (a number on
- * the socket, no allocation per request) so that close() can end each keep-alive connection as
- * soon as its last response is out, instead of polling.
+ * Own the listen and graceful close of one http.Server or https.Server. Call it right after
+ * `http.createServer` (or `https.createServer`), before the server accepts anything: it counts
+ * in-flight responses per connection (a number on the socket, no allocation per request) so that
+ * close() can end each keep-alive connection as soon as its last response is out, instead of polling.
+ * For an https server the connection is the TLS socket (after its handshake), and the URL is https://.
  *
  * close(): stop accepting; end idle connections now and busy ones when their last response ends;
  * requests that arrive meanwhile on an open connection are answered with `Connection: close`;
- * after `graceMs` every remaining connection is destroyed.
+ * after `graceMs` every remaining connection is destroyed (TLS handshakes still under way too).
  *
- * @param {import('node:http').Server} server
+ * @param {import('node:http').Server | import('node:https').Server} server
  * @param {{ name: string }} options `name` starts error messages, e.g. 'balancer' or 'backend a'
  * @returns {Lifecycle}
  */
 function createLifecycle (server, { name }) {
-  const sockets = new Set()
+  const sockets = new Set() // HTTP connections: the TLS sockets of an https server
+  const raw = new Set() // every accepted TCP socket, TLS handshakes under way included
+  const secure = typeof server.setSecureContext === 'function' // a tls.Server, i.e. https
+  const scheme = secure ? 'https' : 'http'
   let closePromise = null
   const state = { closing: false }
   server[kLifecycle] = state
 
-  server.on('connection', (socket) => {
+  server.on(secure ? 'secureConnection' : 'connection', (socket) => {
     socket[kActive] = 0
     sockets.add(socket)
     socket.once('close', () => sockets.delete(socket))
   })
+  if (secure) {
+    server.on('connection', (socket) => {
+      raw.add(socket)
+      socket.once('close', () => raw.delete(socket))
+    })
+  }
   // first, so that a handler answering synchronously already sees shouldKeepAlive = false
   server.prependListener('request', onRequest)
 
@@ -57,7 +67,7 @@ function createLifecycle (server, { name }) {
         server.off('error', onError)
         const address = server.address()
         const shown = address.family === 'IPv6' || address.address.includes(':') ? `[${address.address}]` : address.address
-        resolve({ port: address.port, host: address.address, url: `http://${shown}:${address.port}` })
+        resolve({ port: address.port, host: address.address, url: `${scheme}://${shown}:${address.port}` })
       }
       server.once('error', onError)
       server.once('listening', onListening)
@@ -71,7 +81,10 @@ function createLifecycle (server, { name }) {
     state.closing = true
     closePromise = new Promise((resolve) => {
       if (!server.listening) return resolve()
-      const grace = setTimeout(() => server.closeAllConnections(), graceMs)
+      const grace = setTimeout(() => {
+        server.closeAllConnections()
+        for (const socket of raw) socket.destroy()
+      }, graceMs)
       server.close(() => {
         clearTimeout(grace)
         resolve()

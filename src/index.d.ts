@@ -1,4 +1,4 @@
-import type { Server } from 'node:http'
+import type { Server, IncomingMessage, ServerResponse } from 'node:http'
 import type { Logger } from 'pino'
 import type { Policy, PolicyDeps, Upstream, PickContext, Outcome } from './policies/types'
 
@@ -10,9 +10,27 @@ export interface BackendSpec {
   url: string
   weight: number
   region?: string
+  /** overrides the balancer's `healthCheck` for this backend; false: no active checks */
+  healthCheck?: Partial<HealthCheckOptions> | false
 }
 
-export type BackendInput = string | { url: string, id?: string, weight?: number, region?: string }
+export type BackendInput = string | { url: string, id?: string, weight?: number, region?: string, healthCheck?: Partial<HealthCheckOptions> | false }
+
+/** Active HTTP health checks (HAProxy's `check inter … rise … fall …`). */
+export interface HealthCheckOptions {
+  /** path to GET on every upstream; null: no active checks (default null) */
+  path: string | null
+  /** ms from the end of one check to the next (default 2000) */
+  intervalMs: number
+  /** ms a check may take (default 1000) */
+  timeoutMs: number
+  /** passing statuses: 200, '200-399', '2xx' or a comma list (default '200-399') */
+  expectStatus: string | number
+  /** passed checks in a row that bring a down upstream back (default 2) */
+  rise: number
+  /** failed checks in a row that take an upstream down (default 3) */
+  fall: number
+}
 
 export interface BalancerOptions {
   /** upstream URLs (`http://host:port#region&w=2&id=name`), specs, or one comma-separated string */
@@ -32,13 +50,47 @@ export interface BalancerOptions {
   timeoutMs?: number
   /** extra attempts on other upstreams for idempotent requests without a body, 0 to 100 (default 2) */
   retries?: number
+  /** upstream 5xx statuses retried like a failed connection, e.g. [503] (default []) */
+  retryOn?: number[]
   /** consecutive failures that eject an upstream, 1 to 1000 (default 1) */
   maxFails?: number
   /** how long an ejected upstream is left out, ms (default 5000) */
   failTimeoutMs?: number
-  /** path of the balancer's own stats endpoint (default '/_polistes/stats'; null: off) */
-  statsPath?: string | null
-  /** what moves the bytes (default 'http-proxy'; see src/proxy-engine.js) */
+  /** open client connections; beyond, new ones are closed at once, unanswered (default 10000) */
+  maxConnections?: number
+  /** ms a client gets to send its request headers, and to finish a TLS handshake; then 408 (default 10000) */
+  headersTimeoutMs?: number
+  /** ms a client gets to send its whole request, body included; then 408 (default 60000, ≥ headersTimeoutMs) */
+  requestTimeoutMs?: number
+  /** ms an idle client connection is kept open (default 5000) */
+  keepAliveTimeoutMs?: number
+  /** bytes of request line and headers; beyond, 431 (default 16384) */
+  maxHeaderSize?: number
+  /** bytes of request body; beyond, 413 (default 1048576; 0: no limit) */
+  maxBodySize?: number
+  /** PEM certificate (chain) file; with `tlsKey` the balancer serves HTTPS (default null) */
+  tlsCert?: string | null
+  /** PEM private key file of `tlsCert` (default null) */
+  tlsKey?: string | null
+  /** PEM CA file https:// backends are verified against instead of Node's bundled CAs (default null) */
+  upstreamCa?: string | null
+  /** serve `/_polistes/*` on a listener of its own, and not on the public one (0: any free port; default null: public) */
+  adminPort?: number | null
+  /** address of the admin listener (default '127.0.0.1') */
+  adminHost?: string
+  /** serve `/_polistes/*` (stats, Prometheus metrics, the live dashboard and its events) on the public
+   * listener (default true; false: proxied like any path); with `adminPort` it is served on the admin
+   * listener only. `balancer.admin.handle` can be mounted on another server either way */
+  admin?: boolean
+  /** the per-request aggregates behind metrics and dashboard (default: a new `createTelemetry()`) */
+  telemetry?: Telemetry
+  /** one line per finished request (default none; see `createAccessLog`) */
+  accessLog?: AccessLog | null
+  /** ms over which an upstream that comes back or is added ramps up (default 0: off) */
+  slowStartMs?: number
+  /** active health checks, merged over the defaults (off while `path` is null) */
+  healthCheck?: Partial<HealthCheckOptions>
+  /** what moves the bytes (default 'http-proxy'; see src/proxy-engine.js); 'undici' reaches http:// backends only */
   engine?: 'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'
   logger?: Logger
   random?: () => number
@@ -46,25 +98,117 @@ export interface BalancerOptions {
 }
 
 export interface BalancerStats {
+  /** the process that answered: with `polistes --workers N`, which worker */
+  pid: number
   requests: number
   responses: number
   retries: number
   failures: { connect: number, timeout: number, stream: number }
   noUpstream: number
   clientAborts: number
+  /** requests refused with 413 (Content-Length or streamed body over maxBodySize) */
+  bodyTooLarge: number
+  /** connections closed on arrival because maxConnections were open */
+  droppedConnections: number
   inflight: number
-  upstreams: Array<{ id: string, url: string, weight: number, region?: string, inflight: number, requests: number, failures: number, ejections: number, healthy: boolean, downUntil: number | null }>
+  upstreams: Array<{
+    id: string, url: string, weight: number, region?: string, inflight: number, requests: number, failures: number, ejections: number,
+    downUntil: number | null,
+    /** health: down/rising by active checks, ejected by passive health, falling while checks fail */
+    state: 'up' | 'falling' | 'down' | 'rising' | 'ejected'
+    healthy: boolean
+    /** slow-start ramp in [0, 1] (1: full share) */
+    ramp: number
+    check: null | {
+      rise: number, fall: number, passed: number, failed: number, downs: number,
+      last: null | { ok: boolean, status: number | null, ms: number | null, error: string | null, at: number }
+    }
+  }>
   policy: { name: string, state: unknown }
 }
 
+/** Answers a request of the admin surface and returns true, or returns false and writes nothing. */
+export type AdminHandler = (req: IncomingMessage, res: ServerResponse) => boolean
+
+/** The `/_polistes/*` endpoints of one balancer, mountable on any HTTP server. */
+export interface Admin {
+  /** serve the request and return true when its path is under `/_polistes`; false otherwise */
+  handle (req: IncomingMessage, res: ServerResponse): boolean
+  /** end the dashboards' event streams */
+  close (): void
+}
+
+/** Per-request aggregates: counters per upstream, per-second series, the pages x upstreams matrix. */
+export interface Telemetry {
+  record (upstreamId: string | null | undefined, key: string, status: number, latencyMs: number, cache: string | undefined, bytes: number): void
+  upstream (id: string): TelemetryUpstream
+  upstreams (): TelemetryUpstream[]
+  series (fromSec?: number): {
+    t: number[], rps: number[], hitRate: Array<number | null>, p50: Array<number | null>, p99: Array<number | null>,
+    upstreams: Array<{ id: string, rps: number[], hitRate: Array<number | null> }>
+  }
+  recent (seconds?: number): Map<string, { rps: number, hitRate: number | null }>
+  recentQuantiles (seconds: number, quantiles: number[]): Array<number | null>
+  heatmap (columns?: string[]): { pages: string[], upstreams: string[], counts: number[][], share: number[][], halfLifeS: number }
+}
+
+export interface TelemetryUpstream {
+  readonly id: string
+  /** responses by status class: 1xx, 2xx, 3xx, 4xx, 5xx, other */
+  readonly statuses: Float64Array
+  readonly hits: number
+  readonly misses: number
+  readonly bytes: number
+  readonly count: number
+  readonly latencySumMs: number
+}
+
+export interface TelemetryOptions {
+  /** seconds of per-second history (default 300) */
+  windowS?: number
+  /** routing keys tracked one by one in the heat map; later ones share `(other)` (default 64) */
+  maxPages?: number
+  /** half-life of the heat map's counts in seconds (default 5) */
+  halfLifeS?: number
+  /** wall clock in ms (default Date.now) */
+  now?: () => number
+}
+
+export interface AccessLog {
+  write (method: string, path: string, status: number, upstream: string | null, attempts: number, ms: number, cache: string | undefined, bytes: number): void
+  /** flush and close the file, if any */
+  close (): Promise<void>
+  readonly file: string | undefined
+}
+
 export interface Balancer {
+  /** the public listener: an https.Server (a subclass of tls.Server) when tlsCert is given */
   readonly server: Server
-  /** set once listening, e.g. 'http://127.0.0.1:8080' */
+  readonly admin: Admin
+  readonly telemetry: Telemetry
+  /** set once listening, e.g. 'http://127.0.0.1:8080' or 'https://127.0.0.1:8443' */
   readonly url: string | undefined
   readonly port: number
+  /** the admin listener's URL when adminPort is set, once listening */
+  readonly adminUrl: string | undefined
+  /** the admin listener when adminPort is set, else null */
+  readonly adminServer: Server | null
+  /** add a handler to the admin surface (/_polistes/*), tried after those added before and before the built-in endpoints */
+  addAdminHandler (handler: AdminHandler): this
   listen (): Promise<this>
   close (options?: { graceMs?: number }): Promise<void>
   stats (): BalancerStats
+  /** apply a new config live (hot reload); throws a PolistesError and changes nothing when it is invalid */
+  reconfigure (options: BalancerOptions): ReconfigureResult
+}
+
+/** What a reconfigure changed: upstream ids, setting names, and settings that need a restart. */
+export interface ReconfigureResult {
+  added: string[]
+  removed: string[]
+  updated: string[]
+  changed: string[]
+  restartNeeded: string[]
 }
 
 export function createBalancer (options: BalancerOptions): Balancer
@@ -74,6 +218,9 @@ export function policyNames (): string[]
 export function parseBackend (input: BackendInput, index?: number): BackendSpec
 export function parseBackends (list: BackendInput[] | string): BackendSpec[]
 export function routingKey (url: string): string
+export function createTelemetry (options?: TelemetryOptions): Telemetry
+/** One pino line per request, to `file` (asynchronously) or else to `logger`; throws ERR_POLISTES_BAD_OPTION when the file cannot be opened. */
+export function createAccessLog (options: { file: string } | { logger: Logger }): AccessLog
 /** A seeded PRNG (mulberry32) in [0, 1), e.g. for a policy's injected `random`. */
 export function mulberry32 (seed: number): () => number
 

@@ -9,6 +9,8 @@ const { createPolicy, policyNames } = require('./policies')
 const { parseBackend, parseBackends } = require('./backend-spec')
 const errors = require('./errors')
 const { mulberry32 } = require('./prng')
+const { createTelemetry } = require('./telemetry')
+const { createAccessLog } = require('./access-log')
 
 module.exports = {
   createBalancer,
@@ -19,6 +21,8 @@ module.exports = {
   parseBackends,
   routingKey,
   mulberry32,
+  createTelemetry,
+  createAccessLog,
   PolistesError: errors.PolistesError,
   errorCodes: errors.codes,
   ERR_POLISTES_UNKNOWN_ALGO: errors.ERR_POLISTES_UNKNOWN_ALGO,

@@ -7,11 +7,14 @@
  * - `http-proxy-3`: the same on http-proxy's API-compatible successor;
  * - `node-http`: node:http's client through a keep-alive Agent, no proxy library;
  * - `undici`: one undici Pool per upstream, driven through `dispatch()`.
+ * http-proxy and node-http take their connections from src/upstream-agents.js (http, and verified
+ * https per origin); undici keeps its own pools and speaks plain http only (see checkEngineTargets).
  * All of them pass the same pitfall suite (test/proxy-pitfalls.test.js); bench/engine-cpu.js
  * measures their CPU per request.
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('./errors')
+const { createUpstreamAgents } = require('./upstream-agents')
 
 const DEFAULT_ENGINE = 'http-proxy'
 const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici']
@@ -31,14 +34,19 @@ const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici']
  *   the upstream's response head arrived (headers by lower-case name, hop-by-hop ones removed);
  *   called before the head is written to the client
  * @property {(err: Error, kind: FailureKind) => void} onFailure the attempt failed; called at most once
+ * @property {(statusCode: number, headers: Record<string, string | string[] | undefined>) => boolean} [discard]
+ *   with `hold`: called when a response's status is among the held ones; true drops the response
+ *   (its body is read and thrown away, nothing reaches the client, the attempt ends without
+ *   onResponse or onFailure) so the caller can try elsewhere
  */
 
 /**
  * @typedef {object} ProxyEngine
  * @property {(req: import('http').IncomingMessage, res: import('http').ServerResponse, upstream: { target: URL },
- *   handlers: AttemptHandlers, options?: { replay?: boolean }) => { abort: () => void }} forward
+ *   handlers: AttemptHandlers, options?: { replay?: boolean, hold?: Set<number> }) => { abort: () => void }} forward
  *   forward one attempt of `req` to `upstream`. Bodiless retries pass `replay: true`: the client's
- *   request stream has been consumed, so an empty body is sent instead. `abort()` drops the upstream
+ *   request stream has been consumed, so an empty body is sent instead. `hold`: response statuses
+ *   offered to `handlers.discard` before anything reaches the client (retry on 503). `abort()` drops the upstream
  *   request (the client went away).
  * @property {() => void} close release pooled upstream connections
  * @property {string} name the engine's name
@@ -52,22 +60,36 @@ const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici']
  * @param {boolean} [options.keepAlive=true] reuse upstream connections; false opens one per request
  *   and sends `Connection: close`
  * @param {number} [options.timeoutMs=30000] upstream inactivity timeout (connect, headers or body)
+ * @param {Buffer | null} [options.upstreamCa] CA certificates (PEM) https upstreams are verified
+ *   against instead of Node's bundled roots
  * @returns {ProxyEngine}
  * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION for an unknown engine
  */
-function createProxyEngine ({ engine = DEFAULT_ENGINE, keepAlive = true, timeoutMs = 30000 } = {}) {
-  const options = { keepAlive, timeoutMs }
+function createProxyEngine ({ engine = DEFAULT_ENGINE, keepAlive = true, timeoutMs = 30000, upstreamCa = null } = {}) {
+  if (!ENGINES.includes(engine)) throw new ERR_POLISTES_BAD_OPTION(`unknown proxy engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
   let created
-  if (engine === 'http-proxy' || engine === 'http-proxy-3') {
-    created = require('./engines/http-proxy').createHttpProxyEngine({ ...options, library: engine })
-  } else if (engine === 'node-http') {
-    created = require('./engines/node-http').createNodeHttpEngine(options)
-  } else if (engine === 'undici') {
-    created = require('./engines/undici').createUndiciEngine(options)
+  if (engine === 'undici') {
+    created = require('./engines/undici').createUndiciEngine({ keepAlive, timeoutMs })
   } else {
-    throw new ERR_POLISTES_BAD_OPTION(`unknown proxy engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
+    const options = { keepAlive, timeoutMs, agents: createUpstreamAgents({ keepAlive, ca: upstreamCa }) }
+    created = engine === 'node-http'
+      ? require('./engines/node-http').createNodeHttpEngine(options)
+      : require('./engines/http-proxy').createHttpProxyEngine({ ...options, library: engine })
   }
   return { ...created, name: engine }
 }
 
-module.exports = { createProxyEngine, DEFAULT_ENGINE, ENGINES }
+/**
+ * Refuse upstreams an engine cannot reach: the undici engine speaks plain http only (its pools
+ * would take the TLS server name from the client's Host header, not from the backend URL).
+ * @param {string} engine
+ * @param {URL[]} targets the upstreams' origins
+ * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION
+ */
+function checkEngineTargets (engine, targets) {
+  if (engine !== 'undici') return
+  const https = targets.find((t) => t.protocol === 'https:')
+  if (https) throw new ERR_POLISTES_BAD_OPTION(`engine undici does not proxy to https upstreams (${https.origin}); use engine http-proxy or node-http`)
+}
+
+module.exports = { createProxyEngine, checkEngineTargets, DEFAULT_ENGINE, ENGINES }

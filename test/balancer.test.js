@@ -128,6 +128,78 @@ describe('graceful close', () => {
   })
 })
 
+describe('retry on a status (retryOn)', () => {
+  const http = require('node:http')
+  const open = []
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((x) => x.close()))
+  })
+
+  /** Two upstreams: `busy` answers 503 + Retry-After (with a body), `ok` answers 200 with headers of its own. */
+  async function busyAndOk () {
+    const busy = await startUpstream((req, res) => {
+      req.resume()
+      res.writeHead(503, { 'retry-after': '1', 'x-server': 'busy' })
+      res.end('busy\n')
+    })
+    const ok = await startUpstream((req, res) => {
+      req.resume()
+      res.writeHead(200, { 'x-server': 'ok', 'x-custom': 'kept', 'content-type': 'text/plain' })
+      res.end('hello ' + req.url)
+    })
+    open.push(busy, ok)
+    return [busy, ok]
+  }
+
+  async function balancer (upstreams, options) {
+    const lb = await startBalancer({ backends: upstreams.map((u, i) => ({ url: u.url, id: `u${i}` })), algo: 'round-robin', port: 0, ...options })
+    open.push(lb)
+    return lb
+  }
+
+  test('with retryOn [503] a GET refused by a busy upstream is answered by another, the 503 never reaching the client', async () => {
+    const [busy, ok] = await busyAndOk()
+    const lb = await balancer([busy, ok], { retryOn: [503] })
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+    try {
+      for (let i = 0; i < 6; i++) {
+        const res = await request(`${lb.url}/page${i}.html`, { agent })
+        expect(res).toMatchObject({ status: 200, body: `hello /page${i}.html` })
+        expect(res.headers).toMatchObject({ 'x-server': 'ok', 'x-custom': 'kept' })
+      }
+    } finally {
+      agent.destroy()
+    }
+    expect(busy.requests).toBeGreaterThan(0)
+    expect(ok.requests).toBe(6)
+    expect(lb.stats()).toMatchObject({ requests: 6, retries: busy.requests, failures: { connect: 0, timeout: 0, stream: 0 } })
+    expect(lb.stats().upstreams.every((u) => u.healthy)).toBe(true) // busy is not ejected
+  })
+
+  test('by default (as nginx and HAProxy) the upstream\'s 503 is passed on', async () => {
+    const [busy, ok] = await busyAndOk()
+    const lb = await balancer([busy, ok])
+    const first = await request(`${lb.url}/a`)
+    expect(first).toMatchObject({ status: 503, body: 'busy\n' })
+    expect(first.headers['retry-after']).toBe('1')
+    expect(lb.stats().retries).toBe(0)
+  })
+
+  test('a request with a body is not retried, and when every upstream is busy the last 503 goes to the client whole', async () => {
+    const [busy] = await busyAndOk()
+    const busy2 = await startUpstream((req, res) => { req.resume(); res.writeHead(503, { 'retry-after': '2' }); res.end('busy too\n') })
+    open.push(busy2)
+    const lb = await balancer([busy, busy2], { retryOn: [503] })
+    const post = await request(`${lb.url}/form`, { method: 'POST', body: 'x=1', headers: { 'content-length': '3' } })
+    expect(post).toMatchObject({ status: 503, body: 'busy\n' })
+    const get = await request(`${lb.url}/page1.html`)
+    expect(get).toMatchObject({ status: 503, body: 'busy\n' })
+    expect(get.headers['retry-after']).toBe('1')
+    expect(busy2.requests).toBe(1)
+    expect(lb.stats().retries).toBe(1)
+  })
+})
+
 describe('options', () => {
   const { createBalancer } = require('../src/balancer')
   const { resolveConfig, DEFAULTS } = require('../src/config')
@@ -138,7 +210,8 @@ describe('options', () => {
     [{ retries: -1 }, 'retries must be an integer in [0, 100], got -1'],
     [{ timeoutMs: 0 }, 'timeoutMs must be a positive number, got 0'],
     [{ port: 70000 }, 'port must be an integer in [0, 65535], got 70000'],
-    [{ keepAlive: 'yes' }, 'keepAlive must be true or false, got "yes"']
+    [{ keepAlive: 'yes' }, 'keepAlive must be true or false, got "yes"'],
+    [{ retryOn: [404] }, 'retryOn must be a list of 5xx statuses, e.g. [503], got [404]']
   ])('%j is refused by the balancer and by the config resolver with the same message', (bad, message) => {
     expect(() => createBalancer({ backends, ...bad })).toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION', message }))
     expect(() => resolveConfig(bad)).toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION', message }))

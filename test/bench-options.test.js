@@ -5,10 +5,25 @@ const { spawnSync } = require('node:child_process')
 const { parseOptions } = require('../bench/options')
 const { rotation } = require('../bench/run')
 const { scenarioNames, getScenario } = require('../bench/scenarios')
+const { describeIfInstalled } = require('./helper')
 
 const RUN = path.join(__dirname, '..', 'bench', 'run.js')
 
 describe('bench options', () => {
+  test('a scenario\'s own arms carry their retry-on and source addresses; --retry-on and --sources set them for all', () => {
+    const b = parseOptions(['--scenario', 'periodic', '--peers', 'none'])
+    expect(b).toMatchObject({ rate: 50, load: 'open-loop', baseline: 'random' })
+    expect(b.arms.find((a) => a.label === 'least-connections +retry 503')).toMatchObject({ algo: 'least-connections', retryOn: [503] })
+    const d = parseOptions(['--scenario', 'many-clients', '--peers', 'none'])
+    expect(d).toMatchObject({ load: 'node', sources: 1000, connections: 1000 })
+    expect(d.arms.find((a) => a.sources === 1)).toMatchObject({ algo: 'ip-hash', label: 'ip-hash (1 client address)' })
+    const all = parseOptions(['--algos', 'random,wasp', '--retry-on', '503', '--sources', '20', '--peers', 'none'])
+    expect(all.arms.map((a) => a.retryOn)).toEqual([[503], [503]])
+    expect(all).toMatchObject({ sources: 20, load: 'node' })
+    expect(() => parseOptions(['--retry-on', '404'])).toThrow(/--retry-on must be a comma list of 5xx statuses/)
+    expect(() => parseOptions(['--sources', '20', '--load', 'wrk'])).toThrow(/--sources needs the Node generator/)
+  })
+
   test('defaults give the cache scenario: round-robin vs chash-bounded vs wasp, 3 trials, 5 s + 20 s, 32 connections', () => {
     const s = parseOptions([])
     expect(s).toMatchObject({
@@ -25,23 +40,25 @@ describe('bench options', () => {
       missMs: 20,
       popularity: { kind: 'uniform' },
       rate: undefined,
-      keepAlive: true
+      keepAlive: true,
+      workers: 1
     })
     expect(s.fleet).toMatchObject({ count: 7, cachePages: 4, missMs: 20 })
+    expect(parseOptions(['--workers', '4']).workers).toBe(4)
   })
 
   test.each(scenarioNames())('scenario %s parses, its baseline among its algorithms, with its own keep-alive variants', (name) => {
     const s = parseOptions(['--scenario', name])
     const scenario = getScenario(name)
-    expect(s).toMatchObject({ scenario: name, pages: 25, popularity: { kind: 'uniform' }, baseline: 'round-robin', algos: scenario.algos })
+    expect(s).toMatchObject({ scenario: name, pages: 25, popularity: { kind: 'uniform' }, baseline: scenario.baseline, algos: scenario.algos })
     expect(scenario.algos).toContain(scenario.baseline)
-    expect(s.arms).toHaveLength(scenario.algos.length * scenario.keepAliveVariants.length)
+    expect(s.arms.filter((arm) => !arm.peer)).toHaveLength(scenario.arms ? scenario.arms.length : scenario.algos.length * scenario.keepAliveVariants.length)
     expect(Array.isArray(scenario.targets)).toBe(true)
   })
 
   test('options override the scenario\'s fleet and load', () => {
     const s = parseOptions(['--algos', 'wasp,random', '--cache-pages', '2', '--miss-ms', '5', '--pages', '40',
-      '--popularity', 'zipf:1.0', '--rate', '500', '--no-keep-alive', '--connections', '8', '--policy-options', '{"xi":2}', '--engine', 'node-http'])
+      '--popularity', 'zipf:1.0', '--rate', '500', '--no-keep-alive', '--connections', '8', '--policy-options', '{"xi":2}', '--peers', 'none', '--engine', 'node-http'])
     expect(s.algos).toEqual(['wasp', 'random'])
     expect(s.baseline).toBe('wasp') // round-robin not in the list: the first algorithm
     expect(s.fleet).toMatchObject({ cachePages: 2, missMs: 5 })
@@ -61,6 +78,12 @@ describe('bench options', () => {
     [['--scenario', 'nope'], 'ERR_POLISTES_BAD_OPTION', /unknown scenario/],
     [['--policy-options', '[1]'], 'ERR_POLISTES_BAD_OPTION', /JSON object/],
     [['--frobnicate'], 'ERR_POLISTES_BAD_OPTION', /frobnicate/],
+    [['--peers', 'squid'], 'ERR_POLISTES_BAD_OPTION', /unknown peer "squid"/],
+    [['--load', 'ab'], 'ERR_POLISTES_BAD_OPTION', /--load must be/],
+    [['--load', 'wrk', '--rate', '100'], 'ERR_POLISTES_BAD_OPTION', /--rate runs the open-loop generator/],
+    [['--load', 'wrk', '--popularity', 'zipf:1'], 'ERR_POLISTES_BAD_OPTION', /uniform popularity only/],
+    [['--workers', '0'], 'ERR_POLISTES_BAD_OPTION', /--workers/],
+    [['--workers', '65'], 'ERR_POLISTES_BAD_OPTION', /--workers/],
     [['--engine', 'nginx'], 'ERR_POLISTES_BAD_OPTION', /unknown --engine "nginx"/]
   ])('%j is rejected with %s', (argv, code, message) => {
     expect(() => parseOptions(argv)).toThrow(expect.objectContaining({ code, message: expect.stringMatching(message) }))
@@ -80,6 +103,35 @@ describe('bench options', () => {
     const s = parseOptions(['--scenario', 'latency-profiles', '--algos', 'round-robin,ewma'])
     expect(s.arms.map((a) => a.label)).toEqual(['round-robin', 'round-robin (no-ka)', 'ewma', 'ewma (no-ka)'])
     expect(s.connections).toBe(100)
+  })
+
+  test('--peers none runs the algorithms alone, with autocannon; --rate makes it an open loop with tail columns', () => {
+    const s = parseOptions(['--peers', 'none'])
+    expect(s.arms.map((a) => a.label)).toEqual(['round-robin', 'chash-bounded', 'wasp'])
+    expect(s).toMatchObject({ peers: [], load: 'autocannon', notes: [] })
+    const open = parseOptions(['--peers', 'none', '--rate', '800'])
+    expect(open).toMatchObject({ rate: 800, load: 'open-loop' })
+    expect(open.columns).toEqual(expect.arrayContaining(['p50', 'p99', 'p999', 'max', 'errors']))
+  })
+
+  test('scenarios without peers run none by default', () => {
+    expect(parseOptions(['--scenario', 'regions']).peers).toEqual([])
+  })
+
+  describeIfInstalled(['haproxy', 'nginx', 'wrk'], 'with the peers installed', () => {
+    test('--peers names programs or arms; peers run in the rotation beside the algorithms, with wrk by default', () => {
+      const s = parseOptions(['--algos', 'wasp', '--peers', 'nginx,haproxy-uri'])
+      expect(s.arms).toEqual([
+        { label: 'wasp', algo: 'wasp', keepAlive: true, engine: 'http-proxy' },
+        { label: 'haproxy-uri', algo: 'haproxy-uri', keepAlive: true, peer: 'haproxy', mode: 'uri' },
+        { label: 'nginx-uri', algo: 'nginx-uri', keepAlive: true, peer: 'nginx', mode: 'uri' },
+        { label: 'nginx-rr', algo: 'nginx-rr', keepAlive: true, peer: 'nginx', mode: 'rr' }
+      ])
+      expect(s.load).toBe('wrk')
+      expect(parseOptions(['--algos', 'wasp', '--peers', 'haproxy', '--load', 'autocannon']).load).toBe('autocannon')
+      // the default cache scenario includes every installed peer
+      expect(parseOptions([]).peers).toEqual(['haproxy-uri', 'haproxy-uri-bounded', 'haproxy-rr', 'nginx-uri', 'nginx-rr'])
+    })
   })
 
   test('trials rotate the starting algorithm', () => {

@@ -1,7 +1,7 @@
 'use strict'
 
 const { buildDocument, summarize, checkTargets } = require('../bench/summary')
-const { formatTable, createProgress } = require('../bench/report-console')
+const { formatTable, createProgress, loadLine } = require('../bench/report-console')
 const { formatCsv } = require('../bench/report-csv')
 const { formatHtml } = require('../bench/report-html')
 const { parseOptions } = require('../bench/options')
@@ -91,5 +91,28 @@ describe('bench reports', () => {
     const q = createProgress({ isTTY: true, write: (s) => tty.push(s) })
     q.tick({ arm: { label: 'wasp' }, trial: 1, trials: 1, second: 1, total: 2, phase: 'learning', rps: 5, hitRate: 0.5, index: 1, runs: 1 })
     expect(tty[0]).toMatch(/^\r\[1\/1\] wasp trial 1\/1 {2}1\/2 s learning/)
+  })
+
+  test('peers and the open loop: p99.9 column, the peers\' threading, the load generator\'s CPU share and lag', () => {
+    const open = { ...parseOptions(['--peers', 'none', '--rate', '500']), warmup: 1, duration: 2, peers: ['haproxy-uri'] }
+    const withLag = (run, lag) => ({ ...run, latency: { ...run.latency, p999: run.latency.p99 + 1 }, load: { generator: 'open-loop', lag, timeouts: 0 } })
+    const peerRun = { ...withLag(fakeRun('haproxy-uri', 1, 500, 30, 0.92), { p50: 0.2, p99: 1.5, max: 4 }), peer: { name: 'haproxy', mode: 'uri', version: 'HAProxy version 2.6.12' } }
+    const openDoc = buildDocument(open, [withLag(fakeRun('round-robin', 1, 500, 90, 0.16), { p50: 0.1, p99: 2.5, max: 7 }), peerRun],
+      { startedAt: new Date(0), finishedAt: new Date(1000) })
+    const text = formatTable(openDoc, open.columns)
+    expect(text).toMatch(/open loop at 500 req\/s \(latency from the intended send time\)/)
+    expect(text.split('\n').find((l) => l.startsWith('algo'))).toMatch(/p99 ms\s+xrr\s+p99\.9 ms\s+max ms/)
+    expect(text.split('\n').find((l) => l.startsWith('haproxy-uri'))).toMatch(/ 31\.00 /)
+    expect(text).toMatch(/peers \(HAProxy version 2\.6\.12\): one thread \/ one process each/)
+    expect(loadLine(openDoc)).toBe('load generator: open-loop, at most 0.20 of ' + openDoc.machine.cpus +
+      ' cores; its own send lag p99 2.50 ms, max 7.00 ms (medians over trials, worst arm)')
+    const heavy = { ...openDoc, settings: { ...openDoc.settings, load: 'autocannon' }, summary: { a: { cpuLoad: 0.93 } } }
+    expect(loadLine(heavy)).toMatch(/at most 0\.93 of \d+ cores \(near one core: it may have limited the throughput\)/)
+    const csv = formatCsv(openDoc).trim().split('\n').map((l) => l.split(','))
+    const col = (name) => csv[0].indexOf(name)
+    expect(csv[2][col('p999')]).toBe('31')
+    expect(csv[2][col('peer')]).toBe('haproxy uri (HAProxy version 2.6.12)')
+    expect(csv[1][col('lagP99')]).toBe('2.5')
+    expect(formatHtml(openDoc)).toMatch(/Peers haproxy-uri run single-threaded/)
   })
 })

@@ -20,7 +20,7 @@ describe('bench end to end', () => {
   let result
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-test-'))
-    const settings = parseOptions(['--algos', 'round-robin,wasp', '--trials', '1', '--warmup', '1', '--duration', '2',
+    const settings = parseOptions(['--algos', 'round-robin,wasp', '--peers', 'none', '--trials', '1', '--warmup', '1', '--duration', '2',
       '--jit-warmup', '0', '--connections', '8', '--results-dir', dir, '--out', path.join(dir, 'out.json'), '--quiet'])
     result = await bench(settings, { stdout: sink, stderr: sink })
   })

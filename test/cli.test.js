@@ -1,36 +1,17 @@
 'use strict'
 
-const { spawn } = require('node:child_process')
 const path = require('node:path')
 const fs = require('node:fs')
 const os = require('node:os')
 const http = require('node:http')
+const https = require('node:https')
 const { once } = require('node:events')
-const { request, startUpstream, waitFor, runNode } = require('./helper')
+const { request, startUpstream, waitFor, runNode, startCli, cliEntry, makeCertificates } = require('./helper')
 
-const CLI = path.join(__dirname, '..', 'bin', 'polistes.js')
+const CLI = cliEntry()
 
 /** Run the CLI to completion (bounded) and collect its output. */
 const run = (args) => runNode(CLI, args, { timeoutMs: 10000 })
-
-/** Start the CLI as a server; resolve once it logs where it listens. */
-function startCli (args, { timeoutMs = 10000 } = {}) {
-  const child = spawn(process.execPath, [CLI, '--log-format', 'json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-  const lines = []
-  let buffer = ''
-  child.stdout.on('data', (d) => {
-    buffer += d
-    const parts = buffer.split('\n')
-    buffer = parts.pop()
-    for (const part of parts) if (part.trim()) lines.push(JSON.parse(part))
-  })
-  let stderr = ''
-  child.stderr.on('data', (d) => { stderr += d })
-  const exited = once(child, 'exit').then(([code, signal]) => ({ code, signal }))
-  const ready = waitFor(() => lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('polistes listening')), { timeoutMs })
-    .catch((err) => { child.kill('SIGKILL'); throw new Error(`${err.message}; stderr: ${stderr}`) })
-  return { child, lines, exited, ready }
-}
 
 const oneLine = (text) => text.trim().split('\n').length === 1 && !/\n\s+at /.test(text)
 
@@ -44,7 +25,14 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
     ['unknown flag', ['--colour', 'red'], /Unknown argument/],
     ['non-numeric port', ['--port', 'eighty'], /--port must be a number/],
     ['out-of-range port', ['--port', '70000'], /port must be an integer in \[0, 65535\]/],
-    ['bad policy options', ['--policy-options', '{nope'], /--policy-options is not valid JSON/]
+    ['bad policy options', ['--policy-options', '{nope'], /--policy-options is not valid JSON/],
+    ['unknown policy option (the old --help example)', ['--policy-options', '{"maxRounds":4}'], /^polistes: wasp: unknown option "maxRounds"; known options: .*\brounds\b/],
+    ['unknown option of another policy', ['--algo', 'chash-bounded', '--policy-options', '{"rounds":4}'], /chash-bounded: unknown option "rounds"; known options: balanceFactor, replicas/],
+    ['health check path without a slash', ['--health-check', 'health'], /healthCheck.path must be a path starting with "\/"/],
+    ['bad expected status', ['--health-check', '/h', '--health-expect', 'ok'], /healthCheck.expectStatus must be a status/],
+    ['zero rise', ['--health-rise', '0'], /healthCheck.rise must be an integer in \[1, 1000\]/],
+    ['negative slow start', ['--slow-start', '-5'], /slowStartMs must be a number of ms >= 0/],
+    ['--watch without --config', ['--watch'], /--watch needs --config/]
   ])('%s', async (_name, args, message) => {
     const { code, stderr, stdout } = await run(args)
     expect(code).toBe(2)
@@ -68,8 +56,27 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
     fs.writeFileSync(file, JSON.stringify({ address: '127.0.0.1:8080', strategy: 'RoundRobin', backends: ['ftp://127.0.0.1:21'] }))
     const { code, stderr } = await run(['--config', file])
     expect(code).toBe(2)
-    expect(stderr).toMatch(/only http:\/\/ backends are supported/)
+    expect(stderr).toMatch(/only http:\/\/ and https:\/\/ backends are supported/)
     expect(oneLine(stderr)).toBe(true)
+  })
+
+  test('an unreadable or mismatched TLS file', async () => {
+    const certs = makeCertificates()
+    try {
+      const missing = await run(['--backends', 'http://127.0.0.1:9', '--port', '0', '--tls-cert', path.join(certs.dir, 'none.pem'), '--tls-key', certs.key])
+      expect(missing.code).toBe(2)
+      expect(missing.stderr).toBe(`polistes: --tls-cert ${path.join(certs.dir, 'none.pem')}: cannot read it (ENOENT)\n`)
+      const mismatch = await run(['--backends', 'http://127.0.0.1:9', '--port', '0', '--tls-cert', certs.cert, '--tls-key', certs.otherKey])
+      expect(mismatch.code).toBe(2)
+      expect(mismatch.stderr).toMatch(/^polistes: --tls-key \S+ cannot be used with --tls-cert \S+: .*key values mismatch/)
+      expect(oneLine(mismatch.stderr)).toBe(true)
+      const alone = await run(['--backends', 'http://127.0.0.1:9', '--tls-cert', certs.cert])
+      expect(alone.stderr).toMatch(/^polistes: tlsCert and tlsKey go together/)
+      const junkCa = await run(['--backends', 'http://127.0.0.1:9', '--port', '0', '--upstream-ca', certs.key])
+      expect(junkCa.stderr).toMatch(/^polistes: --upstream-ca \S+: no PEM certificate in it/)
+    } finally {
+      certs.remove()
+    }
   })
 
   test('port in use', async () => {
@@ -137,6 +144,32 @@ describe('running', () => {
     }
   })
 
+  test('with --tls-cert/--tls-key and --admin-port it serves HTTPS and the admin surface on loopback only', async () => {
+    const certs = makeCertificates()
+    const upstream = await startUpstream((req, res) => res.end(`proto=${req.headers['x-forwarded-proto']}`))
+    const cli = startCli(['--port', '0', '--backends', upstream.url, '--tls-cert', certs.cert, '--tls-key', certs.key, '--admin-port', '0'])
+    try {
+      const ready = await cli.ready
+      expect(ready.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/)
+      expect(ready.adminUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+      const body = await new Promise((resolve, reject) => {
+        https.get(`${ready.url}/x`, { ca: fs.readFileSync(certs.ca) }, (res) => {
+          let text = ''
+          res.on('data', (d) => { text += d })
+          res.on('end', () => resolve(text))
+        }).on('error', reject)
+      })
+      expect(body).toBe('proto=https')
+      expect((await request(`${ready.adminUrl}/_polistes/stats`)).status).toBe(200)
+      cli.child.kill('SIGTERM')
+      expect((await cli.exited).code).toBe(0)
+    } finally {
+      cli.child.kill('SIGKILL')
+      await upstream.close()
+      certs.remove()
+    }
+  })
+
   test('without --backends it starts the embedded fleet of seven and serves pages', async () => {
     const cli = startCli(['--port', '0', '--fleet-base-port', '0', '--algo', 'round-robin'])
     try {
@@ -148,6 +181,12 @@ describe('running', () => {
         servers.add(res.headers['x-server'])
       }
       expect(servers.size).toBe(7)
+      // the fleet is health-checked on its /_stats path (checks start at once)
+      const upstreams = await waitFor(async () => {
+        const list = JSON.parse((await request(`${ready.url}/_polistes/stats`)).body).upstreams
+        return list.every((u) => u.check && u.check.last) && list
+      })
+      for (const u of upstreams) expect(u).toMatchObject({ state: 'up', check: { last: { ok: true, status: 200 } } })
       cli.child.kill('SIGINT')
       expect((await cli.exited).code).toBe(0)
     } finally {

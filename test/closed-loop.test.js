@@ -1,6 +1,6 @@
 'use strict'
 
-const { createModel, EventHeap } = require('../bench/closed-loop')
+const { createModel, scenario, EventHeap } = require('../bench/closed-loop')
 const { mulberry32 } = require('../src/prng')
 const { createWasp } = require('../src/policies/wasp')
 const { createRoundRobin } = require('../src/policies/round-robin')
@@ -140,6 +140,38 @@ describe('wasp in the closed-loop model', () => {
     model.permute()
     model.run(2000)
     expect(model.run(2000).hitRate).toBeGreaterThanOrEqual(0.9)
+  })
+
+  /** Hit rate over requests 5,000-10,000 of `colonies` independent wasp colonies sharing the backends. */
+  const colonyHitRate = (seed, colonies, options = {}) => scenario(
+    (random) => createWasp(options, { random }), { seed, colonies })
+
+  test('colonies: each sees only its own in-flight requests, and requests go to them in turn', () => {
+    const seen = [[], []]
+    const colony = (c) => ({
+      pick (ups) { seen[c].push(ups.reduce((a, u) => a + u.inflight, 0)); return ups[0] }
+    })
+    const model = createModel({ policy: [colony(0), colony(1)], inflight: 8 })
+    model.run(1000)
+    expect(seen[0].length).toBe(500)
+    expect(seen[1].length).toBe(500)
+    // 7 others in flight at each pick (8 in all), about half of them this colony's
+    const mean = (a) => a.slice(100).reduce((x, y) => x + y, 0) / (a.length - 100)
+    for (const c of [0, 1]) {
+      expect(mean(seen[c])).toBeGreaterThan(2.5)
+      expect(mean(seen[c])).toBeLessThan(4.5)
+    }
+  })
+
+  test.each([1, 2, 3])('colonies: 4 wasp colonies lose hit rate to disagreement; rendezvous-seeded thresholds recover about half of it (seed %i)', (seed) => {
+    const one = colonyHitRate(seed, 1).hitRate
+    const off = colonyHitRate(seed, 4).hitRate
+    const on = colonyHitRate(seed, 4, { rendezvous: 1 }).hitRate
+    expect(one).toBeGreaterThanOrEqual(0.95)
+    expect(off).toBeLessThan(0.5) // measured 0.34-0.39: every colony learns its own division
+    expect(on).toBeGreaterThan(off + 0.25) // measured 0.68-0.74
+    // the issue's target (within 0.03 of one colony) is not reached: see docs/algorithms.md, "Several colonies"
+    expect(on).toBeLessThan(one - 0.03)
   })
 
   test('beats round-robin by a wide margin on the same seed', () => {

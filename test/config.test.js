@@ -45,6 +45,27 @@ describe('config file', () => {
     expect(() => resolveConfig({}, readConfigFile(file))).toThrow(/unknown algorithm "fastest"; expected one of: .*round-robin/)
   })
 
+  test('nested objects are checked too: an unknown healthCheck key or backend key names the key', () => {
+    const hc = write('hc.json', JSON.stringify({ healthCheck: { path: '/h', interval: 5 } }))
+    expect(() => readConfigFile(hc)).toThrow(/unknown healthCheck key\(s\) interval; allowed: path, intervalMs, timeoutMs, expectStatus, rise, fall/)
+    const backend = write('backend.json', JSON.stringify({ backends: [{ url: 'http://127.0.0.1:9101', wieght: 2 }] }))
+    expect(() => resolveConfig({}, readConfigFile(backend))).toThrow('backend #1: unknown key "wieght"; known keys: url, id, weight, region, healthCheck')
+    const own = write('own.json', JSON.stringify({ backends: [{ url: 'http://127.0.0.1:9101', healthCheck: { rise: 0 } }] }))
+    expect(() => resolveConfig({}, readConfigFile(own))).toThrow('backend #1 healthCheck.rise must be an integer in [1, 1000], got 0')
+  })
+
+  test('health checks and slow start: file values under flags, defaults for the rest', () => {
+    const file = write('health.json', JSON.stringify({ slowStartMs: 3000, healthCheck: { path: '/health', rise: 4 } }))
+    const config = resolveConfig({ healthCheck: { rise: 5, intervalMs: 500 } }, readConfigFile(file))
+    expect(config.slowStartMs).toBe(3000)
+    expect(config.healthCheck).toEqual({ path: '/health', intervalMs: 500, timeoutMs: 1000, expectStatus: '200-399', rise: 5, fall: 3 })
+  })
+
+  test('policy options are checked by the policy when the config is resolved', () => {
+    expect(() => resolveConfig({ policyOptions: { maxRounds: 4 } })).toThrow(/^wasp: unknown option "maxRounds"/)
+    expect(resolveConfig({ policyOptions: { rounds: 4 } }).policyOptions).toEqual({ rounds: 4 })
+  })
+
   test('out-of-range values are rejected', () => {
     expect(() => resolveConfig({ port: 70000 })).toThrow(/port must be an integer/)
     expect(() => resolveConfig({ timeoutMs: -1 })).toThrow(/timeoutMs must be a positive number/)
@@ -53,6 +74,18 @@ describe('config file', () => {
     expect(() => resolveConfig({ engine: 'nginx' })).toThrow(/unknown proxy engine "nginx"; expected one of: http-proxy, http-proxy-3, node-http, undici/)
     expect(resolveConfig({ engine: 'undici' }).engine).toBe('undici')
     expect(resolveConfig({}).engine).toBe('http-proxy')
+    expect(() => resolveConfig({ maxHeaderSize: 100 })).toThrow(/maxHeaderSize must be an integer in \[1024, 1048576\]/)
+    expect(() => resolveConfig({ adminPort: 'eight' })).toThrow(/adminPort must be an integer/)
+    expect(() => resolveConfig({ headersTimeoutMs: 5000, requestTimeoutMs: 1000 })).toThrow(/headersTimeoutMs \(5000\) must not exceed requestTimeoutMs \(1000\)/)
+    expect(() => resolveConfig({ tlsKey: 'k.pem' })).toThrow(/tlsCert and tlsKey go together/)
+  })
+
+  test('the front settings come from the file; TLS paths are read relative to it', () => {
+    const front = { maxConnections: 500, headersTimeoutMs: 5000, requestTimeoutMs: 30000, keepAliveTimeoutMs: 65000, maxHeaderSize: 32768, maxBodySize: 0, adminHost: '::1' }
+    const file = write('front.json', JSON.stringify({ ...front, tlsCert: 'tls/cert.pem', tlsKey: '/etc/polistes/key.pem', upstreamCa: 'ca.pem', adminPort: 9000 }))
+    const config = resolveConfig({ adminPort: 9001 }, readConfigFile(file))
+    expect(config).toMatchObject({ ...front, adminPort: 9001 })
+    expect([config.tlsCert, config.tlsKey, config.upstreamCa]).toEqual([path.join(tmp, 'tls', 'cert.pem'), '/etc/polistes/key.pem', path.join(tmp, 'ca.pem')])
   })
 })
 
@@ -73,9 +106,16 @@ describe('backend URLs', () => {
     expect(parseBackend({ url: 'http://[::1]:9101', weight: 2, region: 'us' })).toMatchObject({ url: 'http://[::1]:9101', weight: 2, region: 'us' })
   })
 
+  test('https:// backends are accepted, and a port equal to the scheme\'s default counts as explicit', () => {
+    expect(parseBackend('https://127.0.0.1:8443#eu')).toEqual({ id: '127.0.0.1:8443', url: 'https://127.0.0.1:8443', weight: 1, region: 'eu' })
+    expect(parseBackend('https://localhost:443')).toEqual({ id: 'localhost:443', url: 'https://localhost', weight: 1 })
+    expect(parseBackend('http://[::1]:80')).toEqual({ id: '[::1]:80', url: 'http://[::1]', weight: 1 })
+    expect(() => parseBackend('https://localhost')).toThrow(/explicit host and port/)
+  })
+
   test.each([
     ['http://x:abc', /malformed URL/],
-    ['https://127.0.0.1:9101', /only http:\/\//],
+    ['ftp://127.0.0.1:9101', /only http:\/\/ and https:\/\//],
     ['http://127.0.0.1', /explicit host and port/],
     ['http://127.0.0.1:9101/path', /must be an origin/],
     ['http://127.0.0.1:9101#w=0', /weight must be a positive number/],

@@ -4,7 +4,9 @@ const http = require('node:http')
 const net = require('node:net')
 const { once } = require('node:events')
 const { createLifecycle } = require('../src/http-lifecycle')
-const { request, waitFor } = require('./helper')
+const https = require('node:https')
+const fs = require('node:fs')
+const { request, waitFor, makeCertificates } = require('./helper')
 
 /** A server whose handler the test scripts, under a lifecycle. */
 function serve (handler) {
@@ -130,5 +132,46 @@ describe('close', () => {
     expect(elapsed).toBeGreaterThanOrEqual(150)
     expect(elapsed).toBeLessThan(3000)
     await expect(pending).rejects.toThrow(/socket hang up|ECONNRESET/)
+  })
+})
+
+describe('https servers', () => {
+  let certs
+  beforeAll(() => { certs = makeCertificates() })
+  afterAll(() => certs.remove())
+
+  test('the URL is https://; a busy TLS connection gets its response, then is ended; a handshake under way is cut after graceMs', async () => {
+    let release
+    const server = https.createServer({ cert: fs.readFileSync(certs.cert), key: fs.readFileSync(certs.key) }, (req, res) => {
+      release = () => res.end('slow over tls')
+    })
+    const lifecycle = createLifecycle(server, { name: 'tls server' })
+    const { url, port } = await lifecycle.listen(0, '127.0.0.1')
+    expect(url).toBe(`https://127.0.0.1:${port}`)
+    const agent = new https.Agent({ keepAlive: true, ca: fs.readFileSync(certs.ca) })
+    const busy = new Promise((resolve, reject) => {
+      https.get(`${url}/slow`, { agent }, (res) => {
+        let body = ''
+        const socket = res.socket
+        res.on('data', (d) => { body += d })
+        res.on('end', () => resolve({ body, socket }))
+      }).on('error', reject)
+    })
+    const handshaking = net.connect(port, '127.0.0.1') // connects, never says hello
+    await once(handshaking, 'connect')
+    const handshakeClosed = once(handshaking, 'close')
+    await waitFor(() => release)
+    const t0 = Date.now()
+    const closed = lifecycle.close({ graceMs: 300 })
+    release()
+    const res = await busy
+    expect(res.body).toBe('slow over tls')
+    if (!res.socket.destroyed) await once(res.socket, 'close') // ended by the server after its response
+    await closed // without cutting the handshake this would wait for its 120 s timeout
+    await handshakeClosed
+    const elapsed = Date.now() - t0
+    expect(elapsed).toBeGreaterThanOrEqual(250)
+    expect(elapsed).toBeLessThan(3000)
+    agent.destroy()
   })
 })

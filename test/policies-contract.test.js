@@ -41,6 +41,17 @@ describe.each(names)('policy %s honours the contract', (name) => {
     expect(make(name).policy.name).toBe(name)
   })
 
+  test('an unknown option is refused with ERR_POLISTES_BAD_OPTION naming it', () => {
+    expect(() => createPolicy(name, { maxRounds: 4 })).toThrow(expect.objectContaining({
+      code: 'ERR_POLISTES_BAD_OPTION',
+      message: expect.stringMatching(new RegExp(`^${name}: unknown option "maxRounds"; (known options: |it takes no options)`))
+    }))
+  })
+
+  test.each([[null], [[]], ['rounds=4']])('options %j that are not an object are refused', (options) => {
+    expect(() => createPolicy(name, options)).toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION' }))
+  })
+
   test('an empty list gives undefined and does not throw', () => {
     const { policy } = make(name)
     expect(policy.pick([], { key: '/', clientAddress: '10.0.0.1', method: 'GET' })).toBeUndefined()

@@ -1,11 +1,22 @@
 'use strict'
 
 const {
-  inflightOf, weightOf, forgetAbsent, smoothPick, createRotation, randomIndex, fnv1a32, fmix32, hash32, ewma, largest
+  checkOptions, inflightOf, weightOf, forgetAbsent, smoothPick, createRotation, randomIndex, fnv1a32, fmix32, hash32, ewma, largest
 } = require('../src/policies/shared')
 const { upstreams } = require('./policy-driver')
 
 describe('shared policy helpers', () => {
+  test('checkOptions returns the options when every key is known, {} when none were given', () => {
+    const options = { alpha: 0.5 }
+    expect(checkOptions('ewma', options, ['alpha'])).toBe(options)
+    expect(checkOptions('ewma', undefined, ['alpha'])).toEqual({})
+  })
+
+  test('checkOptions names the unknown key and lists the known ones', () => {
+    expect(() => checkOptions('wasp', { maxRounds: 4 }, ['rounds', 'phi'])).toThrow('wasp: unknown option "maxRounds"; known options: rounds, phi')
+    expect(() => checkOptions('random', { seed: 1 }, [])).toThrow('random: unknown option "seed"; it takes no options')
+  })
+
   test.each([
     [3, 3], [0, 0], [-2, 0], [NaN, 0], [undefined, 0], ['4', 0], [0.5, 0.5]
   ])('inflightOf reads inflight %p as %p', (inflight, expected) => {

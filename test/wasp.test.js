@@ -51,7 +51,7 @@ describe('wasp: the policy contract', () => {
   test('every parameter has a default, exposed on createWasp.defaults too', () => {
     expect(createWasp.defaults).toBe(defaults)
     expect(Object.keys(defaults).sort()).toEqual(['feedback', 'idleGaps', 'loadFactor', 'maxKeys', 'missLearning',
-      'phi', 'rounds', 'stimulus', 'stimulusGrowth', 'thetaMax', 'thetaMin', 'thetaStart', 'xi'])
+      'phi', 'rendezvous', 'rounds', 'stimulus', 'stimulusGrowth', 'thetaMax', 'thetaMin', 'thetaStart', 'xi'])
     expect(Object.isFrozen(defaults)).toBe(true)
   })
 
@@ -59,7 +59,7 @@ describe('wasp: the policy contract', () => {
     [{ xi: 'fast' }], [{ rounds: 2.5 }], [{ rounds: 1000 }], [{ thetaMin: 0 }], [{ thetaMax: 0.5 }],
     [{ thetaStart: 5000 }], [{ loadFactor: 0.5 }], [{ stimulus: 0 }], [{ stimulusGrowth: 0.9 }],
     [{ maxKeys: 0 }], [{ missLearning: 2 }], [{ feedback: { cache: 'yes' } }], [{ idleGaps: -1 }],
-    [{ idleGaps: Infinity }], [null]
+    [{ idleGaps: Infinity }], [{ rendezvous: -1 }], [{ rendezvous: 17 }], [null]
   ])('the bad option %j throws ERR_POLISTES_BAD_OPTION', (options) => {
     expect(() => createWasp(options)).toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION' }))
   })
@@ -71,6 +71,21 @@ describe('wasp: the policy contract', () => {
     expect(JSON.parse(JSON.stringify(snap))).toEqual(snap)
     expect(snap).toMatchObject({ name: 'wasp', picks: 20, keys: 1 })
     expect(snap.recent[0]).toMatchObject({ key: '/a', theta: defaults.thetaMin, requests: 20 })
+  })
+
+  test('snapshot counts the keys each upstream owns; an unlearnt key belongs to nobody', () => {
+    const wasp = createWasp({}, { random: mulberry32(5) })
+    const list = ups(3)
+    serve(wasp, list, '/a', 20)
+    serve(wasp, list, '/b', 20)
+    const snap = wasp.snapshot()
+    const owners = snap.recent.map((r) => r.specialist)
+    expect(Object.keys(snap.owned).sort()).toEqual(['u0', 'u1', 'u2'])
+    for (const id of ['u0', 'u1', 'u2']) expect(snap.owned[id]).toBe(owners.filter((o) => o === id).length)
+    expect(Object.values(snap.owned).reduce((a, b) => a + b, 0)).toBe(2)
+    const unlearning = createWasp({ xi: 0 }, { random: mulberry32(5) })
+    serve(unlearning, list, '/c', 5)
+    expect(Object.values(unlearning.snapshot().owned).reduce((a, b) => a + b, 0)).toBe(0)
   })
 })
 
@@ -198,6 +213,35 @@ describe('wasp: learning and forgetting', () => {
     expect(wasp.snapshot().idleWins).toBe(away.idleWins + 1)
   })
 
+  test('rendezvous: independent policies (other random sources) mostly pick the same upstream for a new key', () => {
+    // first pick of 200 new keys by two policies with different random sources: how often they agree
+    const agreement = (rendezvous) => {
+      const a = createWasp({ rendezvous }, { random: mulberry32(1) })
+      const b = createWasp({ rendezvous }, { random: mulberry32(2) })
+      let same = 0
+      for (let i = 0; i < 200; i++) if (a.pick(ups(7), { key: `/k${i}` }).id === b.pick(ups(7), { key: `/k${i}` }).id) same++
+      return same / 200
+    }
+    const off = agreement(0)
+    expect(off).toBeLessThan(0.25) // 1/7 by chance (measured 0.125)
+    expect(agreement(1)).toBeGreaterThan(2.5 * off) // measured 0.455
+    expect(agreement(2)).toBeGreaterThan(agreement(1)) // measured 0.675
+  })
+
+  test('rendezvous: an unseen threshold depends on (key, upstream) only, not on the list order', () => {
+    const a = createWasp({ rendezvous: 1, xi: 0, phi: 0 }, { random: mulberry32(1) })
+    const b = createWasp({ rendezvous: 1, xi: 0, phi: 0 }, { random: mulberry32(9) })
+    a.pick(ups(5), { key: '/x' })
+    b.pick(ups(5).reverse(), { key: '/x' })
+    // with xi = phi = 0 the specialist is the upstream with the lowest rendezvous start
+    const sa = a.snapshot().recent[0]
+    const sb = b.snapshot().recent[0]
+    expect(sa.specialist).toBe(sb.specialist)
+    expect(sa.theta).toBe(sb.theta)
+    expect(sa.theta).toBeLessThan(defaults.thetaStart)
+    expect(sa.theta).toBeGreaterThanOrEqual(defaults.thetaMin)
+  })
+
   test('an upstream gone for long is forgotten and comes back neutral', () => {
     const wasp = createWasp({}, { random: mulberry32(8) })
     const list = ups(2)
@@ -206,6 +250,29 @@ describe('wasp: learning and forgetting', () => {
     const rest = list.filter((u) => u.id !== spec)
     for (let i = 0; i < 6000; i++) serve(wasp, rest, `/b${i % 10}`, 1)
     expect(wasp.snapshot().upstreams.map((u) => u.id)).not.toContain(spec)
+  })
+})
+
+describe('wasp: reconfigured while running (hot reload)', () => {
+  test('configure takes new options and keeps every threshold and counter', () => {
+    const wasp = createWasp({}, { random: mulberry32(5) })
+    const list = ups(3)
+    for (let i = 0; i < 300; i++) wasp.pick(list, { key: `/k${i % 10}` })
+    const before = wasp.snapshot()
+    wasp.configure({ rounds: 4, loadFactor: 3 })
+    expect(wasp.snapshot()).toEqual(before)
+    wasp.pick(list, { key: '/k1' })
+    expect(wasp.snapshot().picks).toBe(before.picks + 1)
+  })
+
+  test('configure refuses a bad or unknown option and changes nothing', () => {
+    const wasp = createWasp({ maxKeys: 5 }, { random: mulberry32(5) })
+    for (let i = 0; i < 20; i++) wasp.pick(ups(2), { key: `/k${i}` })
+    expect(() => wasp.configure({ maxRounds: 4 })).toThrow('wasp: unknown option "maxRounds"')
+    expect(() => wasp.configure({ rounds: -1 })).toThrow(/rounds must be an integer/)
+    expect(wasp.snapshot()).toMatchObject({ keys: 5, maxKeys: 5 })
+    wasp.configure({ maxKeys: 2 }) // a smaller cap drops the least recently used keys
+    expect(wasp.snapshot()).toMatchObject({ keys: 2, maxKeys: 2 })
   })
 })
 

@@ -1,7 +1,12 @@
 'use strict'
 
-const http = require('node:http')
 const { Readable } = require('node:stream')
+
+/** Each library's passes that turn an upstream response into the client's head (status, headers). */
+const OUTGOING = {
+  'http-proxy': () => require('http-proxy/lib/http-proxy/passes/web-outgoing'),
+  'http-proxy-3': () => require('http-proxy-3/dist/lib/http-proxy/passes/web-outgoing').OUTGOING_PASSES
+}
 
 /**
  * The http-proxy engine: http-proxy 1.18 (or its API-compatible successor http-proxy-3) moves the
@@ -14,15 +19,17 @@ const { Readable } = require('node:stream')
  * @param {boolean} options.keepAlive reuse upstream connections; false opens one per request
  *   and sends `Connection: close`
  * @param {number} options.timeoutMs upstream inactivity timeout (connect, headers or body)
+ * @param {{ agentFor: (target: URL) => import('http').Agent | false, close: () => void }} options.agents
+ *   upstream agents (src/upstream-agents.js): http or https by the target's scheme
  * @returns {import('../proxy-engine').ProxyEngine}
  */
-function createHttpProxyEngine ({ library, keepAlive, timeoutMs }) {
+function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
   const lib = require(library)
   const createProxyServer = lib.createProxyServer || lib.createProxy || (lib.default && lib.default.createProxyServer)
-  const agent = keepAlive
-    ? new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: 'lifo' })
-    : false
-  const proxy = createProxyServer({ xfwd: true, agent })
+  // toProxy: the request target goes out verbatim (the front server admits origin-form only);
+  // otherwise the library runs it through url.parse(), which throws, uncaught, on `//%zz@x`.
+  const proxy = createProxyServer({ xfwd: true, toProxy: true })
+  const outgoing = Object.values(OUTGOING[library]())
   const kAttempt = Symbol('polistes.attempt')
 
   // The library emits 'proxyReq' once the upstream socket is assigned: arm the timeout there, and
@@ -35,7 +42,7 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs }) {
       proxyReq.destroy()
       return
     }
-    if (agent) stripHopByHop(proxyReq, req)
+    if (keepAlive) stripHopByHop(proxyReq, req)
     proxyReq.setTimeout(timeoutMs, () => {
       attempt.timedOut = true
       proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
@@ -47,12 +54,22 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs }) {
     if (!attempt || attempt.ended) return
     attempt.responded = true
     stripHopByHopResponse(proxyRes.headers)
+    if (attempt.hold && attempt.hold.has(proxyRes.statusCode) && attempt.handlers.discard(proxyRes.statusCode, proxyRes.headers)) {
+      attempt.ended = true
+      proxyRes.resume() // read and drop the body: the upstream connection stays usable
+      return
+    }
     // An upstream that breaks off mid-body: without this the client would wait forever on a
     // response that never ends, because the library just unpipes.
     proxyRes.on('close', () => {
       if (!proxyRes.complete) attempt.fail(new Error('upstream closed the response early'), 'stream')
     })
     attempt.handlers.onResponse(proxyRes.statusCode, proxyRes.headers)
+    if (attempt.hold) {
+      // the library leaves a held attempt's response to us: its own head passes, then the body
+      for (const pass of outgoing) pass(req, attempt.res, proxyRes, {})
+      proxyRes.pipe(attempt.res)
+    }
   })
 
   // Every web() call passes a callback; this listener only guards against a library path that
@@ -67,12 +84,15 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs }) {
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean }} [options]
+   * @param {{ replay?: boolean, hold?: Set<number> }} [options] `hold`: response statuses offered to
+   *   `handlers.discard` before anything reaches the client (retry on 503)
    * @returns {{ abort: () => void }} abort the upstream request (client went away)
    */
-  function forward (req, res, upstream, handlers, { replay = false } = {}) {
+  function forward (req, res, upstream, handlers, { replay = false, hold } = {}) {
     const attempt = {
       handlers,
+      res,
+      hold: hold && hold.size > 0 ? hold : null,
       proxyReq: null,
       aborted: false,
       timedOut: false,
@@ -90,8 +110,17 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs }) {
       }
     }
     req[kAttempt] = attempt
-    const options = { target: upstream.target }
+    // Node's ClientRequest throws, uncaught, when a `Trailer` header goes out on a message that is
+    // not chunked: one `GET` with `Trailer: x` killed the process. The library forwards no
+    // request trailers anyway, so the announcement is dropped before the request is built.
+    delete req.headers.trailer
+    // The front server has already answered `Expect: 100-continue` (Node sends 100 itself), and
+    // the library skips its 'proxyReq' event for requests that carry Expect: no timeout, no
+    // hop-by-hop stripping. nginx drops Expect too.
+    delete req.headers.expect
+    const options = { target: upstream.target, agent: agents.agentFor(upstream.target) }
     if (replay) options.buffer = Readable.from([])
+    if (attempt.hold) options.selfHandleResponse = true
     proxy.web(req, res, options, (err) => {
       if (req[kAttempt] !== attempt) return // a stale attempt's listener
       const kind = attempt.timedOut ? 'timeout' : attempt.responded ? 'stream' : 'connect'
@@ -101,7 +130,7 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs }) {
   }
 
   function close () {
-    if (agent) agent.destroy()
+    agents.close()
     proxy.close && proxy.close()
   }
 

@@ -24,7 +24,7 @@
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../errors')
-const { createRotation, inflightOf, weightOf, hash32 } = require('./shared')
+const { checkOptions, createRotation, inflightOf, weightOf, hash32 } = require('./shared')
 
 /** Cap on the ring's size, whatever the weights: points are scaled down to fit. */
 const MAX_POINTS = 1 << 16
@@ -78,7 +78,8 @@ function firstAtOrAfter (points, h) {
  *   the key space (about ±10 % per upstream at 100) at the cost of a bigger ring
  * @returns {import('./types').Policy}
  */
-function createChashBounded ({ balanceFactor = 1.25, replicas = 100 } = {}) {
+function createChashBounded (options) {
+  const { balanceFactor = 1.25, replicas = 100 } = checkOptions('chash-bounded', options, ['balanceFactor', 'replicas'])
   if (!(typeof balanceFactor === 'number' && balanceFactor >= 1)) {
     throw new ERR_POLISTES_BAD_OPTION(`chash-bounded: balanceFactor must be a number >= 1, got ${balanceFactor}`)
   }

@@ -12,7 +12,7 @@
  * O(n) per pick (grouping); no per-upstream state.
  */
 
-const { randomIndex } = require('./shared')
+const { checkOptions, randomIndex } = require('./shared')
 
 const DEFAULT_REGION = 'default'
 
@@ -23,11 +23,12 @@ function regionOf (upstream) {
 
 /**
  * Create an equal-regions policy.
- * @param {object} [options] unused; accepted for a uniform factory signature
+ * @param {object} [options] none: any key is an error
  * @param {{ random?: () => number }} [deps] injected random source in [0, 1)
  * @returns {import('./types').Policy}
  */
 function createEqualRegions (options = {}, { random = Math.random } = {}) {
+  checkOptions('equal-regions', options, [])
   let lastRegion
   const served = new Map()
   return {

@@ -20,7 +20,7 @@
  * (both in `./shared.js`, which chash-bounded uses too).
  */
 
-const { createRotation, weightOf, fnv1a32, fmix32 } = require('./shared')
+const { checkOptions, createRotation, weightOf, fnv1a32, fmix32 } = require('./shared')
 
 /**
  * Normalize a client address: IPv4-mapped IPv6 counts as IPv4.
@@ -60,10 +60,11 @@ function rendezvous (upstreams, key) {
 /**
  * Create an ip-hash policy: the same `ctx.clientAddress` goes to the same upstream (weighted by
  * `upstream.weight`, default 1); no address → round-robin.
- * @param {object} [options] unused; accepted for a uniform factory signature
+ * @param {object} [options] none: any key is an error
  * @returns {import('./types').Policy}
  */
 function createIpHash (options = {}) {
+  checkOptions('ip-hash', options, [])
   const fallback = createRotation()
   let hashed = 0
   let unaddressed = 0

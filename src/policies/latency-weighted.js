@@ -18,7 +18,7 @@
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../errors')
-const { smoothPick, weightOf, forgetAbsent } = require('./shared')
+const { checkOptions, smoothPick, weightOf, forgetAbsent } = require('./shared')
 const { createEwmaTable, checkAlpha } = require('./latency')
 
 /**
@@ -28,7 +28,8 @@ const { createEwmaTable, checkAlpha } = require('./latency')
  * @param {number} [options.minLatencyMs=0.01] floor under latency estimates (> 0), against division by zero
  * @returns {import('./types').Policy}
  */
-function createLatencyWeighted ({ alpha = 0.2, minLatencyMs = 0.01 } = {}) {
+function createLatencyWeighted (options) {
+  const { alpha = 0.2, minLatencyMs = 0.01 } = checkOptions('latency-weighted', options, ['alpha', 'minLatencyMs'])
   checkAlpha(alpha, 'latency-weighted')
   if (!(typeof minLatencyMs === 'number' && minLatencyMs > 0 && Number.isFinite(minLatencyMs))) {
     throw new ERR_POLISTES_BAD_OPTION(`latency-weighted: minLatencyMs must be a positive number, got ${minLatencyMs}`)

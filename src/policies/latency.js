@@ -21,7 +21,7 @@
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../errors')
-const { inflightOf, forgetAbsent, ewma, largest } = require('./shared')
+const { checkOptions, inflightOf, forgetAbsent, ewma, largest } = require('./shared')
 
 /**
  * The latency sample an outcome contributes, or undefined when it contributes none.
@@ -124,7 +124,8 @@ function checkAlpha (alpha, name) {
  * @param {{ alpha?: number }} options
  * @returns {import('./types').Policy}
  */
-function createLowestEwma (name, { alpha = 0.2 } = {}) {
+function createLowestEwma (name, options) {
+  const { alpha = 0.2 } = checkOptions(name, options, ['alpha'])
   checkAlpha(alpha, name)
   const table = createEwmaTable(alpha)
   return {

@@ -12,14 +12,15 @@
  * counters of its own; its only state is the tie-breaking rotation, a Map keyed by id.
  */
 
-const { inflightOf, smoothPick, weightOf, forgetAbsent } = require('./shared')
+const { checkOptions, inflightOf, smoothPick, weightOf, forgetAbsent } = require('./shared')
 
 /**
  * Create a (weighted) least-connections policy. Weights come from `upstream.weight` (default 1).
- * @param {object} [options] unused; accepted for a uniform factory signature
+ * @param {object} [options] none: any key is an error
  * @returns {import('./types').Policy}
  */
 function createLeastConnections (options = {}) {
+  checkOptions('least-connections', options, [])
   /** @type {Map<string, { current: number, effective: number }>} */
   const rotation = new Map()
   return {

@@ -32,7 +32,7 @@
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../errors')
-const { inflightOf, forgetAbsent, randomIndex, ewma, largest } = require('./shared')
+const { checkOptions, inflightOf, forgetAbsent, randomIndex, ewma, largest } = require('./shared')
 const { latencySample } = require('./latency')
 
 /**
@@ -45,7 +45,8 @@ const { latencySample } = require('./latency')
  * @param {{ random?: () => number, now?: () => number }} [deps] injected random in [0, 1) and clock in ms
  * @returns {import('./types').Policy}
  */
-function createP2cPeakEwma ({ tau = 10000, initialLatencyMs } = {}, { random = Math.random, now = () => performance.now() } = {}) {
+function createP2cPeakEwma (options, { random = Math.random, now = () => performance.now() } = {}) {
+  const { tau = 10000, initialLatencyMs } = checkOptions('p2c-peak-ewma', options, ['tau', 'initialLatencyMs'])
   if (!(typeof tau === 'number' && tau > 0)) {
     throw new ERR_POLISTES_BAD_OPTION(`p2c-peak-ewma: tau must be a positive number of ms, got ${tau}`)
   }

@@ -1,6 +1,6 @@
 'use strict'
 
-const { randomIndex } = require('./shared')
+const { checkOptions, randomIndex } = require('./shared')
 
 /**
  * Random: each pick takes a uniformly random eligible upstream.
@@ -8,11 +8,12 @@ const { randomIndex } = require('./shared')
  * Source: the "Random" strategy of the Rust/Tokio balancer and the regional forwarder
  * this project grew from (see docs/experiments.md, C and D).
  *
- * @param {object} [options] unused; accepted for a uniform factory signature
+ * @param {object} [options] none: any key is an error
  * @param {{ random?: () => number }} [deps] injected random source in [0, 1)
  * @returns {import('./types').Policy}
  */
 function createRandom (options = {}, { random = Math.random } = {}) {
+  checkOptions('random', options, [])
   return {
     name: 'random',
     pick (upstreams) {

@@ -1,6 +1,6 @@
 'use strict'
 
-const { createRotation } = require('./shared')
+const { checkOptions, createRotation } = require('./shared')
 
 /**
  * Round-robin: each pick takes the next upstream in list order.
@@ -16,10 +16,11 @@ const { createRotation } = require('./shared')
  * O(1) while the list is unchanged, O(n) once after a change. The cursor (`createRotation` in
  * `./shared.js`) also serves ip-hash and chash-bounded for requests without an address or key.
  *
- * @param {object} [options] unused; accepted for a uniform factory signature
+ * @param {object} [options] none: any key is an error
  * @returns {import('./types').Policy}
  */
 function createRoundRobin (options = {}) {
+  checkOptions('round-robin', options, [])
   const rotation = createRotation()
   return {
     name: 'round-robin',

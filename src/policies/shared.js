@@ -1,11 +1,14 @@
 'use strict'
 
 /**
- * What several policies use: reading an upstream's load and weight, forgetting departed ids, nginx's
- * smooth weighted round-robin, a following round-robin cursor, a uniform random index, a 32-bit
- * string hash, and the exponentially weighted moving average. Pure functions and small state
- * holders; no policy file requires another policy file, they all require this one.
+ * What several policies use: checking option names, reading an upstream's load and weight,
+ * forgetting departed ids, nginx's smooth weighted round-robin, a following round-robin cursor, a
+ * uniform random index, a 32-bit string hash, and the exponentially weighted moving average. Pure
+ * functions and small state holders; no policy file requires another policy file, they all require
+ * this one.
  */
+
+const { ERR_POLISTES_BAD_OPTION } = require('../errors')
 
 /**
  * Requests in flight on an upstream: `upstream.inflight` when it is a positive number, else 0.
@@ -119,6 +122,28 @@ function randomIndex (random, n) {
   return i >= 0 && i < n ? i : (i >= n ? n - 1 : 0)
 }
 
+/**
+ * The options object a policy factory was given, checked against the option names it knows: an
+ * unknown name (a typo, or another policy's option) is an error naming it and the known ones, never
+ * silently ignored.
+ * @param {string} policy policy name, for the message
+ * @param {unknown} options what the caller passed (undefined: no options)
+ * @param {readonly string[]} known the option names the policy reads
+ * @returns {object} `options`, or `{}` when none were given
+ * @throws {import('../errors').PolistesError} ERR_POLISTES_BAD_OPTION
+ */
+function checkOptions (policy, options, known) {
+  if (options === undefined) return {}
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new ERR_POLISTES_BAD_OPTION(`${policy}: options must be an object, got ${JSON.stringify(options)}`)
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) {
+      const hint = known.length === 0 ? 'it takes no options' : `known options: ${known.join(', ')}`
+      throw new ERR_POLISTES_BAD_OPTION(`${policy}: unknown option ${JSON.stringify(key)}; ${hint}`)
+    }
+  }
+  return options
+}
+
 const FNV_OFFSET = 0x811c9dc5
 const FNV_PRIME = 0x01000193
 
@@ -193,6 +218,7 @@ function largest (table, estimate) {
 }
 
 module.exports = {
+  checkOptions,
   inflightOf,
   weightOf,
   forgetAbsent,

@@ -11,7 +11,7 @@
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../errors')
-const { forgetAbsent, largest } = require('./shared')
+const { checkOptions, forgetAbsent, largest } = require('./shared')
 const { latencySample, pickLowest } = require('./latency')
 
 /**
@@ -21,7 +21,8 @@ const { latencySample, pickLowest } = require('./latency')
  *   3 as in docs/experiments.md, A: reacts within three responses to a latency change
  * @returns {import('./types').Policy}
  */
-function createSma ({ window = 3 } = {}) {
+function createSma (options) {
+  const { window = 3 } = checkOptions('sma', options, ['window'])
   if (!(Number.isInteger(window) && window >= 1)) {
     throw new ERR_POLISTES_BAD_OPTION(`sma: window must be an integer >= 1, got ${window}`)
   }

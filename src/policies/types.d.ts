@@ -37,6 +37,8 @@ export interface Policy {
   onStart? (upstream: Upstream, ctx?: PickContext): void
   onEnd? (upstream: Upstream, ctx: PickContext | undefined, outcome: Outcome): void
   snapshot? (): unknown
+  /** optional: take new options without forgetting what was learnt (hot reload); throws on bad options */
+  configure? (options: Record<string, unknown>): void
 }
 
 /** Injected sources, for deterministic tests. */

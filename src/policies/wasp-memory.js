@@ -10,6 +10,11 @@
 /** Picks after which an upstream absent from every list is forgotten (amortized sweep). */
 const FORGET_AFTER = 4096
 
+const { fnv1a32, fmix32 } = require('./shared')
+
+/** 2^32: maps an unsigned 32-bit hash to [0, 1). */
+const TWO32 = 4294967296
+
 /**
  * @typedef {object} UpstreamRecord
  * @property {string} id
@@ -25,15 +30,17 @@ const FORGET_AFTER = 4096
  * @typedef {object} KeyRecord
  * @property {number} step picks of this key
  * @property {number} born the pick at which the key was first seen
+ * @property {number} hash FNV-1a of the key, the first half of its rendezvous hash with an upstream id
  * @property {Map<string, { theta: number, at: number, epoch: number }>} entries θ per upstream id as
  *   of step `at`, for the upstream record of epoch `epoch`
  */
 
 /**
  * Create the memory of one wasp policy.
- * @param {{ thetaMin: number, thetaMax: number, thetaStart: number, phi: number, maxKeys: number }} o
+ * @param {{ thetaMin: number, thetaMax: number, thetaStart: number, phi: number, maxKeys: number, rendezvous: number }} o
  */
-function createMemory ({ thetaMin, thetaMax, thetaStart, phi, maxKeys }) {
+function createMemory (o) {
+  let { thetaMin, thetaMax, thetaStart, phi, maxKeys, rendezvous } = o
   /** @type {Map<string, KeyRecord>} in LRU order (a Map iterates in insertion order) */
   const keys = new Map()
   /** @type {Map<string, UpstreamRecord>} */
@@ -47,15 +54,31 @@ function createMemory ({ thetaMin, thetaMax, thetaStart, phi, maxKeys }) {
    * @param {UpstreamRecord} urec
    * @returns {number}
    */
+  /**
+   * The threshold u starts from for k: `thetaStart`, or with `rendezvous` γ > 0 the same value
+   * scaled by (2(1 − h))^γ, h the rendezvous (HRW) hash of (key, upstream id) in [0, 1). Every
+   * process computes the same h, so independent colonies (balancer workers) start with the same
+   * preference for a new key; the mean start stays near `thetaStart`.
+   * @param {KeyRecord} krec
+   * @param {UpstreamRecord} urec
+   * @returns {number}
+   */
+  function start (krec, urec) {
+    if (rendezvous === 0) return thetaStart
+    const h = fmix32(fnv1a32(urec.id, krec.hash)) / TWO32
+    const t = thetaStart * Math.pow(2 * (1 - h), rendezvous)
+    return t < thetaMin ? thetaMin : (t > thetaMax ? thetaMax : t)
+  }
+
   function theta (krec, urec) {
     const e = krec.entries.get(urec.id)
     let t
     if (e !== undefined && e.epoch === urec.epoch) {
       t = e.theta + phi * (krec.step - e.at)
     } else if (urec.joined > krec.born) {
-      return thetaStart // joined after the key was first seen: a neutral newcomer
+      return start(krec, urec) // joined after the key was first seen: a neutral newcomer
     } else {
-      t = thetaStart + phi * krec.step // there from the start and never served it: forgets like the rest
+      t = start(krec, urec) + phi * krec.step // there from the start and never served it: forgets like the rest
     }
     return t > thetaMax ? thetaMax : t
   }
@@ -86,6 +109,16 @@ function createMemory ({ thetaMin, thetaMax, thetaStart, phi, maxKeys }) {
   return {
     keys,
     ups,
+
+    /**
+     * Take new bounds, forgetting rate and key cap (a reload): thresholds learnt so far are kept,
+     * read within the new bounds; beyond the new cap the least recently used keys go.
+     * @param {{ thetaMin: number, thetaMax: number, thetaStart: number, phi: number, maxKeys: number }} next
+     */
+    configure (next) {
+      ({ thetaMin, thetaMax, thetaStart, phi, maxKeys, rendezvous } = next)
+      while (keys.size > maxKeys) keys.delete(keys.keys().next().value)
+    },
 
     /** Decisions taken so far. */
     get picks () { return picks },
@@ -124,13 +157,14 @@ function createMemory ({ thetaMin, thetaMax, thetaStart, phi, maxKeys }) {
         return rec
       }
       if (!create) return undefined
-      rec = { step: 0, born: picks, entries: new Map() }
+      rec = { step: 0, born: picks, hash: fnv1a32(key), entries: new Map() }
       keys.set(key, rec)
       if (keys.size > maxKeys) keys.delete(keys.keys().next().value)
       return rec
     },
 
     theta,
+    start,
     adjust
   }
 }

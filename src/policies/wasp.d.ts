@@ -42,6 +42,12 @@ export interface WaspOptions {
    * it wins, so a re-added upstream takes keys; >= 0, 0 turns it off (default 8)
    */
   idleGaps?: number
+  /**
+   * rendezvous γ in [0, 16]: an unseen (key, upstream) starts at thetaStart × (2(1 − h))^γ, h the
+   * rendezvous hash of (key, upstream id), so several balancer processes prefer the same upstream
+   * for a new key; 0 = every upstream starts at thetaStart (default 0; `polistes --workers N > 1` uses 1)
+   */
+  rendezvous?: number
 }
 
 /** The resolved defaults. */
@@ -65,6 +71,8 @@ export interface WaspSnapshot {
   maxKeys: number
   /** `idle`: picks since the upstream last served anything */
   upstreams: Array<{ id: string, latencyMs: number, idle: number }>
+  /** keys owned per upstream id: keys whose lowest threshold is that upstream's and below `thetaStart` */
+  owned: Record<string, number>
   /** the 50 most recently used keys with their specialist (lowest threshold) */
   recent: Array<{ key: string, specialist: string | undefined, theta: number, requests: number }>
 }
@@ -76,6 +84,8 @@ export interface WaspPolicy extends Policy {
   onStart?: undefined
   onEnd (upstream: Upstream, ctx: PickContext | undefined, outcome: Outcome): void
   snapshot (): WaspSnapshot
+  /** take new options on a running policy, keeping thresholds and upstream records (hot reload) */
+  configure (options: WaspOptions): void
 }
 
 export interface CreateWasp {

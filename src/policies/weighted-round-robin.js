@@ -16,7 +16,7 @@
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../errors')
-const { smoothPick, weightOf, forgetAbsent } = require('./shared')
+const { checkOptions, smoothPick, weightOf, forgetAbsent } = require('./shared')
 
 /**
  * Create a smooth weighted round-robin policy (weights from `upstream.weight`, default 1).
@@ -25,7 +25,8 @@ const { smoothPick, weightOf, forgetAbsent } = require('./shared')
  *   upstream's effective weight by `weight / maxFails`; each pick restores 1. `Infinity` disables it.
  * @returns {import('./types').Policy}
  */
-function createWeightedRoundRobin ({ maxFails = 1 } = {}) {
+function createWeightedRoundRobin (options) {
+  const { maxFails = 1 } = checkOptions('weighted-round-robin', options, ['maxFails'])
   if (!(typeof maxFails === 'number' && maxFails >= 1)) {
     throw new ERR_POLISTES_BAD_OPTION(`weighted-round-robin: maxFails must be a number >= 1, got ${maxFails}`)
   }

@@ -1,5 +1,5 @@
 // Type test for the package's main entry (src/index.d.ts): compiled by tsc --strict, never run.
-import { startBalancer, createPolicy, policyNames, parseBackend, PolistesError, ERR_POLISTES_PORT_IN_USE, errorCodes } from 'polistes'
+import { startBalancer, createPolicy, policyNames, parseBackend, PolistesError, ERR_POLISTES_PORT_IN_USE, errorCodes, createTelemetry, createAccessLog } from 'polistes'
 import type { Balancer, BalancerStats, Policy, Upstream } from 'polistes'
 
 async function main (): Promise<void> {
@@ -7,6 +7,37 @@ async function main (): Promise<void> {
   const stats: BalancerStats = lb.stats()
   const failures: number = stats.failures.connect + stats.failures.timeout + stats.failures.stream
   const url: string | undefined = lb.url
+  const secure: Balancer = await startBalancer({
+    backends: ['https://127.0.0.1:8443'],
+    tlsCert: 'cert.pem',
+    tlsKey: 'key.pem',
+    upstreamCa: 'ca.pem',
+    maxConnections: 1000,
+    headersTimeoutMs: 5000,
+    requestTimeoutMs: 30000,
+    keepAliveTimeoutMs: 65000,
+    maxHeaderSize: 32768,
+    maxBodySize: 0,
+    adminPort: 0,
+    adminHost: '::1'
+  })
+  secure.addAdminHandler((req, res) => {
+    if (req.url !== '/_polistes/hello') return false
+    res.end('hello')
+    return true
+  })
+  const adminUrl: string | undefined = secure.adminUrl
+  const refused: number = stats.bodyTooLarge + stats.droppedConnections
+  void adminUrl, refused
+  // @ts-expect-error an admin handler says whether it answered
+  secure.addAdminHandler((req, res) => { res.end() })
+  const state: 'up' | 'falling' | 'down' | 'rising' | 'ejected' = stats.upstreams[0].state
+  const ramp: number = stats.upstreams[0].ramp
+  const lastStatus: number | null | undefined = stats.upstreams[0].check?.last?.status
+  void state, ramp, lastStatus
+  const reloaded = lb.reconfigure({ backends: ['http://127.0.0.1:9102'], slowStartMs: 5000, healthCheck: { path: '/health', rise: 3 } })
+  const removed: string[] = reloaded.removed
+  void removed
   await lb.close({ graceMs: 1000 })
   void failures
   void url
@@ -33,7 +64,22 @@ async function main (): Promise<void> {
 
   // @ts-expect-error backends is required
   await startBalancer({ algo: 'wasp' })
+  // @ts-expect-error healthCheck.rise is a number
+  await startBalancer({ backends: [], healthCheck: { rise: 'two' } })
   // @ts-expect-error keepAlive is a boolean
   await startBalancer({ backends: [], keepAlive: 'yes' })
+
+  const telemetry = createTelemetry({ windowS: 60, maxPages: 25 })
+  const accessLog = createAccessLog({ file: '/tmp/access.log' })
+  const observed = await startBalancer({ backends: ['http://127.0.0.1:9101'], admin: false, telemetry, accessLog })
+  const handled: boolean = observed.admin.handle(null as never, null as never)
+  const share: number = observed.telemetry.heatmap().share[0][0]
+  void handled
+  void share
+  await accessLog.close()
+  // @ts-expect-error statsPath is gone: admin turns /_polistes/* on or off
+  await startBalancer({ backends: [], statsPath: null })
+  // @ts-expect-error an access log is made by createAccessLog
+  await startBalancer({ backends: [], accessLog: true })
 }
 void main

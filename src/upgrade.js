@@ -1,0 +1,126 @@
+'use strict'
+
+const http = require('node:http')
+const https = require('node:https')
+const net = require('node:net')
+
+/** Headers that concern one hop only (RFC 9110 §7.6.1), never copied onto the upstream hop. */
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']
+
+/**
+ * @typedef {object} TunnelHandlers
+ * @property {() => void} onOpen the upstream switched protocols: bytes now flow both ways
+ * @property {(err: Error) => void} onFailure no connection or no answer from the upstream (the
+ *   client was told 502 or 504)
+ * @property {() => void} onClose the tunnel (or the refused attempt) is over; called once
+ */
+
+/**
+ * Forward an HTTP/1.1 Upgrade request (WebSocket) to `target` and, once it answers 101, splice the
+ * two sockets together, as HAProxy's tunnel mode does. An upstream that declines (any other
+ * status) has its response relayed and the client connection closed. Independent of the proxy
+ * engine: a tunnel owns one upstream connection for its whole life.
+ *
+ * @param {import('http').IncomingMessage} req the upgrade request (its `upgrade` event)
+ * @param {import('net').Socket} socket the client connection
+ * @param {Buffer} head bytes the client sent after the request head
+ * @param {URL} target upstream origin
+ * @param {{ timeoutMs: number, ca?: Buffer | null } & TunnelHandlers} options `timeoutMs` bounds the wait for the
+ *   upstream's answer, not the tunnel's life; `ca`: trusted CAs of an https upstream (default: Node's
+ *   roots), verified against the name in its URL as the proxy engine does
+ */
+function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, onOpen, onFailure, onClose }) {
+  let closed = false
+  const close = () => {
+    if (closed) return
+    closed = true
+    onClose()
+  }
+  socket.on('close', close)
+  socket.on('error', () => socket.destroy())
+
+  const headers = forwardedHeaders(req)
+  const hostname = target.hostname.replace(/^\[(.*)\]$/, '$1') // URL keeps IPv6 brackets
+  const options = { host: hostname, port: target.port, method: req.method, path: req.url, headers, agent: false, setHost: false }
+  const proxyReq = target.protocol === 'https:'
+    ? https.request({ ...options, ...(ca ? { ca } : {}), rejectUnauthorized: true, servername: net.isIP(hostname) ? '' : hostname })
+    : http.request(options)
+  proxyReq.setTimeout(timeoutMs, () => proxyReq.destroy(Object.assign(new Error(`upstream timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' })))
+  proxyReq.on('error', (err) => {
+    if (socket.destroyed) return
+    onFailure(err)
+    const status = err.code === 'ETIMEDOUT' ? '504 Gateway Timeout' : '502 Bad Gateway'
+    socket.end(`HTTP/1.1 ${status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`)
+  })
+  proxyReq.on('upgrade', (proxyRes, upstreamSocket, upstreamHead) => {
+    proxyReq.setTimeout(0)
+    if (socket.destroyed) return upstreamSocket.destroy()
+    socket.write(statusHead(proxyRes))
+    if (upstreamHead.length) socket.write(upstreamHead)
+    splice(socket, upstreamSocket, timeoutMs)
+    onOpen()
+  })
+  proxyReq.on('response', (proxyRes) => {
+    // the upstream declined the upgrade: relay its answer, then close (the client's
+    // connection is in an undefined state for HTTP)
+    proxyReq.setTimeout(0)
+    socket.write(statusHead(proxyRes, { close: true }))
+    proxyRes.pipe(socket)
+    proxyRes.on('error', () => socket.destroy())
+  })
+  proxyReq.end(head)
+}
+
+/**
+ * Pipe two sockets into each other. A close or error on either side closes both; an end (FIN) on
+ * one side is passed on, and whatever is still open `finMs` later is closed (HAProxy's
+ * `timeout client-fin`), so a peer that never closes its half cannot hold the tunnel open.
+ * @param {import('net').Socket} a
+ * @param {import('net').Socket} b
+ * @param {number} finMs
+ */
+function splice (a, b, finMs) {
+  let timer = null
+  const destroy = () => {
+    clearTimeout(timer)
+    a.destroy()
+    b.destroy()
+  }
+  const onEnd = () => {
+    if (!timer) timer = setTimeout(destroy, finMs).unref()
+  }
+  for (const [from, to] of [[a, b], [b, a]]) {
+    from.on('error', destroy)
+    from.on('close', destroy)
+    from.on('end', onEnd)
+    from.pipe(to)
+  }
+}
+
+/** The client's headers for the upstream hop: hop-by-hop removed, the upgrade kept, X-Forwarded-* added. */
+function forwardedHeaders (req) {
+  const headers = { ...req.headers }
+  for (const name of (req.headers.connection || '').split(',')) delete headers[name.trim().toLowerCase()]
+  for (const name of HOP_BY_HOP) delete headers[name]
+  headers.connection = 'upgrade'
+  headers.upgrade = req.headers.upgrade
+  const address = req.socket.remoteAddress
+  headers['x-forwarded-for'] = req.headers['x-forwarded-for'] ? `${req.headers['x-forwarded-for']}, ${address}` : address
+  headers['x-forwarded-host'] = req.headers['x-forwarded-host'] || req.headers.host
+  headers['x-forwarded-proto'] = req.headers['x-forwarded-proto'] || 'http'
+  return headers
+}
+
+/** Status line and headers of an upstream response, as bytes for the client socket. */
+function statusHead (res, { close = false } = {}) {
+  let text = `HTTP/1.1 ${res.statusCode} ${res.statusMessage}\r\n`
+  const raw = res.rawHeaders
+  for (let i = 0; i < raw.length; i += 2) {
+    if (close && /^(connection|transfer-encoding)$/i.test(raw[i])) continue // the body is relayed decoded, ended by the close
+    text += `${raw[i]}: ${raw[i + 1]}\r\n`
+  }
+  if (close) text += 'Connection: close\r\n'
+  return text + '\r\n'
+}
+
+module.exports = { tunnelUpgrade }

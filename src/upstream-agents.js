@@ -1,0 +1,57 @@
+'use strict'
+
+const http = require('node:http')
+const https = require('node:https')
+const net = require('node:net')
+
+const POOL = { maxFreeSockets: 256, scheduling: 'lifo' }
+
+/**
+ * The connection pools to upstreams: one keep-alive http.Agent shared by every http:// upstream,
+ * and one https.Agent per https:// upstream origin.
+ *
+ * An https upstream is verified like a browser would verify it (certificate chain and name, always
+ * on) against the name in its backend URL, never the client's Host header: Node's agent would
+ * otherwise take the SNI name and the name it checks from the Host header the proxy forwards,
+ * i.e. the balancer's public name. Hence `servername` per agent (empty for an IP address, which
+ * SNI cannot carry; the certificate is then checked for that IP).
+ *
+ * @param {object} [options]
+ * @param {boolean} [options.keepAlive=true] false: no http agent (a connection per request, as
+ *   `agent: false`) and https agents that do not keep sockets
+ * @param {Buffer | null} [options.ca] trusted CA certificates (PEM) for https upstreams, replacing
+ *   Node's bundled roots; null: the bundled roots
+ * @returns {{ agentFor: (target: URL) => http.Agent | false, close: () => void }}
+ */
+function createUpstreamAgents ({ keepAlive = true, ca = null } = {}) {
+  const httpAgent = keepAlive ? new http.Agent({ keepAlive: true, ...POOL }) : false
+  const httpsAgents = new Map()
+
+  /** The agent for one upstream, from its origin URL (`http:` or `https:`). */
+  function agentFor (target) {
+    if (target.protocol !== 'https:') return httpAgent
+    let agent = httpsAgents.get(target.host)
+    if (!agent) {
+      const hostname = target.hostname.replace(/^\[(.*)\]$/, '$1') // URL keeps IPv6 brackets
+      agent = new https.Agent({
+        keepAlive,
+        ...POOL,
+        ...(ca ? { ca } : {}),
+        rejectUnauthorized: true, // an agent's options override the request's: on whatever the proxy library sets
+        servername: net.isIP(hostname) ? '' : hostname
+      })
+      httpsAgents.set(target.host, agent)
+    }
+    return agent
+  }
+
+  function close () {
+    if (httpAgent) httpAgent.destroy()
+    for (const agent of httpsAgents.values()) agent.destroy()
+    httpsAgents.clear()
+  }
+
+  return { agentFor, close }
+}
+
+module.exports = { createUpstreamAgents }

@@ -1,0 +1,131 @@
+'use strict'
+
+/**
+ * The open-loop generator against a real loopback server: requests leave at their intended
+ * times, and a response the server stalls makes the requests scheduled behind it on the same
+ * connection late; their latency counts that wait (from the intended send time), where a
+ * closed-loop client would report only the one slow response.
+ */
+
+const path = require('node:path')
+const { runOpenLoop, intendedTime, loopbackSources } = require('../bench/open-loop')
+const { Child } = require('../bench/child')
+const { startUpstream } = require('./helper')
+
+jest.setTimeout(20000)
+
+describe('bench open loop', () => {
+  test('the schedule spreads the rate evenly over the connections', () => {
+    // 100 req/s over 4 connections: the global schedule is every 10 ms, each connection every 40 ms
+    expect([0, 1, 2, 3].map((i) => intendedTime(i, 0, 100, 4))).toEqual([0, 10, 20, 30])
+    expect([0, 1, 2].map((k) => intendedTime(1, k, 100, 4))).toEqual([10, 50, 90])
+  })
+
+  describe('a server that stalls one response 300 ms, at 200 req/s over 2 connections for 1.5 s', () => {
+    const STALL_MS = 300
+    const STALLED = 20 // the 20th request, at about 100 ms
+    let upstream
+    let out
+    beforeAll(async () => {
+      upstream = await startUpstream((req, res) => {
+        const answer = () => { res.writeHead(200, { 'X-Server': 'only', 'X-Cache': 'HIT' }); res.end('x'.repeat(2000)) }
+        if (upstream.requests === STALLED) setTimeout(answer, STALL_MS)
+        else answer()
+      })
+      const results = []
+      const errors = []
+      const run = runOpenLoop({
+        url: upstream.url,
+        rate: 200,
+        connections: 2,
+        durationMs: 1500,
+        nextPath: () => '/page1.html',
+        onResponse: (r) => results.push(r),
+        onError: (e) => errors.push(e),
+        drainMs: 3000
+      })
+      const counts = await run.done
+      out = { results, errors, counts }
+    })
+    afterAll(() => upstream.close())
+
+    test('every scheduled request is sent and answered, none dropped', () => {
+      expect(out.counts).toMatchObject({ scheduled: 300, completed: 300, errors: 0, timeouts: 0, unsent: 0 })
+      expect(out.errors).toEqual([])
+      expect(upstream.connections).toBe(2)
+    })
+
+    test('the generator keeps its schedule: what it alone delays a send by (its lag) stays small', () => {
+      const lags = out.results.map((r) => r.lag).sort((a, b) => a - b)
+      expect(lags[Math.floor(lags.length / 2)]).toBeLessThan(10)
+      // lag leaves out the wait for the connection's previous response
+      for (const r of out.results) expect(r.lag).toBeLessThanOrEqual(Math.max(0, r.sent - r.intended) + 1e-9)
+    })
+
+    test('the wait behind the stalled response counts: latency from the intended time, not from the send', () => {
+      const stalled = out.results.find((r) => r.service >= STALL_MS - 5)
+      expect(stalled).toBeDefined()
+      // behind it on its connection (every 10 ms) about 30 requests were due during the stall:
+      // none could leave before it was answered, and each one's latency counts that wait
+      const behind = out.results.filter((r) => r.connection === stalled.connection &&
+        r.intended > stalled.intended && r.intended < stalled.intended + STALL_MS)
+      expect(behind.length).toBeGreaterThanOrEqual(25)
+      for (const r of behind) {
+        expect(r.sent).toBeGreaterThanOrEqual(stalled.done - 1)
+        expect(r.latency).toBeGreaterThanOrEqual(stalled.done - r.intended - 1)
+        expect(r.latency).toBeCloseTo(r.done - r.intended, 6)
+      }
+      // the first one behind it was due 10 ms after it and waited nearly the whole stall, which
+      // a closed-loop client (latency from the actual send, r.service) would not see
+      const first = behind.reduce((a, r) => (r.intended < a.intended ? r : a))
+      expect(first.latency).toBeGreaterThan(STALL_MS - 15)
+      expect(first.latency - first.service).toBeGreaterThan(STALL_MS - 15)
+      const slow = out.results.filter((r) => r.latency >= 100).length
+      const slowClosed = out.results.filter((r) => r.service >= 100).length
+      expect(slow).toBeGreaterThanOrEqual(slowClosed + 15)
+    })
+  })
+
+  test('the load child runs it with --rate: achieved rate, p99.9 and the generator\'s lag in the result', async () => {
+    const upstream = await startUpstream((req, res) => setTimeout(() => res.end('ok'), 5))
+    const child = new Child(path.join(__dirname, '..', 'bench', 'load-child.js'), { name: 'load child' })
+    try {
+      const done = child.waitFor('done', 15000)
+      await child.request('start', { url: upstream.url, connections: 4, rate: 400, warmup: 1, duration: 2, pages: 3, popularity: { kind: 'uniform' }, seed: 1 })
+      const { result } = await done
+      expect(result.generator).toBe('open-loop')
+      expect(result.openLoop).toMatchObject({ scheduled: 1200, completed: 1200, errors: 0, timeouts: 0, unsent: 0 })
+      expect(result.measured.requests).toBe(800)
+      expect(result.measured.rps).toBe(400)
+      expect(result.learning.requests).toBe(400)
+      // the upstream waits 5 ms; libuv timers run at 1 ms granularity, so a wait can measure a little under 5
+      expect(result.measured.latency.p50).toBeGreaterThanOrEqual(4)
+      expect(result.measured.latency.p999).toBeGreaterThanOrEqual(result.measured.latency.p99)
+      expect(result.measured.latency.max).toBeGreaterThanOrEqual(result.measured.latency.p999)
+      expect(result.measured.lag.p50).toBeLessThan(10)
+      expect(result.measured.lag.max).toBeGreaterThanOrEqual(result.measured.lag.p99)
+    } finally {
+      await child.close()
+      await upstream.close()
+    }
+  })
+
+  test('without a rate the lanes run a closed loop, each connection from its own loopback address', async () => {
+    expect(loopbackSources(252).slice(248)).toEqual(['127.0.1.249', '127.0.1.250', '127.0.2.1', '127.0.2.2'])
+    const seen = new Map()
+    const upstream = await startUpstream((req, res) => {
+      const from = req.socket.remoteAddress
+      seen.set(from, (seen.get(from) || 0) + 1)
+      res.end('ok')
+    })
+    try {
+      const run = runOpenLoop({ url: upstream.url, connections: 8, durationMs: 300, nextPath: () => '/', localAddresses: loopbackSources(8) })
+      const counts = await run.done
+      expect(counts.completed).toBeGreaterThan(8)
+      expect(counts.errors + counts.timeouts).toBe(0)
+      expect([...seen.keys()].sort()).toEqual(loopbackSources(8).sort())
+    } finally {
+      await upstream.close()
+    }
+  })
+})

@@ -1,0 +1,159 @@
+'use strict'
+
+const { createTelemetry, LATENCY_BUCKETS_MS, NO_UPSTREAM, OTHER_PAGE } = require('../src/telemetry')
+
+/** A telemetry with a hand-moved clock (ms), starting at t = 1,000,000 s. */
+function setup (options = {}) {
+  const clock = { ms: 1e9 }
+  const t = createTelemetry({ now: () => clock.ms, ...options })
+  return { t, clock, tick: (s = 1) => { clock.ms += s * 1000 } }
+}
+
+describe('telemetry: counters since start', () => {
+  test('counts responses by status class, cache hits and misses, and bytes per upstream', () => {
+    const { t } = setup()
+    t.record('a', '/p1', 200, 1, 'HIT', 100)
+    t.record('a', '/p1', 304, 1, 'MISS', 50)
+    t.record('b', '/p2', 502, 3, undefined, 10)
+    t.record(null, '/p3', 503, 0.1, undefined, 5)
+    t.record('b', '/p2', 0, 1, undefined, NaN)
+    const a = t.upstream('a')
+    expect([...a.statuses]).toEqual([0, 1, 1, 0, 0, 0])
+    expect([a.hits, a.misses, a.bytes, a.count]).toEqual([1, 1, 150, 2])
+    const b = t.upstream('b')
+    expect([...b.statuses]).toEqual([0, 0, 0, 0, 1, 1])
+    expect(b.bytes).toBe(10)
+    expect([...t.upstream(NO_UPSTREAM).statuses]).toEqual([0, 0, 0, 0, 1, 0])
+    expect(t.total).toBe(5)
+  })
+
+  test('the latency histogram separates a sub-ms hit from a 20 ms+ miss', () => {
+    const { t } = setup()
+    t.record('a', '/p', 200, 0.3, 'HIT', 0)
+    t.record('a', '/p', 200, 22, 'MISS', 0)
+    t.record('a', '/p', 200, 20000, 'MISS', 0)
+    const buckets = t.upstream('a').buckets
+    const le = (ms) => LATENCY_BUCKETS_MS.indexOf(ms)
+    expect(buckets[le(0.5)]).toBe(1)
+    expect(buckets[le(30)]).toBe(1)
+    expect(buckets[LATENCY_BUCKETS_MS.length]).toBe(1) // +Inf
+    expect(buckets.reduce((x, y) => x + y, 0)).toBe(3)
+    expect(t.upstream('a').latencySumMs).toBeCloseTo(20022.3)
+  })
+
+  test('upstream() registers a member before it serves, in order of first sight', () => {
+    const { t } = setup()
+    t.upstream('z')
+    t.record('a', '/p', 200, 1, 'HIT', 0)
+    expect(t.upstreams().map((u) => u.id)).toEqual(['z', 'a'])
+    expect(t.upstream('z').count).toBe(0)
+  })
+
+  test('bad options throw', () => {
+    expect(() => createTelemetry({ windowS: 0 })).toThrow(/windowS/)
+    expect(() => createTelemetry({ maxPages: 1.5 })).toThrow(/maxPages/)
+    expect(() => createTelemetry({ halfLifeS: 0 })).toThrow(/halfLifeS/)
+  })
+})
+
+describe('telemetry: per-second series', () => {
+  test('completed seconds only, with request rate and hit rate per upstream and overall', () => {
+    const { t, tick } = setup()
+    for (let i = 0; i < 3; i++) t.record('a', '/p', 200, 1, 'HIT', 0)
+    t.record('b', '/p', 200, 1, 'MISS', 0)
+    expect(t.series().t).toEqual([]) // the current second is still filling
+    tick()
+    t.record('b', '/p', 200, 1, undefined, 0)
+    tick()
+    const s = t.series()
+    expect(s.t).toEqual([1e6, 1e6 + 1])
+    expect(s.rps).toEqual([4, 1])
+    expect(s.hitRate).toEqual([0.75, null])
+    expect(s.upstreams.map((u) => u.id)).toEqual(['a', 'b'])
+    expect(s.upstreams[0].rps).toEqual([3, 0])
+    expect(s.upstreams[1].hitRate).toEqual([0, null])
+    expect(t.series(1e6 + 1).t).toEqual([1e6 + 1])
+  })
+
+  test('p50 and p99 per second within the 2^(1/8) bucket width (about 9 %)', () => {
+    const { t, tick } = setup()
+    for (let i = 0; i < 990; i++) t.record('a', '/p', 200, 0.5, 'HIT', 0)
+    for (let i = 0; i < 10; i++) t.record('a', '/p', 200, 25, 'MISS', 0)
+    tick()
+    const s = t.series()
+    expect(s.p50[0]).toBeGreaterThan(0.5 / 1.1)
+    expect(s.p50[0]).toBeLessThan(0.5 * 1.1)
+    expect(s.p99[0]).toBeGreaterThan(0.5 / 1.1)
+    expect(s.p99[0]).toBeLessThan(25 * 1.1)
+    const [p50, p995] = t.recentQuantiles(10, [0.5, 0.995])
+    expect(p50).toBeCloseTo(s.p50[0], 6)
+    expect(p995).toBeGreaterThan(25 / 1.1)
+    expect(p995).toBeLessThan(25 * 1.1)
+  })
+
+  test('a second without requests has null percentiles; the window forgets old seconds', () => {
+    const { t, tick } = setup({ windowS: 5 })
+    t.record('a', '/p', 200, 2, 'HIT', 0)
+    tick(2)
+    expect(t.series().p50).toEqual([expect.any(Number), null])
+    tick(10)
+    const s = t.series()
+    expect(s.t).toHaveLength(4) // windowS - 1 completed seconds
+    expect(s.rps).toEqual([0, 0, 0, 0])
+    expect(t.recent(60).get('a')).toEqual({ rps: 0, hitRate: null })
+  })
+
+  test('recent() gives the request rate and hit ratio per upstream over the last seconds', () => {
+    const { t, tick } = setup()
+    for (let s = 0; s < 4; s++) {
+      t.record('a', '/p', 200, 1, 'HIT', 0)
+      t.record('a', '/p', 200, 1, s === 0 ? 'MISS' : 'HIT', 0)
+      tick()
+    }
+    expect(t.recent(2).get('a')).toEqual({ rps: 2, hitRate: 1 })
+    expect(t.recent(4).get('a')).toEqual({ rps: 2, hitRate: 7 / 8 })
+  })
+})
+
+describe('telemetry: pages x upstreams heat map', () => {
+  test('share of each page\'s requests per upstream, pages in natural order', () => {
+    const { t } = setup()
+    for (let i = 0; i < 3; i++) t.record('a', '/page10.html', 200, 1, 'HIT', 0)
+    t.record('b', '/page10.html', 200, 1, 'MISS', 0)
+    t.record('b', '/page2.html', 200, 1, 'HIT', 0)
+    const h = t.heatmap(['a', 'b', 'c'])
+    expect(h.pages).toEqual(['/page2.html', '/page10.html'])
+    expect(h.upstreams).toEqual(['a', 'b', 'c'])
+    expect(h.share).toEqual([[0, 1, 0], [0.75, 0.25, 0]])
+  })
+
+  test('counts decay with the half-life, so a page moving to another upstream shows in seconds', () => {
+    const { t, tick } = setup({ halfLifeS: 2 })
+    for (let i = 0; i < 100; i++) t.record('a', '/p', 200, 1, 'HIT', 0)
+    tick(2)
+    expect(t.heatmap().counts[0][0]).toBeCloseTo(50, 6)
+    for (let i = 0; i < 50; i++) t.record('b', '/p', 200, 1, 'HIT', 0)
+    tick(4)
+    for (let i = 0; i < 50; i++) t.record('b', '/p', 200, 1, 'HIT', 0)
+    // a: 100 halved three times = 12.5; b: 50 halved twice + 50 = 62.5
+    const share = t.heatmap().share[0]
+    expect(share[0]).toBeCloseTo(12.5 / 75, 3)
+    expect(share[1]).toBeCloseTo(62.5 / 75, 3)
+  })
+
+  test('at most maxPages rows; later keys share the (other) row, shown last', () => {
+    const { t } = setup({ maxPages: 2 })
+    for (const key of ['/b', '/a', '/c', '/d']) t.record('u', key, 200, 1, 'HIT', 0)
+    const h = t.heatmap()
+    expect(h.pages).toEqual(['/a', '/b', OTHER_PAGE])
+    expect(h.counts.map((row) => row[0])).toEqual([1, 1, 2])
+  })
+
+  test('the no-upstream record is not a column', () => {
+    const { t } = setup()
+    t.record(null, '/p', 503, 0.1, undefined, 0)
+    t.record('a', '/p', 200, 1, 'HIT', 0)
+    expect(t.heatmap().upstreams).toEqual(['a'])
+    expect(t.series().upstreams.map((u) => u.id)).toEqual(['a'])
+  })
+})
