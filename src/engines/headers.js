@@ -7,7 +7,8 @@
  *
  * Request: hop-by-hop headers (RFC 9110 §7.6.1: Connection, the headers it names, Keep-Alive,
  * Proxy-Connection, Upgrade) stay on the client's hop, as does Expect (Node answered the client's
- * `100-continue` already); X-Forwarded-For, -Port and -Proto get this hop appended to any value
+ * `100-continue` already) and Trailer (no request trailers are forwarded, and node:http throws on
+ * a Trailer header of a message that is not chunked); X-Forwarded-For, -Port and -Proto get this hop appended to any value
  * the client sent, X-Forwarded-Host is set when the client did not send one (http-proxy's `xfwd`
  * rules). Transfer-Encoding is framing: the engine decides whether to keep it.
  *
@@ -16,7 +17,7 @@
  */
 
 /** Request headers never forwarded. */
-const REQUEST_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect',
+const REQUEST_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect', 'trailer',
   'x-forwarded-for', 'x-forwarded-port', 'x-forwarded-proto', 'x-forwarded-host'])
 
 /** Response headers never passed to the client. */

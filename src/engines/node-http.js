@@ -1,31 +1,37 @@
 'use strict'
 
 const http = require('node:http')
+const https = require('node:https')
 const { requestHeaders, responseHead } = require('./headers')
 
 /**
- * The node-http engine: one `http.request` per attempt through a keep-alive `http.Agent`, headers
+ * The node-http engine: one `http.request` (`https.request` for an https upstream) per attempt
+ * through the upstream agents (keep-alive; https verified against the backend URL's name), headers
  * as flat arrays both ways (no header objects built for the outgoing request or the response),
  * the response body written chunk by chunk with back-pressure. No proxy library.
  *
  * @param {object} options
- * @param {boolean} options.keepAlive reuse upstream connections; false opens one per request and
- *   sends `Connection: close`
+ * @param {boolean} options.keepAlive reuse upstream connections (the agents carry it)
  * @param {number} options.timeoutMs upstream inactivity timeout (connect, headers or body)
+ * @param {{ agentFor: (target: URL) => import('http').Agent | false, close: () => void }} options.agents
+ *   upstream agents (src/upstream-agents.js)
  * @returns {import('../proxy-engine').ProxyEngine}
  */
-function createNodeHttpEngine ({ keepAlive, timeoutMs }) {
-  const agent = keepAlive
-    ? new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: 'lifo' })
-    : false
-  /** @type {WeakMap<object, { host: string, port: number }>} */
+function createNodeHttpEngine ({ timeoutMs, agents }) {
+  /** @type {WeakMap<object, { host: string, port: number, request: typeof http.request, agent: import('http').Agent | false }>} */
   const targets = new WeakMap()
 
   function target (upstream) {
     let t = targets.get(upstream)
     if (t === undefined) {
       const url = upstream.target
-      t = { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || 80 }
+      const secure = url.protocol === 'https:'
+      t = {
+        host: url.hostname.replace(/^\[|\]$/g, ''),
+        port: Number(url.port) || (secure ? 443 : 80),
+        request: secure ? https.request : http.request,
+        agent: agents.agentFor(url)
+      }
       targets.set(upstream, t)
     }
     return t
@@ -36,11 +42,12 @@ function createNodeHttpEngine ({ keepAlive, timeoutMs }) {
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean }} [options]
+   * @param {{ replay?: boolean, hold?: Set<number> }} [options] `hold`: response statuses offered
+   *   to `handlers.discard` before anything reaches the client
    * @returns {{ abort: () => void }}
    */
-  function forward (req, res, upstream, handlers, { replay = false } = {}) {
-    const { host, port } = target(upstream)
+  function forward (req, res, upstream, handlers, { replay = false, hold } = {}) {
+    const { host, port, request, agent } = target(upstream)
     let ended = false
     let responded = false
     let timedOut = false
@@ -51,7 +58,7 @@ function createNodeHttpEngine ({ keepAlive, timeoutMs }) {
       handlers.onFailure(err, kind)
     }
 
-    const proxyReq = http.request({
+    const proxyReq = request({
       host,
       port,
       method: req.method,
@@ -73,6 +80,11 @@ function createNodeHttpEngine ({ keepAlive, timeoutMs }) {
       }
       responded = true
       const head = responseHead(proxyRes.rawHeaders)
+      if (hold && hold.has(proxyRes.statusCode) && handlers.discard(proxyRes.statusCode, head.headers)) {
+        ended = true
+        proxyRes.resume() // read and drop the body: the upstream connection stays usable
+        return
+      }
       handlers.onResponse(proxyRes.statusCode, head.headers)
       if (ended) return // the handler gave up on it
       res.writeHead(proxyRes.statusCode, proxyRes.statusMessage, head.raw)
@@ -107,7 +119,7 @@ function createNodeHttpEngine ({ keepAlive, timeoutMs }) {
   }
 
   function close () {
-    if (agent) agent.destroy()
+    agents.close()
   }
 
   return { forward, close }

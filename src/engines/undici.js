@@ -46,11 +46,12 @@ function createUndiciEngine ({ keepAlive, timeoutMs }) {
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean }} [options]
+   * @param {{ replay?: boolean, hold?: Set<number> }} [options] `hold`: response statuses offered
+   *   to `handlers.discard` before anything reaches the client
    * @returns {{ abort: () => void }}
    */
-  function forward (req, res, upstream, handlers, { replay = false } = {}) {
-    const attempt = new Attempt(res, handlers)
+  function forward (req, res, upstream, handlers, { replay = false, hold } = {}) {
+    const attempt = new Attempt(res, handlers, hold && hold.size > 0 ? hold : null)
     pool(upstream).dispatch({
       method: req.method,
       path: req.url,
@@ -74,9 +75,12 @@ const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'
 
 /** One attempt, as undici's dispatch handler (the callback interface: onConnect, onHeaders, ...). */
 class Attempt {
-  constructor (res, handlers) {
+  constructor (res, handlers, hold) {
     this.res = res
     this.handlers = handlers
+    this.hold = hold
+    /** a held response being read and dropped (the connection stays usable) */
+    this.dropping = false
     this.ended = false
     this.responded = false
     this.abortUpstream = null
@@ -107,6 +111,11 @@ class Attempt {
       raw[i] = Array.isArray(v) ? v.map(String) : v.toString('latin1')
     }
     const head = responseHead(raw)
+    if (this.hold !== null && this.hold.has(statusCode) && this.handlers.discard(statusCode, head.headers)) {
+      this.ended = true
+      this.dropping = true
+      return true
+    }
     this.handlers.onResponse(statusCode, head.headers)
     if (this.ended) return false
     if (statusText) this.res.writeHead(statusCode, statusText, head.raw)
@@ -115,6 +124,7 @@ class Attempt {
   }
 
   onData (chunk) {
+    if (this.dropping) return true
     if (this.ended) return false
     // write() says false for any chunk above the high-water mark even when the socket took it
     // all at once; only pause the upstream when something is actually left queued.
