@@ -9,6 +9,7 @@ const path = require('node:path')
 const yargs = require('yargs/yargs')
 const { PolistesError, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('../src/errors')
 const { policyNames } = require('../src/policies')
+const { DEFAULT_ENGINE, ENGINES } = require('../src/proxy-engine')
 const { parsePopularity } = require('./popularity')
 const { getScenario, scenarioNames } = require('./scenarios')
 const { PEER_ARMS, parsePeers } = require('./peer-configs')
@@ -45,6 +46,7 @@ function parser (argv) {
     .option('retry-on', { type: 'string', describe: 'the balancer retries these upstream statuses elsewhere (its --retry-on), e.g. 503 (default: the scenario\'s arms, else none)' })
     .option('peers', { type: 'string', describe: 'HAProxy/nginx arms in front of the same fleet: none, or haproxy,nginx and/or arm names (default: the scenario\'s peers found on PATH)' })
     .option('keep-alive', { type: 'boolean', describe: 'balancer-to-backend keep-alive; --no-keep-alive turns it off' })
+    .option('engine', { type: 'string', default: DEFAULT_ENGINE, describe: `balancer proxy engine: ${ENGINES.join(', ')}` })
     .option('policy-options', { type: 'string', describe: 'JSON object passed to the policy, e.g. \'{"xi":10}\'' })
     .option('workers', { type: 'number', default: 1, describe: 'balancer processes on one port (node:cluster, like polistes --workers); CPU is summed over them' })
     .option('seed', { type: 'number', default: 1, describe: 'seed of the page sequence' })
@@ -155,6 +157,7 @@ function parseOptions (argv) {
   const sources = number(args.sources ?? scenario.sources ?? 1, 'sources', { min: 1, max: 250 * 254, integer: true })
   const retryOn = args['retry-on'] === undefined ? undefined : statusList(args['retry-on'])
   const seed = number(args.seed, 'seed', { integer: true })
+  if (!ENGINES.includes(args.engine)) throw bad(`unknown --engine "${args.engine}"; expected one of: ${ENGINES.join(', ')}`)
   const workers = number(args.workers, 'workers', { min: 1, integer: true })
   if (workers > 64) throw bad(`--workers must be at most 64, got ${workers}`)
 
@@ -174,12 +177,12 @@ function parseOptions (argv) {
   const arms = []
   if (scenario.arms && args.algos === undefined && retryOn === undefined) {
     // the scenario's own arms: an algorithm with its balancer or load settings (retry-on, sources)
-    for (const arm of scenario.arms) arms.push({ keepAlive: keepAliveVariants[0], label: armLabel(arm), ...arm })
+    for (const arm of scenario.arms) arms.push({ keepAlive: keepAliveVariants[0], engine: args.engine, label: armLabel(arm), ...arm })
   } else {
     for (const algo of algos) {
       for (const keepAlive of keepAliveVariants) {
         const label = keepAliveVariants.length > 1 && !keepAlive ? `${algo} (no-ka)` : algo
-        arms.push({ label, algo, keepAlive, ...(retryOn ? { retryOn } : {}) })
+        arms.push({ label, algo, keepAlive, engine: args.engine, ...(retryOn ? { retryOn } : {}) })
       }
     }
   }
@@ -218,6 +221,7 @@ function parseOptions (argv) {
     sources,
     keepAlive: keepAliveVariants.length === 1 ? keepAliveVariants[0] : keepAliveVariants,
     policyOptions,
+    engine: args.engine,
     seed,
     workers,
     fleet,

@@ -27,7 +27,7 @@ async function role (name) {
   }
   if (name === 'balancer') {
     const { startBalancer } = require('../src/balancer')
-    const lb = await startBalancer({ backends: [process.env.UPSTREAM], algo: 'round-robin', port: 0, library: process.env.LIBRARY })
+    const lb = await startBalancer({ backends: [process.env.UPSTREAM], algo: 'round-robin', port: 0, engine: process.env.LIBRARY })
     console.log(lb.port)
     // one real request so the library's code paths run (and warn, if they do)
     if (process.env.ONE_REQUEST) {

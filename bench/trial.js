@@ -56,7 +56,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
     const { backends } = await fleet.request('start', { fleet: settings.fleet, pages: settings.pages, host: HOST })
     const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
     const { url, version } = await balancer.request('start', {
-      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, retryOn: arm.retryOn, host: HOST, workers: settings.workers
+      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, retryOn: arm.retryOn, host: HOST, workers: settings.workers, engine: arm.engine
     })
 
     const snapshot = async () => {

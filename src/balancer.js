@@ -2,7 +2,7 @@
 
 const { Pool } = require('./pool')
 const { parseBackends } = require('./backend-spec')
-const { createProxyEngine } = require('./proxy-engine')
+const { createProxyEngine, checkEngineTargets } = require('./proxy-engine')
 const { createPolicy } = require('./policies')
 const { silentLogger } = require('./logger')
 const { DEFAULTS, validateOptions } = require('./defaults')
@@ -36,6 +36,7 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
  *   `proxy_next_upstream http_503` or HAProxy's `retry-on 503`)
  * @property {number} [maxFails=1] consecutive failures that eject an upstream
  * @property {number} [failTimeoutMs=5000] how long an ejected upstream is left out
+ * @property {'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'} [engine='http-proxy'] what moves the bytes (src/proxy-engine.js)
  * @property {number} [maxConnections=10000] open client connections; beyond, new ones are closed at once
  * @property {number} [headersTimeoutMs=10000] a request's headers must arrive within this (else 408)
  * @property {number} [requestTimeoutMs=60000] the whole request, body included, within this (else 408)
@@ -55,7 +56,6 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
  * @property {number} [slowStartMs=0] ms over which an upstream that comes back (or is added) ramps up
  * @property {Partial<import('./health-checker').HealthCheckSettings> & { path?: string | null }} [healthCheck]
  *   active checks (off while `path` is null); a backend spec's own `healthCheck` overrides it
- * @property {'http-proxy' | 'http-proxy-3'} [library] proxy library (for measurement only)
  * @property {import('pino').Logger} [logger] default: silent
  * @property {() => number} [random] injected into the policy
  * @property {() => number} [now] injected into the policy and pool (ms)
@@ -87,11 +87,12 @@ class Balancer {
     const o = withDefaults(options)
     const {
       backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, retries, retryOn, maxFails, failTimeoutMs,
-      slowStartMs, healthCheck, admin = true, telemetry = createTelemetry(), accessLog = null, library, logger = silentLogger(),
+      slowStartMs, healthCheck, admin = true, telemetry = createTelemetry(), accessLog = null, engine, logger = silentLogger(),
       random = Math.random, now = () => performance.now()
     } = o
     validateOptions(Object.fromEntries(BALANCER_KEYS.map((key) => [key, o[key]])))
     const specs = parseBackends(backends)
+    checkEngineTargets(engine, specs.map((s) => new URL(s.url)))
     this.port = port
     this.host = host
     this.retries = retries
@@ -108,7 +109,7 @@ class Balancer {
     this.now = now
     this.random = random
     /** what reconfigure() compares a new config with */
-    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, library, customPolicy: Boolean(policy), maxBodySize: o.maxBodySize, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, o[key]])) }
+    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, customPolicy: Boolean(policy), maxBodySize: o.maxBodySize, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, o[key]])) }
     this.specs = new Map(specs.map((s) => [s.id, s]))
     this.pool = new Pool(specs, { maxFails, failTimeoutMs, slowStartMs, now, random })
     for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order
@@ -117,7 +118,7 @@ class Balancer {
     const tls = o.tlsCert ? readServerTls(o.tlsCert, o.tlsKey) : null
     /** trusted CAs of https upstreams (PEM), kept for engines made by a reload and for WebSocket tunnels */
     this.upstreamCa = o.upstreamCa ? readCa(o.upstreamCa) : null
-    this.engine = createProxyEngine({ keepAlive, timeoutMs, library, upstreamCa: this.upstreamCa })
+    this.engine = createProxyEngine({ keepAlive, timeoutMs, engine, upstreamCa: this.upstreamCa })
     /** engines replaced by a reload, closed once their last attempt ends: engine → attempts in flight */
     this.engineUse = new Map()
     this.retiredEngines = new Set()
@@ -299,9 +300,9 @@ class Balancer {
       current = attempt
       this.useEngine(attempt.engine, 1)
       attempt.handle = attempt.engine.forward(req, res, upstream, {
-        onResponse: (proxyRes) => {
-          attempt.statusCode = proxyRes.statusCode
-          attempt.cache = proxyRes.headers['x-cache']
+        onResponse: (statusCode, headers) => {
+          attempt.statusCode = statusCode
+          attempt.cache = headers['x-cache']
           this.pool.succeed(upstream)
         },
         onFailure: (err, kind) => {
@@ -321,10 +322,10 @@ class Balancer {
             this.reply(res, 502, 'connect', `upstream ${upstream.id} failed: ${err.code || err.message}`)
           }
         },
-        discard: (proxyRes) => {
+        discard: (statusCode, headers) => {
           if (!canRetry()) return false // the last attempt's answer goes to the client as it is
           this.counters.retries++
-          finish(attempt, { statusCode: proxyRes.statusCode, cache: proxyRes.headers['x-cache'] })
+          finish(attempt, { statusCode, cache: headers['x-cache'] })
           dispatch()
           return true
         }
@@ -413,7 +414,7 @@ class Balancer {
 }
 
 /** The options of DEFAULTS that the balancer takes (the CLI's `graceMs` and `fleet` are not). */
-const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs',
+const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'engine', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs',
   'slowStartMs', 'healthCheck',
   'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize',
   'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']

@@ -12,6 +12,7 @@ const { policyNames } = require('./policies')
 const { readConfigFile, resolveConfig } = require('./config')
 const { DEFAULTS } = require('./defaults')
 const { startBalancer } = require('./balancer')
+const { ENGINES } = require('./proxy-engine')
 const { createLogger } = require('./logger')
 const { createAccessLog } = require('./access-log')
 
@@ -44,6 +45,7 @@ function parseArgs (argv) {
     .option('backends', { alias: 'b', type: 'string', describe: 'comma-separated backend URLs, e.g. http://127.0.0.1:9101#eu&w=2 (fragment: region, w=weight, id=)' })
     .option('config', { alias: 'c', type: 'string', describe: 'JSON config file ({ address, strategy, backends, ... }); flags override it' })
     .option('keep-alive', { type: 'boolean', describe: 'reuse upstream connections (--no-keep-alive: one connection per request)', defaultDescription: String(DEFAULTS.keepAlive) })
+    .option('engine', { type: 'string', describe: `what moves the bytes: ${ENGINES.join(', ')}`, defaultDescription: DEFAULTS.engine })
     .option('timeout', { type: 'number', describe: 'upstream inactivity timeout in ms (answered with 504)', defaultDescription: String(DEFAULTS.timeoutMs) })
     .option('retries', { type: 'number', describe: 'extra attempts on other upstreams for idempotent requests without a body', defaultDescription: String(DEFAULTS.retries) })
     .option('retry-on', { type: 'string', describe: 'upstream statuses retried like a failed connection, comma list of 5xx, e.g. 503 (default: none)' })
@@ -104,7 +106,7 @@ function parseArgs (argv) {
     'slow-start': 'slowStartMs',
     workers: 'workers'
   }
-  const stringFlags = { algo: 'algo', host: 'host', backends: 'backends', 'tls-cert': 'tlsCert', 'tls-key': 'tlsKey', 'upstream-ca': 'upstreamCa', 'admin-host': 'adminHost' }
+  const stringFlags = { algo: 'algo', host: 'host', backends: 'backends', 'tls-cert': 'tlsCert', 'tls-key': 'tlsKey', 'upstream-ca': 'upstreamCa', 'admin-host': 'adminHost', engine: 'engine' }
   const flags = {}
   for (const [flag, key] of Object.entries(numberFlags)) {
     if (argvParsed[flag] !== undefined) flags[key] = requireNumber(flag, argvParsed[flag])
@@ -184,7 +186,7 @@ async function main (argv, { startFleet } = {}) {
     logger.info({ url: balancer.url, adminUrl: balancer.adminUrl }, `polistes worker ${process.pid} listening on ${balancer.url}`)
     cluster.reportListening(balancer.url)
   } else {
-    logger.info({ algo: config.algo, url: balancer.url, adminUrl: balancer.adminUrl, keepAlive: config.keepAlive }, `polistes listening on ${balancer.url} (algo ${config.algo})`)
+    logger.info({ algo: config.algo, url: balancer.url, adminUrl: balancer.adminUrl, keepAlive: config.keepAlive, engine: config.engine }, `polistes listening on ${balancer.url} (algo ${config.algo})`)
     if (balancer.adminUrl) logger.info({ adminUrl: balancer.adminUrl }, `admin surface /_polistes/* on ${balancer.adminUrl} only`)
     logger.info({ dashboard: `${adminBase}/_polistes/`, metrics: `${adminBase}/_polistes/metrics`, accessLog: accessLog ? (accessLog.file || 'log') : false }, `dashboard: ${adminBase}/_polistes/`)
     process.stdout.isTTY && console.log(`try: curl -i ${balancer.url}/page1.html    stats: ${adminBase}/_polistes/stats`)

@@ -1,6 +1,7 @@
 'use strict'
 
 const { ERR_POLISTES_BAD_OPTION } = require('./errors')
+const { DEFAULT_ENGINE, ENGINES } = require('./proxy-engine')
 
 /**
  * The one source of default option values: the balancer's constructor, the config resolver and the
@@ -11,6 +12,7 @@ const DEFAULTS = Object.freeze({
   host: '127.0.0.1',
   port: 8080,
   keepAlive: true,
+  engine: DEFAULT_ENGINE,
   timeoutMs: 30000,
   retries: 2,
   retryOn: [], // as nginx and HAProxy: only failed connections are retried unless a status is named
@@ -44,6 +46,7 @@ const RULES = {
   port: (v) => checkInteger('port', v, 0, 65535),
   host: (v) => { if (typeof v !== 'string' || v === '') throw new ERR_POLISTES_BAD_OPTION('host must be a non-empty string') },
   keepAlive: (v) => { if (typeof v !== 'boolean') throw new ERR_POLISTES_BAD_OPTION(`keepAlive must be true or false, got ${JSON.stringify(v)}`) },
+  engine: (v) => { if (!ENGINES.includes(v)) throw new ERR_POLISTES_BAD_OPTION(`unknown proxy engine ${JSON.stringify(v)}; expected one of: ${ENGINES.join(', ')}`) },
   timeoutMs: (v) => checkPositive('timeoutMs', v),
   failTimeoutMs: (v) => checkPositive('failTimeoutMs', v),
   graceMs: (v) => checkPositive('graceMs', v),
@@ -135,7 +138,7 @@ function parseExpectStatus (spec, where = 'expectStatus') {
 }
 
 /**
- * Validate the balancer options present in `options` (port, host, keepAlive, timeoutMs,
+ * Validate the balancer options present in `options` (port, host, keepAlive, engine, timeoutMs,
  * failTimeoutMs, graceMs, retries, retryOn, maxFails, workers, policyOptions, slowStartMs, healthCheck, and
  * the front's limits, TLS files and admin listener), then the rules between them (tlsCert with tlsKey,
  * headersTimeoutMs ≤ requestTimeoutMs); other keys are left alone.

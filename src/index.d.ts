@@ -90,8 +90,8 @@ export interface BalancerOptions {
   slowStartMs?: number
   /** active health checks, merged over the defaults (off while `path` is null) */
   healthCheck?: Partial<HealthCheckOptions>
-  /** the proxy library, for measurement (default 'http-proxy') */
-  library?: 'http-proxy' | 'http-proxy-3'
+  /** what moves the bytes (default 'http-proxy'; see src/proxy-engine.js); 'undici' reaches http:// backends only */
+  engine?: 'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'
   logger?: Logger
   random?: () => number
   now?: () => number

@@ -1,21 +1,23 @@
 'use strict'
 
-const { Readable } = require('node:stream')
+/**
+ * The proxy engine moves a request's bytes to the upstream the balancer chose, and the response
+ * back; it never picks an upstream. Engines (src/engines/):
+ * - `http-proxy`: http-proxy 1.18 with polistes' fixes around it (the requested stack);
+ * - `http-proxy-3`: the same on http-proxy's API-compatible successor;
+ * - `node-http`: node:http's client through a keep-alive Agent, no proxy library;
+ * - `undici`: one undici Pool per upstream, driven through `dispatch()`.
+ * http-proxy and node-http take their connections from src/upstream-agents.js (http, and verified
+ * https per origin); undici keeps its own pools and speaks plain http only (see checkEngineTargets).
+ * All of them pass the same pitfall suite (test/proxy-pitfalls.test.js); bench/engine-cpu.js
+ * measures their CPU per request.
+ */
+
 const { ERR_POLISTES_BAD_OPTION } = require('./errors')
 const { createUpstreamAgents } = require('./upstream-agents')
 
-/**
- * The one module that owns the proxy library. Swapping http-proxy for its API-compatible
- * successor http-proxy-3 is the `library` default below: nothing else in polistes requires either.
- * (docs/proxy-behaviour.md, "Proxy library", gives the measurements behind the choice.)
- */
-const DEFAULT_LIBRARY = 'http-proxy'
-const LIBRARIES = new Set(['http-proxy', 'http-proxy-3'])
-/** Each library's passes that turn an upstream response into the client's head (status, headers). */
-const OUTGOING = {
-  'http-proxy': () => require('http-proxy/lib/http-proxy/passes/web-outgoing'),
-  'http-proxy-3': () => require('http-proxy-3/dist/lib/http-proxy/passes/web-outgoing').OUTGOING_PASSES
-}
+const DEFAULT_ENGINE = 'http-proxy'
+const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici']
 
 /**
  * How one attempt ended badly.
@@ -28,180 +30,66 @@ const OUTGOING = {
 
 /**
  * @typedef {object} AttemptHandlers
- * @property {(proxyRes: import('http').IncomingMessage) => void} onResponse response headers arrived
+ * @property {(statusCode: number, headers: Record<string, string | string[] | undefined>) => void} onResponse
+ *   the upstream's response head arrived (headers by lower-case name, hop-by-hop ones removed);
+ *   called before the head is written to the client
  * @property {(err: Error, kind: FailureKind) => void} onFailure the attempt failed; called at most once
- * @property {(proxyRes: import('http').IncomingMessage) => boolean} [discard] with `hold`: called when
- *   a response's status is among the held ones; true drops the response (nothing reaches the
- *   client, the attempt ends without onResponse or onFailure) so the caller can try elsewhere
+ * @property {(statusCode: number, headers: Record<string, string | string[] | undefined>) => boolean} [discard]
+ *   with `hold`: called when a response's status is among the held ones; true drops the response
+ *   (its body is read and thrown away, nothing reaches the client, the attempt ends without
+ *   onResponse or onFailure) so the caller can try elsewhere
  */
 
 /**
- * Create the proxy engine: moves bytes to a chosen upstream, never picks one.
+ * @typedef {object} ProxyEngine
+ * @property {(req: import('http').IncomingMessage, res: import('http').ServerResponse, upstream: { target: URL },
+ *   handlers: AttemptHandlers, options?: { replay?: boolean, hold?: Set<number> }) => { abort: () => void }} forward
+ *   forward one attempt of `req` to `upstream`. Bodiless retries pass `replay: true`: the client's
+ *   request stream has been consumed, so an empty body is sent instead. `hold`: response statuses
+ *   offered to `handlers.discard` before anything reaches the client (retry on 503). `abort()` drops the upstream
+ *   request (the client went away).
+ * @property {() => void} close release pooled upstream connections
+ * @property {string} name the engine's name
+ */
+
+/**
+ * Create a proxy engine.
  *
  * @param {object} [options]
+ * @param {string} [options.engine='http-proxy'] one of {@link ENGINES}
  * @param {boolean} [options.keepAlive=true] reuse upstream connections; false opens one per request
  *   and sends `Connection: close`
  * @param {number} [options.timeoutMs=30000] upstream inactivity timeout (connect, headers or body)
- * @param {'http-proxy' | 'http-proxy-3'} [options.library] the proxy library (for measurement)
  * @param {Buffer | null} [options.upstreamCa] CA certificates (PEM) https upstreams are verified
  *   against instead of Node's bundled roots
- * @returns {{ forward: Function, close: () => void, library: string }}
+ * @returns {ProxyEngine}
+ * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION for an unknown engine
  */
-function createProxyEngine ({ keepAlive = true, timeoutMs = 30000, library = DEFAULT_LIBRARY, upstreamCa = null } = {}) {
-  if (!LIBRARIES.has(library)) throw new ERR_POLISTES_BAD_OPTION(`unknown proxy library "${library}"; expected one of: ${[...LIBRARIES].join(', ')}`)
-  const lib = require(library)
-  const createProxyServer = lib.createProxyServer || lib.createProxy || (lib.default && lib.default.createProxyServer)
-  const agents = createUpstreamAgents({ keepAlive, ca: upstreamCa })
-  // toProxy: the request target goes out verbatim (the front server admits origin-form only);
-  // otherwise the library runs it through url.parse(), which throws, uncaught, on `//%zz@x`.
-  const proxy = createProxyServer({ xfwd: true, toProxy: true })
-  const outgoing = Object.values(OUTGOING[library]())
-  const kAttempt = Symbol('polistes.attempt')
-
-  // The library emits 'proxyReq' once the upstream socket is assigned: arm the timeout there, and
-  // honour an abort that came first.
-  proxy.on('proxyReq', (proxyReq, req) => {
-    const attempt = req[kAttempt]
-    if (!attempt) return
-    attempt.proxyReq = proxyReq
-    if (attempt.aborted) {
-      proxyReq.destroy()
-      return
-    }
-    if (keepAlive) stripHopByHop(proxyReq, req)
-    proxyReq.setTimeout(timeoutMs, () => {
-      attempt.timedOut = true
-      proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
-    })
-  })
-
-  proxy.on('proxyRes', (proxyRes, req) => {
-    const attempt = req[kAttempt]
-    if (!attempt || attempt.ended) return
-    attempt.responded = true
-    stripHopByHopResponse(proxyRes.headers)
-    if (attempt.hold && attempt.hold.has(proxyRes.statusCode) && attempt.handlers.discard(proxyRes)) {
-      attempt.ended = true
-      proxyRes.resume() // read and drop the body: the upstream connection stays usable
-      return
-    }
-    // An upstream that breaks off mid-body: without this the client would wait forever on a
-    // response that never ends, because the library just unpipes.
-    proxyRes.on('close', () => {
-      if (!proxyRes.complete) attempt.fail(new Error('upstream closed the response early'), 'stream')
-    })
-    attempt.handlers.onResponse(proxyRes)
-    if (attempt.hold) {
-      // the library leaves a held attempt's response to us: its own head passes, then the body
-      for (const pass of outgoing) pass(req, attempt.res, proxyRes, {})
-      proxyRes.pipe(attempt.res)
-    }
-  })
-
-  // Every web() call passes a callback; this listener only guards against a library path that
-  // would emit instead (an unhandled 'error' event would crash the balancer).
-  proxy.on('error', () => {})
-
-  /**
-   * Forward one attempt of `req` to `upstream`. Bodiless retries pass `replay: true`: the original
-   * request stream has already been consumed, so an empty body is sent instead.
-   *
-   * @param {import('http').IncomingMessage} req
-   * @param {import('http').ServerResponse} res
-   * @param {{ target: URL }} upstream
-   * @param {AttemptHandlers} handlers
-   * @param {{ replay?: boolean, hold?: Set<number> }} [options] `hold`: response statuses offered to
-   *   `handlers.discard` before anything reaches the client (retry on 503)
-   * @returns {{ abort: () => void }} abort the upstream request (client went away)
-   */
-  function forward (req, res, upstream, handlers, { replay = false, hold } = {}) {
-    const attempt = {
-      handlers,
-      res,
-      hold: hold && hold.size > 0 ? hold : null,
-      proxyReq: null,
-      aborted: false,
-      timedOut: false,
-      responded: false,
-      ended: false,
-      fail (err, kind) {
-        if (attempt.ended) return
-        attempt.ended = true
-        handlers.onFailure(err, kind)
-      },
-      abort () {
-        attempt.aborted = true
-        attempt.ended = true
-        if (attempt.proxyReq) attempt.proxyReq.destroy()
-      }
-    }
-    req[kAttempt] = attempt
-    // Node's ClientRequest throws, uncaught, when a `Trailer` header goes out on a message that is
-    // not chunked: one `GET` with `Trailer: x` killed the process. The library forwards no
-    // request trailers anyway, so the announcement is dropped before the request is built.
-    delete req.headers.trailer
-    // The front server has already answered `Expect: 100-continue` (Node sends 100 itself), and
-    // the library skips its 'proxyReq' event for requests that carry Expect: no timeout, no
-    // hop-by-hop stripping. nginx drops Expect too.
-    delete req.headers.expect
-    const options = { target: upstream.target, agent: agents.agentFor(upstream.target) }
-    if (replay) options.buffer = Readable.from([])
-    if (attempt.hold) options.selfHandleResponse = true
-    proxy.web(req, res, options, (err) => {
-      if (req[kAttempt] !== attempt) return // a stale attempt's listener
-      const kind = attempt.timedOut ? 'timeout' : attempt.responded ? 'stream' : 'connect'
-      attempt.fail(err, kind)
-    })
-    return attempt
+function createProxyEngine ({ engine = DEFAULT_ENGINE, keepAlive = true, timeoutMs = 30000, upstreamCa = null } = {}) {
+  if (!ENGINES.includes(engine)) throw new ERR_POLISTES_BAD_OPTION(`unknown proxy engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
+  let created
+  if (engine === 'undici') {
+    created = require('./engines/undici').createUndiciEngine({ keepAlive, timeoutMs })
+  } else {
+    const options = { keepAlive, timeoutMs, agents: createUpstreamAgents({ keepAlive, ca: upstreamCa }) }
+    created = engine === 'node-http'
+      ? require('./engines/node-http').createNodeHttpEngine(options)
+      : require('./engines/http-proxy').createHttpProxyEngine({ ...options, library: engine })
   }
-
-  function close () {
-    agents.close()
-    proxy.close && proxy.close()
-  }
-
-  return { forward, close, library }
+  return { ...created, name: engine }
 }
 
 /**
- * Connection headers are hop-by-hop (RFC 9110 §7.6.1): the client's `Connection: close` concerns
- * its own connection to us, but the library copies it upstream, which silently closes every pooled
- * upstream connection after one request. Remove it and the headers it names, so the agent's
- * keep-alive holds whatever the client does.
- * @param {import('http').ClientRequest} proxyReq
- * @param {import('http').IncomingMessage} req
+ * Refuse upstreams an engine cannot reach: the undici engine speaks plain http only (its pools
+ * would take the TLS server name from the client's Host header, not from the backend URL).
+ * @param {string} engine
+ * @param {URL[]} targets the upstreams' origins
+ * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION
  */
-function stripHopByHop (proxyReq, req) {
-  const connection = req.headers.connection
-  if (connection) {
-    for (const name of connection.split(',')) {
-      const header = name.trim().toLowerCase()
-      if (header && header !== 'upgrade') proxyReq.removeHeader(header)
-    }
-  }
-  proxyReq.removeHeader('connection')
-  proxyReq.removeHeader('keep-alive')
-  proxyReq.removeHeader('proxy-connection')
+function checkEngineTargets (engine, targets) {
+  if (engine !== 'undici') return
+  const https = targets.find((t) => t.protocol === 'https:')
+  if (https) throw new ERR_POLISTES_BAD_OPTION(`engine undici does not proxy to https upstreams (${https.origin}); use engine http-proxy or node-http`)
 }
 
-/**
- * The same rule on the way back: the upstream's `Connection: close` (always sent when keep-alive
- * to upstreams is off) concerns the upstream hop only. Left in, the library copies it to the
- * client and Node then closes the client's connection after every response. Without it, the
- * library answers with the client's own `Connection` preference.
- * @param {import('http').IncomingHttpHeaders} headers the upstream response's headers, edited in place
- */
-function stripHopByHopResponse (headers) {
-  const connection = headers.connection
-  if (connection) {
-    for (const name of connection.split(',')) {
-      const header = name.trim().toLowerCase()
-      if (header) delete headers[header]
-    }
-    delete headers.connection
-  }
-  delete headers['keep-alive']
-  delete headers['proxy-connection']
-}
-
-module.exports = { createProxyEngine, DEFAULT_LIBRARY }
+module.exports = { createProxyEngine, checkEngineTargets, DEFAULT_ENGINE, ENGINES }

@@ -3,7 +3,7 @@
 const { validateOptions } = require('./defaults')
 const { parseBackends } = require('./backend-spec')
 const { createPolicy } = require('./policies')
-const { createProxyEngine } = require('./proxy-engine')
+const { createProxyEngine, checkEngineTargets } = require('./proxy-engine')
 
 /**
  * Hot reload of a running balancer: a new config is checked in full, then applied as a diff.
@@ -12,11 +12,11 @@ const { createProxyEngine } = require('./proxy-engine')
  * policy whose options change is reconfigured in place when it can be (wasp keeps its thresholds),
  * else replaced for new requests only (requests in flight report to the policy that picked them).
  * Settings bound to the listening sockets (host, port, the front's limits, TLS files, the admin
- * listener), the upstream CA and the proxy library need a restart.
+ * listener), the upstream CA and the proxy engine need a restart.
  */
 
 /** Settings that cannot change on a running balancer. */
-const RESTART_ONLY = ['host', 'port', 'library', 'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs',
+const RESTART_ONLY = ['host', 'port', 'engine', 'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs',
   'maxHeaderSize', 'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
 
 /**
@@ -46,8 +46,9 @@ function reconfigure (balancer, o) {
   // 1. everything that can throw
   const { keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize } = o
   validateOptions({ keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize })
-  validateOptions(Object.fromEntries(RESTART_ONLY.filter((key) => o[key] !== undefined && key !== 'library').map((key) => [key, o[key]])))
+  validateOptions(Object.fromEntries(RESTART_ONLY.filter((key) => o[key] !== undefined).map((key) => [key, o[key]])))
   const specs = parseBackends(o.backends)
+  checkEngineTargets(cur.engine, specs.map((s) => new URL(s.url)))
   const restartNeeded = RESTART_ONLY.filter((key) => o[key] !== undefined && o[key] !== cur[key])
   const changed = ['keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'slowStartMs', 'maxBodySize'].filter((key) => o[key] !== cur[key])
   if (!sameJson(healthCheck, cur.healthCheck)) changed.push('healthCheck')
@@ -69,7 +70,7 @@ function reconfigure (balancer, o) {
   if (policy) changed.push('algo')
   if (policy || configurePolicy) changed.push('policyOptions')
   const engine = keepAlive !== cur.keepAlive || timeoutMs !== cur.timeoutMs
-    ? createProxyEngine({ keepAlive, timeoutMs, library: cur.library, upstreamCa: balancer.upstreamCa })
+    ? createProxyEngine({ keepAlive, timeoutMs, engine: cur.engine, upstreamCa: balancer.upstreamCa })
     : null
 
   // 2. apply: nothing below throws

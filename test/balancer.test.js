@@ -128,7 +128,7 @@ describe('graceful close', () => {
   })
 })
 
-describe('retry on a status (retryOn)', () => {
+describe.each(['http-proxy', 'node-http', 'undici'])('retry on a status (retryOn) (engine %s)', (engine) => {
   const http = require('node:http')
   const open = []
   afterEach(async () => {
@@ -152,7 +152,7 @@ describe('retry on a status (retryOn)', () => {
   }
 
   async function balancer (upstreams, options) {
-    const lb = await startBalancer({ backends: upstreams.map((u, i) => ({ url: u.url, id: `u${i}` })), algo: 'round-robin', port: 0, ...options })
+    const lb = await startBalancer({ backends: upstreams.map((u, i) => ({ url: u.url, id: `u${i}` })), algo: 'round-robin', port: 0, engine, ...options })
     open.push(lb)
     return lb
   }

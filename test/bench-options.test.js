@@ -58,13 +58,13 @@ describe('bench options', () => {
 
   test('options override the scenario\'s fleet and load', () => {
     const s = parseOptions(['--algos', 'wasp,random', '--cache-pages', '2', '--miss-ms', '5', '--pages', '40',
-      '--popularity', 'zipf:1.0', '--rate', '500', '--no-keep-alive', '--connections', '8', '--policy-options', '{"xi":2}', '--peers', 'none'])
+      '--popularity', 'zipf:1.0', '--rate', '500', '--no-keep-alive', '--connections', '8', '--policy-options', '{"xi":2}', '--peers', 'none', '--engine', 'node-http'])
     expect(s.algos).toEqual(['wasp', 'random'])
     expect(s.baseline).toBe('wasp') // round-robin not in the list: the first algorithm
     expect(s.fleet).toMatchObject({ cachePages: 2, missMs: 5 })
     expect(s).toMatchObject({ pages: 40, rate: 500, keepAlive: false, connections: 8, policyOptions: { xi: 2 } })
     expect(s.popularity).toEqual({ kind: 'zipf', s: 1 })
-    expect(s.arms).toEqual([{ label: 'wasp', algo: 'wasp', keepAlive: false }, { label: 'random', algo: 'random', keepAlive: false }])
+    expect(s.arms).toEqual([{ label: 'wasp', algo: 'wasp', keepAlive: false, engine: 'node-http' }, { label: 'random', algo: 'random', keepAlive: false, engine: 'node-http' }])
   })
 
   test.each([
@@ -83,7 +83,8 @@ describe('bench options', () => {
     [['--load', 'wrk', '--rate', '100'], 'ERR_POLISTES_BAD_OPTION', /--rate runs the open-loop generator/],
     [['--load', 'wrk', '--popularity', 'zipf:1'], 'ERR_POLISTES_BAD_OPTION', /uniform popularity only/],
     [['--workers', '0'], 'ERR_POLISTES_BAD_OPTION', /--workers/],
-    [['--workers', '65'], 'ERR_POLISTES_BAD_OPTION', /--workers/]
+    [['--workers', '65'], 'ERR_POLISTES_BAD_OPTION', /--workers/],
+    [['--engine', 'nginx'], 'ERR_POLISTES_BAD_OPTION', /unknown --engine "nginx"/]
   ])('%j is rejected with %s', (argv, code, message) => {
     expect(() => parseOptions(argv)).toThrow(expect.objectContaining({ code, message: expect.stringMatching(message) }))
   })
@@ -121,7 +122,7 @@ describe('bench options', () => {
     test('--peers names programs or arms; peers run in the rotation beside the algorithms, with wrk by default', () => {
       const s = parseOptions(['--algos', 'wasp', '--peers', 'nginx,haproxy-uri'])
       expect(s.arms).toEqual([
-        { label: 'wasp', algo: 'wasp', keepAlive: true },
+        { label: 'wasp', algo: 'wasp', keepAlive: true, engine: 'http-proxy' },
         { label: 'haproxy-uri', algo: 'haproxy-uri', keepAlive: true, peer: 'haproxy', mode: 'uri' },
         { label: 'nginx-uri', algo: 'nginx-uri', keepAlive: true, peer: 'nginx', mode: 'uri' },
         { label: 'nginx-rr', algo: 'nginx-rr', keepAlive: true, peer: 'nginx', mode: 'rr' }

@@ -4,6 +4,7 @@ const net = require('node:net')
 const { Writable } = require('node:stream')
 const pino = require('pino')
 const { startBalancer } = require('../src/balancer')
+const { ENGINES } = require('../src/proxy-engine')
 const { request, startUpstream, closedPort, waitFor } = require('./helper')
 
 /** A pino logger whose JSON lines the test can read back. */
@@ -18,11 +19,11 @@ function logSink () {
   return { logger: pino({ level: 'debug' }, stream), lines }
 }
 
-// Both libraries run the same pitfalls: the choice in docs/proxy-behaviour.md rests on these results.
-describe.each(['http-proxy', 'http-proxy-3'])('proxy pitfalls with %s', (library) => {
+// Every engine runs the same pitfalls: the choice in docs/proxy-behaviour.md rests on these results.
+describe.each(ENGINES)('proxy pitfalls with the %s engine', (engine) => {
   const open = []
   const start = async (options) => {
-    const lb = await startBalancer({ algo: 'round-robin', port: 0, library, ...options })
+    const lb = await startBalancer({ algo: 'round-robin', port: 0, engine, ...options })
     open.push(lb)
     return lb
   }
@@ -159,5 +160,82 @@ describe.each(['http-proxy', 'http-proxy-3'])('proxy pitfalls with %s', (library
     } finally {
       agent.destroy()
     }
+  })
+  test('X-Forwarded-For is appended to, -Proto and -Port added, -Host set from Host when absent', async () => {
+    let seen
+    const u = await upstream((req, res) => { seen = req.headers; res.end('ok') })
+    const lb = await start({ backends: [u.url] })
+    await request(`${lb.url}/x`, { headers: { host: 'example.test:8443', 'x-forwarded-for': '203.0.113.7' } })
+    expect(seen['x-forwarded-for']).toBe('203.0.113.7,127.0.0.1')
+    expect(seen['x-forwarded-proto']).toBe('http')
+    expect(seen['x-forwarded-port']).toBe('8443')
+    expect(seen['x-forwarded-host']).toBe('example.test:8443')
+    expect(seen.host).toBe('example.test:8443')
+    await request(`${lb.url}/x`, { headers: { 'x-forwarded-host': 'front.test' } })
+    expect(seen['x-forwarded-for']).toBe('127.0.0.1')
+    expect(seen['x-forwarded-host']).toBe('front.test')
+  })
+
+  test('hop-by-hop request headers, and those the Connection header names, stay on the client hop', async () => {
+    let seen
+    const u = await upstream((req, res) => { seen = req.headers; res.end('ok') })
+    const lb = await start({ backends: [u.url] })
+    const res = await request(`${lb.url}/x`, { headers: { connection: 'keep-alive, X-Secret', 'x-secret': 's', 'keep-alive': 'timeout=9', 'proxy-connection': 'keep-alive', 'x-kept': 'k' } })
+    expect(res.status).toBe(200)
+    expect(seen['x-secret']).toBeUndefined()
+    expect(seen['keep-alive']).toBeUndefined()
+    expect(seen['proxy-connection']).toBeUndefined()
+    expect(seen['x-kept']).toBe('k')
+  })
+
+  test('hop-by-hop response headers, and those the upstream Connection header names, are not passed back', async () => {
+    const u = await upstream((req, res) => {
+      res.writeHead(200, { connection: 'x-internal', 'x-internal': 'i', 'proxy-connection': 'p', 'keep-alive': 'timeout=1', 'x-kept': 'k', 'content-length': '2' })
+      res.end('ok')
+    })
+    const lb = await start({ backends: [u.url] })
+    const res = await request(`${lb.url}/x`)
+    expect(res.status).toBe(200)
+    expect(res.body).toBe('ok')
+    expect(res.headers['x-internal']).toBeUndefined()
+    expect(res.headers['proxy-connection']).toBeUndefined()
+    expect(res.headers['keep-alive']).not.toBe('timeout=1')
+    expect(res.headers['x-kept']).toBe('k')
+  })
+
+  test('HEAD gets the upstream head (status, Content-Length) and no body', async () => {
+    const u = await upstream((req, res) => {
+      res.writeHead(200, { 'content-length': '5', 'x-cache': 'HIT' })
+      res.end(req.method === 'HEAD' ? undefined : 'hello')
+    })
+    const lb = await start({ backends: [u.url] })
+    const res = await request(`${lb.url}/x`, { method: 'HEAD' })
+    expect(res.status).toBe(200)
+    expect(res.headers['content-length']).toBe('5')
+    expect(res.headers['x-cache']).toBe('HIT')
+    expect(res.body).toBe('')
+    expect((await request(`${lb.url}/x`)).body).toBe('hello')
+  })
+
+  test('request bodies reach the upstream intact, with Content-Length and chunked', async () => {
+    const u = await upstream((req, res) => {
+      const chunks = []
+      req.on('data', (c) => chunks.push(c))
+      req.on('end', () => res.end(`${req.headers['content-length'] || '-'} ${req.headers['transfer-encoding'] || '-'} ${Buffer.concat(chunks)}`))
+    })
+    const lb = await start({ backends: [u.url] })
+    const fixed = await request(`${lb.url}/p`, { method: 'POST', body: 'a'.repeat(100000), headers: { 'content-length': '100000' } })
+    expect(fixed.body).toBe(`100000 - ${'a'.repeat(100000)}`)
+    const chunked = await request(`${lb.url}/p`, { method: 'POST', body: 'b'.repeat(70000), headers: { 'transfer-encoding': 'chunked' } })
+    expect(chunked.body).toBe(`- chunked ${'b'.repeat(70000)}`)
+  })
+
+  test('a large response body streams through whole', async () => {
+    const big = Buffer.alloc(3 * 1024 * 1024, 'z')
+    const u = await upstream((req, res) => res.end(big))
+    const lb = await start({ backends: [u.url] })
+    const res = await request(`${lb.url}/big`)
+    expect(res.status).toBe(200)
+    expect(res.body.length).toBe(big.length)
   })
 })

@@ -93,6 +93,17 @@ describe('balancer.reconfigure applies a new config to a running balancer', () =
     expect(lb.maxBodySize).toBe(100)
   })
 
+  test('the proxy engine is restart-only; an undici balancer refuses an https backend and changes nothing', async () => {
+    lb = await startBalancer({ backends: backends('a'), algo: 'round-robin', port: 0, engine: 'undici' })
+    const { engine } = lb
+    expect(lb.reconfigure({ backends: backends('a', 'b'), algo: 'round-robin', engine: 'node-http' }).restartNeeded).toEqual(['engine'])
+    expect(lb.engine).toBe(engine)
+    expect(() => lb.reconfigure({ backends: [...backends('a'), 'https://localhost:9443'], algo: 'round-robin' }))
+      .toThrow(/^engine undici does not proxy to https upstreams \(https:\/\/localhost:9443\)/)
+    expect(lb.stats().upstreams.map((u) => u.id)).toEqual(['a', 'b'])
+    expect(await server(lb, '/x')).toMatch(/^[ab]$/)
+  })
+
   test('a new timeout takes a new proxy engine; a request in flight on the old one completes, then it is closed', async () => {
     lb = await startBalancer({ backends: backends('a'), port: 0 })
     const old = lb.engine

@@ -39,7 +39,7 @@ describe('createUpstreamAgents', () => {
   })
 })
 
-describe('https upstreams behind the balancer', () => {
+describe.each(['http-proxy', 'node-http'])('https upstreams behind the balancer (engine %s)', (engine) => {
   let upstream
   let lb
   afterEach(async () => {
@@ -50,7 +50,7 @@ describe('https upstreams behind the balancer', () => {
 
   test('are proxied over TLS, verified against --upstream-ca, over one kept-alive connection', async () => {
     upstream = await startUpstream((req, res) => res.end(`tls ${req.socket.encrypted} ${req.url}`), { tls })
-    lb = await startBalancer({ backends: [upstream.url], port: 0, upstreamCa: certs.ca })
+    lb = await startBalancer({ backends: [upstream.url], port: 0, engine, upstreamCa: certs.ca })
     for (let i = 0; i < 5; i++) {
       const res = await request(`${lb.url}/page${i}.html`)
       expect(res).toMatchObject({ status: 200, body: `tls true /page${i}.html` })
@@ -60,7 +60,7 @@ describe('https upstreams behind the balancer', () => {
 
   test('an upstream certificate no trusted CA signed is refused: 502, nothing reaches it', async () => {
     upstream = await startUpstream((req, res) => res.end('should not be reached'), { tls })
-    lb = await startBalancer({ backends: [upstream.url], port: 0, retries: 0 }) // Node's bundled CAs only
+    lb = await startBalancer({ backends: [upstream.url], port: 0, engine, retries: 0 }) // Node's bundled CAs only
     const res = await request(`${lb.url}/x`)
     expect(res.status).toBe(502)
     expect(res.headers['x-polistes-error']).toBe('connect')
@@ -70,14 +70,14 @@ describe('https upstreams behind the balancer', () => {
 
   test('a self-signed upstream is trusted when its own certificate is the CA file', async () => {
     upstream = await startUpstream((req, res) => res.end('self'), { tls: { cert: fs.readFileSync(certs.selfSigned), key: fs.readFileSync(certs.selfSignedKey) } })
-    lb = await startBalancer({ backends: [upstream.url], port: 0, upstreamCa: certs.selfSigned })
+    lb = await startBalancer({ backends: [upstream.url], port: 0, engine, upstreamCa: certs.selfSigned })
     expect(await request(`${lb.url}/`)).toMatchObject({ status: 200, body: 'self' })
   })
 
   test('the name verified and sent as SNI is the backend URL\'s, not the client\'s Host header', async () => {
     upstream = await startUpstream((req, res) => res.end(`sni=${req.socket.servername} host=${req.headers.host}`), { tls })
     const port = new URL(upstream.url).port
-    lb = await startBalancer({ backends: [`https://localhost:${port}`], port: 0, upstreamCa: certs.ca })
+    lb = await startBalancer({ backends: [`https://localhost:${port}`], port: 0, engine, upstreamCa: certs.ca })
     const res = await request(`${lb.url}/`, { headers: { host: 'www.example.com' } })
     expect(res).toMatchObject({ status: 200, body: 'sni=localhost host=www.example.com' })
   })
@@ -85,10 +85,18 @@ describe('https upstreams behind the balancer', () => {
   test('a certificate for another name is refused even when a trusted CA signed it', async () => {
     // the CA's own certificate, served as a server certificate: trusted, but it names no host
     upstream = await startUpstream((req, res) => res.end('should not be reached'), { tls: { cert: fs.readFileSync(certs.ca), key: fs.readFileSync(certs.caKey) } })
-    lb = await startBalancer({ backends: [upstream.url], port: 0, retries: 0, upstreamCa: certs.ca })
+    lb = await startBalancer({ backends: [upstream.url], port: 0, engine, retries: 0, upstreamCa: certs.ca })
     const res = await request(`${lb.url}/`)
     expect(res.status).toBe(502)
     expect(res.body).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID/)
     expect(upstream.requests).toBe(0)
+  })
+})
+
+describe('the undici engine and https upstreams', () => {
+  test('are refused at start-up with one clear message, nothing silently ignored', () => {
+    const { createBalancer } = require('../src/balancer')
+    expect(() => createBalancer({ backends: ['http://127.0.0.1:9', 'https://localhost:9443'], port: 0, engine: 'undici' }))
+      .toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION', message: expect.stringMatching(/engine undici does not proxy to https upstreams \(https:\/\/localhost:9443\)/) }))
   })
 })

@@ -1,0 +1,122 @@
+'use strict'
+
+/**
+ * The header rules the node-http and undici engines share (the http-proxy engine gets the same
+ * effect from the library's passes plus its own stripping). Pure functions over header data;
+ * no sockets.
+ *
+ * Request: hop-by-hop headers (RFC 9110 §7.6.1: Connection, the headers it names, Keep-Alive,
+ * Proxy-Connection, Upgrade) stay on the client's hop, as does Expect (Node answered the client's
+ * `100-continue` already) and Trailer (no request trailers are forwarded, and node:http throws on
+ * a Trailer header of a message that is not chunked); X-Forwarded-For, -Port and -Proto get this hop appended to any value
+ * the client sent, X-Forwarded-Host is set when the client did not send one (http-proxy's `xfwd`
+ * rules). Transfer-Encoding is framing: the engine decides whether to keep it.
+ *
+ * Response: the same hop-by-hop set plus Transfer-Encoding; Node frames the response to the client
+ * itself (Content-Length kept, otherwise chunked for HTTP/1.1, close-delimited for HTTP/1.0).
+ */
+
+/** Request headers never forwarded. */
+const REQUEST_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect', 'trailer',
+  'x-forwarded-for', 'x-forwarded-port', 'x-forwarded-proto', 'x-forwarded-host'])
+
+/** Response headers never passed to the client. */
+const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'transfer-encoding'])
+
+/**
+ * The names a Connection header value lists, lower-cased, beyond those always dropped
+ * (`Connection: keep-alive` and `close`, the usual values, list nothing more).
+ * @param {string | undefined} value
+ * @param {Set<string>} always names dropped anyway
+ * @returns {string[] | null} null when there is nothing extra to drop
+ */
+function connectionNames (value, always) {
+  if (!value) return null
+  const lower = value.toLowerCase()
+  if (lower === 'keep-alive' || lower === 'close') return null
+  let names = null
+  for (const part of lower.split(',')) {
+    const name = part.trim()
+    if (name && name !== 'close' && !always.has(name)) (names ||= []).push(name)
+  }
+  return names
+}
+
+/**
+ * The headers to send upstream for `req`, as a flat `[name, value, ...]` array (what
+ * `http.request` and undici take without building a header object).
+ *
+ * @param {import('http').IncomingMessage} req the client's request (its `headers`: lower-case, duplicates joined)
+ * @param {{ keepTransferEncoding: boolean, close: boolean }} options `keepTransferEncoding`: pass the
+ *   client's Transfer-Encoding on (node:http then chunk-encodes the body); `close`: add `Connection: close`
+ * @returns {string[]}
+ */
+function requestHeaders (req, { keepTransferEncoding, close }) {
+  const headers = req.headers
+  const extra = connectionNames(headers.connection, REQUEST_DROPPED)
+  const out = []
+  for (const name in headers) {
+    if (REQUEST_DROPPED.has(name)) continue
+    if (name === 'transfer-encoding' && !keepTransferEncoding) continue
+    if (extra !== null && extra.includes(name)) continue
+    out.push(name, headers[name])
+  }
+  const xff = headers['x-forwarded-for']
+  const xfport = headers['x-forwarded-port']
+  const xfproto = headers['x-forwarded-proto']
+  const encrypted = req.socket.encrypted === true
+  out.push(
+    'x-forwarded-for', append(xff, req.socket.remoteAddress || ''),
+    'x-forwarded-port', append(xfport, hostPort(headers.host, encrypted)),
+    'x-forwarded-proto', append(xfproto, encrypted ? 'https' : 'http'),
+    'x-forwarded-host', headers['x-forwarded-host'] || headers.host || ''
+  )
+  if (close) out.push('connection', 'close')
+  return out
+}
+
+function append (existing, value) {
+  return existing ? `${existing},${value}` : value
+}
+
+/** The port the client addressed: from its Host header, else the scheme's default. */
+function hostPort (host, encrypted) {
+  if (host) {
+    const m = /:(\d+)$/.exec(host)
+    if (m) return m[1]
+  }
+  return encrypted ? '443' : '80'
+}
+
+/**
+ * Filter an upstream response's raw headers for the client.
+ *
+ * @param {string[]} raw flat `[name, value, ...]` as received (original case, duplicates separate)
+ * @returns {{ raw: string[], headers: Record<string, string | string[]> }} `raw`: what to pass to
+ *   `res.writeHead` (original case kept); `headers`: the same, by lower-case name (repeated headers
+ *   as arrays), for whoever reads a value
+ */
+function responseHead (raw) {
+  let extra = null
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i].length === 10 && raw[i].toLowerCase() === 'connection') {
+      const names = connectionNames(raw[i + 1], RESPONSE_DROPPED)
+      if (names) extra = extra ? extra.concat(names) : names
+    }
+  }
+  const out = []
+  const headers = {}
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]
+    const value = raw[i + 1]
+    const lower = name.toLowerCase()
+    if (RESPONSE_DROPPED.has(lower)) continue
+    if (extra !== null && extra.includes(lower)) continue
+    out.push(name, value)
+    const seen = headers[lower]
+    headers[lower] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
+  }
+  return { raw: out, headers }
+}
+
+module.exports = { requestHeaders, responseHead, connectionNames }

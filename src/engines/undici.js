@@ -1,0 +1,157 @@
+'use strict'
+
+const { PassThrough } = require('node:stream')
+const { Pool } = require('undici')
+const { requestHeaders, responseHead } = require('./headers')
+
+/**
+ * The undici engine: one undici Pool per upstream, driven through `dispatch()` with a handler that
+ * writes the response head and body straight into the client's `res` (back-pressure: a full `res`
+ * pauses the upstream socket until 'drain'). undici parses the response itself (llhttp) and hands
+ * over raw header buffers, so no IncomingMessage or header object is built per response.
+ *
+ * @param {object} options
+ * @param {boolean} options.keepAlive reuse upstream connections; false sends `Connection: close`
+ *   (undici then closes the connection after the response)
+ * @param {number} options.timeoutMs upstream inactivity timeout: connect, headers, and between body chunks
+ * @returns {import('../proxy-engine').ProxyEngine}
+ */
+function createUndiciEngine ({ keepAlive, timeoutMs }) {
+  /** @type {Map<string, Pool>} by origin */
+  const pools = new Map()
+  /** @type {WeakMap<object, Pool>} */
+  const byUpstream = new WeakMap()
+
+  function pool (upstream) {
+    let p = byUpstream.get(upstream)
+    if (p === undefined) {
+      const origin = upstream.target.origin
+      p = pools.get(origin)
+      if (p === undefined) {
+        p = new Pool(origin, {
+          pipelining: 1,
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+          connect: { timeout: timeoutMs }
+        })
+        pools.set(origin, p)
+      }
+      byUpstream.set(upstream, p)
+    }
+    return p
+  }
+
+  /**
+   * @param {import('http').IncomingMessage} req
+   * @param {import('http').ServerResponse} res
+   * @param {{ target: URL }} upstream
+   * @param {import('../proxy-engine').AttemptHandlers} handlers
+   * @param {{ replay?: boolean, hold?: Set<number> }} [options] `hold`: response statuses offered
+   *   to `handlers.discard` before anything reaches the client
+   * @returns {{ abort: () => void }}
+   */
+  function forward (req, res, upstream, handlers, { replay = false, hold } = {}) {
+    const attempt = new Attempt(res, handlers, hold && hold.size > 0 ? hold : null)
+    pool(upstream).dispatch({
+      method: req.method,
+      path: req.url,
+      headers: requestHeaders(req, { keepTransferEncoding: false, close: !keepAlive }),
+      // undici destroys a stream body once sent; a pass-through keeps that away from the client's
+      // request (whose socket the server still needs for the response)
+      body: replay || !hasBody(req) ? null : req.pipe(new PassThrough())
+    }, attempt)
+    return attempt
+  }
+
+  function close () {
+    for (const p of pools.values()) p.destroy().catch(() => {})
+    pools.clear()
+  }
+
+  return { forward, close }
+}
+
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT'])
+
+/** One attempt, as undici's dispatch handler (the callback interface: onConnect, onHeaders, ...). */
+class Attempt {
+  constructor (res, handlers, hold) {
+    this.res = res
+    this.handlers = handlers
+    this.hold = hold
+    /** a held response being read and dropped (the connection stays usable) */
+    this.dropping = false
+    this.ended = false
+    this.responded = false
+    this.abortUpstream = null
+    this.resume = null
+    this.onDrain = null
+  }
+
+  /** The client went away: drop the upstream request. */
+  abort () {
+    if (this.ended) return
+    this.ended = true
+    if (this.abortUpstream) this.abortUpstream(new Error('client aborted'))
+  }
+
+  onConnect (abort) {
+    if (this.ended) abort(new Error('client aborted'))
+    else this.abortUpstream = abort
+  }
+
+  onHeaders (statusCode, rawHeaders, resume, statusText) {
+    if (statusCode < 200) return true // 1xx: informational, the final head follows
+    if (this.ended) return false
+    this.responded = true
+    this.resume = resume
+    const raw = new Array(rawHeaders.length)
+    for (let i = 0; i < rawHeaders.length; i++) {
+      const v = rawHeaders[i]
+      raw[i] = Array.isArray(v) ? v.map(String) : v.toString('latin1')
+    }
+    const head = responseHead(raw)
+    if (this.hold !== null && this.hold.has(statusCode) && this.handlers.discard(statusCode, head.headers)) {
+      this.ended = true
+      this.dropping = true
+      return true
+    }
+    this.handlers.onResponse(statusCode, head.headers)
+    if (this.ended) return false
+    if (statusText) this.res.writeHead(statusCode, statusText, head.raw)
+    else this.res.writeHead(statusCode, head.raw)
+    return true
+  }
+
+  onData (chunk) {
+    if (this.dropping) return true
+    if (this.ended) return false
+    // write() says false for any chunk above the high-water mark even when the socket took it
+    // all at once; only pause the upstream when something is actually left queued.
+    if (this.res.write(chunk) || this.res.writableLength === 0) return true
+    if (this.onDrain === null) this.onDrain = () => this.resume()
+    this.res.once('drain', this.onDrain)
+    return false
+  }
+
+  onComplete () {
+    if (this.ended) return
+    this.ended = true
+    this.res.end()
+  }
+
+  onError (err) {
+    if (this.ended) return
+    this.ended = true
+    const kind = TIMEOUT_CODES.has(err.code) ? 'timeout' : this.responded ? 'stream' : 'connect'
+    this.handlers.onFailure(err, kind)
+  }
+}
+
+/** Whether the request announces a body. */
+function hasBody (req) {
+  const length = req.headers['content-length']
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
+
+module.exports = { createUndiciEngine }
