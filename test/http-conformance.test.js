@@ -377,9 +377,9 @@ describe.each(ENGINES)('HTTP conformance through the CLI (engine %s)', (engine) 
     })
   })
 
-  // Behaviours the proxy engine (src/proxy-engine.js) does not have yet: the fix belongs there
-  // (see each test's comment). Unskip to check an engine.
-  describe.skip('known gaps (engine)', () => {
+  // TE is hop-by-hop (RFC 9110 §10.1.4), hop-by-hop stripping holds with --no-keep-alive too, and
+  // Via names polistes on the requests it forwards (RFC 9110 §7.6.3).
+  describe('hop-by-hop without keep-alive, TE and Via', () => {
     let plain
     let plainBase
     beforeAll(async () => {

@@ -6,7 +6,7 @@
  * no sockets.
  *
  * Request: hop-by-hop headers (RFC 9110 §7.6.1: Connection, the headers it names, Keep-Alive,
- * Proxy-Connection, Upgrade) stay on the client's hop, as does Expect (Node answered the client's
+ * Proxy-Connection, Upgrade, TE) stay on the client's hop, Via gets `1.1 polistes` appended, as does Expect (Node answered the client's
  * `100-continue` already) and Trailer (no request trailers are forwarded, and node:http throws on
  * a Trailer header of a message that is not chunked); X-Forwarded-For, -Port and -Proto get this hop appended to any value
  * the client sent, X-Forwarded-Host is set when the client did not send one (http-proxy's `xfwd`
@@ -17,7 +17,7 @@
  */
 
 /** Request headers never forwarded. */
-const REQUEST_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect', 'trailer',
+const REQUEST_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect', 'trailer', 'te', 'via',
   'x-forwarded-for', 'x-forwarded-port', 'x-forwarded-proto', 'x-forwarded-host'])
 
 /** Response headers never passed to the client. */
@@ -69,10 +69,21 @@ function requestHeaders (req, { keepTransferEncoding, close }) {
     'x-forwarded-for', append(xff, req.socket.remoteAddress || ''),
     'x-forwarded-port', append(xfport, hostPort(headers.host, encrypted)),
     'x-forwarded-proto', append(xfproto, encrypted ? 'https' : 'http'),
-    'x-forwarded-host', headers['x-forwarded-host'] || headers.host || ''
+    'x-forwarded-host', headers['x-forwarded-host'] || headers.host || '',
+    'via', via(headers.via)
   )
   if (close) out.push('connection', 'close')
   return out
+}
+
+/** RFC 9110 §7.6.3: a gateway MUST add itself to Via on the requests it forwards (requests only). */
+const VIA = '1.1 polistes'
+/**
+ * @param {string | undefined} existing the client's Via
+ * @returns {string}
+ */
+function via (existing) {
+  return existing ? `${existing}, ${VIA}` : VIA
 }
 
 function append (existing, value) {
@@ -119,4 +130,4 @@ function responseHead (raw) {
   return { raw: out, headers }
 }
 
-module.exports = { requestHeaders, responseHead, connectionNames }
+module.exports = { requestHeaders, responseHead, connectionNames, via }

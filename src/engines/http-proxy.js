@@ -1,6 +1,7 @@
 'use strict'
 
 const { Readable } = require('node:stream')
+const { via } = require('./headers')
 
 /** Each library's passes that turn an upstream response into the client's head (status, headers). */
 const OUTGOING = {
@@ -42,7 +43,9 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
       proxyReq.destroy()
       return
     }
-    if (keepAlive) stripHopByHop(proxyReq, req)
+    stripHopByHop(proxyReq, req)
+    if (!keepAlive) proxyReq.setHeader('connection', 'close')
+    proxyReq.setHeader('via', via(req.headers.via))
     proxyReq.setTimeout(timeoutMs, () => {
       attempt.timedOut = true
       proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
@@ -156,6 +159,7 @@ function stripHopByHop (proxyReq, req) {
   proxyReq.removeHeader('connection')
   proxyReq.removeHeader('keep-alive')
   proxyReq.removeHeader('proxy-connection')
+  proxyReq.removeHeader('te')
 }
 
 /**
