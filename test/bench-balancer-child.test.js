@@ -8,16 +8,7 @@
 const fs = require('node:fs')
 const path = require('node:path')
 const { Child } = require('../bench/child')
-const { request, startUpstream, waitFor } = require('./helper')
-
-function alive (pid) {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
+const { request, startUpstream, waitFor, alive } = require('./helper')
 
 describe('bench balancer child', () => {
   let upstream

@@ -3,20 +3,10 @@
 const path = require('node:path')
 const net = require('node:net')
 const { once } = require('node:events')
-const { request, startUpstream, waitFor, runNode, startCli } = require('./helper')
+const { request, startUpstream, waitFor, runNode, startCli, alive } = require('./helper')
 const { workerConfig } = require('../src/cluster')
 
 const CLI = path.join(__dirname, '..', 'bin', 'polistes.js')
-
-/** Whether a process id is alive (signal 0 only checks). */
-function alive (pid) {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /** The pids that answered `n` stats requests, each on a new connection. */
 async function answeringPids (url, n) {

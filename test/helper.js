@@ -441,4 +441,18 @@ function describeIfInstalled (programs, title, fn) {
   return describe.skip(`${title} [skipped: ${missing.join(', ')} not installed; apt-get install ${install}]`, fn)
 }
 
-module.exports = { describeIfInstalled, rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli, cliEntry, startCli, parseResponses, RawConnection, startRecordingUpstream, makeCertificates }
+/**
+ * Whether a process id is alive (signal 0 only checks).
+ * @param {number} pid
+ * @returns {boolean}
+ */
+function alive (pid) {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+module.exports = { alive, describeIfInstalled, rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli, cliEntry, startCli, parseResponses, RawConnection, startRecordingUpstream, makeCertificates }
