@@ -122,7 +122,7 @@ async function runOnce (engine, o, script, tag) {
   const balancer = new Child(path.join(__dirname, 'balancer-child.js'), { name: 'balancer child', execArgv })
   try {
     const { backends } = await fleet.request('start', { fleet: FLEET, pages: PAGES, host: HOST })
-    const { url } = await balancer.request('start', { backends, algo: o.algo, host: HOST, engine })
+    const { url } = await balancer.request('start', { backends: backends.map((b) => ({ id: b.id, url: b.url })), algo: o.algo, host: HOST, engine })
     if (o.warmup > 0) await wrk(url, { seconds: o.warmup, connections: o.connections, script })
     const [stats0, cpu0, fleetCpu0] = await Promise.all([fleet.request('stats'), balancer.request('cpu'), fleet.request('cpu')])
     const w = await wrk(url, { seconds: o.duration, connections: o.connections, script })
