@@ -13,7 +13,7 @@
 
 const path = require('node:path')
 const fs = require('node:fs')
-const yargs = require('yargs/yargs')
+const { yargsFor } = require('../servers/cli-support')
 const { PolistesError, ERR_POLISTES_BAD_OPTION } = require('../src/errors')
 const { startFleet } = require('../servers/fleet')
 const { launchBrowser, startCli, driveLoad, openDashboard, readDashboard } = require('./dashboard-browser')
@@ -21,19 +21,15 @@ const { launchBrowser, startCli, driveLoad, openDashboard, readDashboard } = req
 const DEFAULT_OUT = path.join(__dirname, '..', 'docs', 'images', 'dashboard.png')
 
 async function main (argv) {
-  const args = yargs(argv)
+  const args = yargsFor(argv, 'Load the embedded fleet, kill a backend midway, and save a screenshot of the dashboard.')
     .scriptName('npm run screenshot --')
+    .exitProcess(false)
     .option('algo', { type: 'string', default: 'wasp', describe: 'routing policy' })
     .option('before', { type: 'number', default: 40, describe: 'seconds of load before a backend is killed' })
     .option('after', { type: 'number', default: 30, describe: 'seconds of load after' })
     .option('kill', { type: 'string', default: 'c', describe: 'id of the backend to kill ("" for none)' })
     .option('connections', { type: 'number', default: 8, describe: 'client connections' })
     .option('out', { type: 'string', default: DEFAULT_OUT, defaultDescription: 'docs/images/dashboard.png' })
-    .strict()
-    .help()
-    .version(false)
-    .exitProcess(false)
-    .fail((msg, err) => { throw new ERR_POLISTES_BAD_OPTION(err ? err.message : msg) })
     .parse()
   if (args.help) return
   for (const name of ['before', 'after', 'connections']) {

@@ -19,7 +19,7 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const yargs = require('yargs/yargs')
+const { yargsFor } = require('../servers/cli-support')
 const { PolistesError, ERR_POLISTES_BAD_OPTION } = require('../src/errors')
 const { createBalancer } = require('../src/balancer')
 const { createMetrics } = require('../src/metrics')
@@ -174,19 +174,15 @@ async function endToEnd ({ rounds, seconds, rate, connections }) {
 }
 
 function parse (argv) {
-  return yargs(argv)
+  return yargsFor(argv, 'What the access log and the telemetry cost per request, and what a metrics scrape costs.')
     .scriptName('npm run bench:observe --')
+    .exitProcess(false)
     .option('micro', { type: 'boolean', default: false, describe: 'in-process measurements only' })
     .option('rounds', { type: 'number', default: 3, describe: 'off/on alternations in the end-to-end part' })
     .option('seconds', { type: 'number', default: 6, describe: 'measured seconds per run' })
     .option('rate', { type: 'number', default: 1500, describe: 'fixed request rate, req/s' })
     .option('connections', { type: 'number', default: 16, describe: 'client connections' })
     .option('json', { type: 'boolean', default: false, describe: 'machine-readable output' })
-    .strict()
-    .help()
-    .version(false)
-    .exitProcess(false)
-    .fail((msg, err) => { throw new ERR_POLISTES_BAD_OPTION(err ? err.message : msg) })
     .parse()
 }
 
