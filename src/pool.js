@@ -233,9 +233,12 @@ class Pool {
    * @param {{ rise: number, fall: number }} counts
    */
   watch (upstream, { rise, fall }) {
-    if (upstream.check === null) upstream.check = new CheckState()
-    upstream.check.rise = rise
-    upstream.check.fall = fall
+    if (upstream.check === null) {
+      upstream.check = new CheckState(rise, fall)
+    } else {
+      upstream.check.rise = rise
+      upstream.check.fall = fall
+    }
   }
 
   /**
@@ -313,10 +316,14 @@ function rampFrom (upstream) {
 
 /** The active-check record of a watched member. */
 class CheckState {
-  constructor () {
+  /**
+   * @param {number} rise passed checks in a row that bring it back
+   * @param {number} fall failed checks in a row that take it down
+   */
+  constructor (rise, fall) {
     this.up = true
-    this.rise = 2
-    this.fall = 3
+    this.rise = rise
+    this.fall = fall
     this.okStreak = 0
     this.failStreak = 0
     this.passed = 0
