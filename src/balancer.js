@@ -109,7 +109,7 @@ class Balancer {
     this.now = now
     this.random = random
     /** what reconfigure() compares a new config with */
-    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, retries, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, customPolicy: Boolean(policy), maxBodySize: o.maxBodySize, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, o[key]])) }
+    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, customPolicy: Boolean(policy), maxBodySize: o.maxBodySize, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, o[key]])) }
     this.specs = new Map(specs.map((s) => [s.id, s]))
     this.pool = new Pool(specs, { maxFails, failTimeoutMs, slowStartMs, now, random })
     for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order

@@ -82,6 +82,15 @@ describe('balancer.reconfigure applies a new config to a running balancer', () =
     expect(served.filter((s) => s === 'b')).toHaveLength(6)
   })
 
+  test('retryOn changes live and is reported; the same list is no change', async () => {
+    lb = await startBalancer({ backends: backends('a'), algo: 'round-robin', port: 0, retryOn: [503] })
+    expect(lb.reconfigure({ backends: backends('a'), algo: 'round-robin', retryOn: [503] }).changed).toEqual([])
+    expect(lb.reconfigure({ backends: backends('a'), algo: 'round-robin', retryOn: [502, 503] }).changed).toEqual(['retryOn'])
+    expect([...lb.retryOn]).toEqual([502, 503])
+    expect(lb.reconfigure({ backends: backends('a'), algo: 'round-robin' }).changed).toEqual(['retryOn'])
+    expect(lb.retryOn.size).toBe(0)
+  })
+
   test('front settings bound to the listeners are restart-only; maxBodySize applies at once', async () => {
     lb = await startBalancer({ backends: backends('a'), algo: 'round-robin', port: 0, maxBodySize: 10 })
     const result = lb.reconfigure({ backends: backends('a'), algo: 'round-robin', maxBodySize: 100, maxHeaderSize: 8192, headersTimeoutMs: 5000, adminPort: 0, tlsCert: 'c.pem', tlsKey: 'k.pem' })
