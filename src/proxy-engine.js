@@ -6,7 +6,9 @@
  * - `http-proxy`: http-proxy 1.18 with polistes' fixes around it (the requested stack);
  * - `http-proxy-3`: the same on http-proxy's API-compatible successor;
  * - `node-http`: node:http's client through a keep-alive Agent, no proxy library;
- * - `undici`: one undici Pool per upstream, driven through `dispatch()`.
+ * - `undici`: one undici Pool per upstream, driven through `dispatch()`;
+ * - `direct`: polistes' own HTTP/1.1 client: pooled sockets and Node's llhttp parser, no
+ *   ClientRequest, IncomingMessage or Agent per request.
  * http-proxy and node-http take their connections from src/upstream-agents.js (http, and verified
  * https per origin); undici keeps its own pools and speaks plain http only (see checkEngineTargets).
  * All of them pass the same pitfall suite (test/proxy-pitfalls.test.js); bench/engine-cpu.js
@@ -17,7 +19,7 @@ const { ERR_POLISTES_BAD_OPTION } = require('./errors')
 const { createUpstreamAgents } = require('./upstream-agents')
 
 const DEFAULT_ENGINE = 'http-proxy'
-const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici']
+const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici', 'direct']
 
 /**
  * How one attempt ended badly.
@@ -70,6 +72,8 @@ function createProxyEngine ({ engine = DEFAULT_ENGINE, keepAlive = true, timeout
   let created
   if (engine === 'undici') {
     created = require('./engines/undici').createUndiciEngine({ keepAlive, timeoutMs })
+  } else if (engine === 'direct') {
+    created = require('./engines/direct').createDirectEngine({ keepAlive, timeoutMs, ca: upstreamCa })
   } else {
     const options = { keepAlive, timeoutMs, agents: createUpstreamAgents({ keepAlive, ca: upstreamCa }) }
     created = engine === 'node-http'

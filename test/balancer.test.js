@@ -128,7 +128,7 @@ describe('graceful close', () => {
   })
 })
 
-describe.each(['http-proxy', 'node-http', 'undici'])('retry on a status (retryOn) (engine %s)', (engine) => {
+describe.each(['http-proxy', 'node-http', 'undici', 'direct'])('retry on a status (retryOn) (engine %s)', (engine) => {
   const http = require('node:http')
   const open = []
   afterEach(async () => {

@@ -12,7 +12,7 @@ const { once } = require('node:events')
 const { startCli, startRecordingUpstream, RawConnection, rawRequest, parseResponses, waitFor, sleep } = require('./helper')
 
 /** The engines every conformance test runs over; `default` passes no `--engine` flag. */
-const ENGINES = ['default', 'node-http', 'undici']
+const ENGINES = ['default', 'node-http', 'undici', 'direct']
 const engineArgs = (engine) => (engine === 'default' ? [] : ['--engine', engine])
 
 describe.each(ENGINES)('HTTP conformance through the CLI (engine %s)', (engine) => {
@@ -266,7 +266,7 @@ describe.each(ENGINES)('HTTP conformance through the CLI (engine %s)', (engine) 
         conn.destroy()
       }
       // the http-proxy engines join target paths with urljoin (runs of slashes merged); the others send it verbatim
-      expect(upstream.records[0].url).toBe(['node-http', 'undici'].includes(engine) ? target : target.replace(/\/+/g, '/'))
+      expect(upstream.records[0].url).toBe(['node-http', 'undici', 'direct'].includes(engine) ? target : target.replace(/\/+/g, '/'))
       await expectAlive()
     })
 

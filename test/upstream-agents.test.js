@@ -39,7 +39,7 @@ describe('createUpstreamAgents', () => {
   })
 })
 
-describe.each(['http-proxy', 'node-http'])('https upstreams behind the balancer (engine %s)', (engine) => {
+describe.each(['http-proxy', 'node-http', 'direct'])('https upstreams behind the balancer (engine %s)', (engine) => {
   let upstream
   let lb
   afterEach(async () => {
