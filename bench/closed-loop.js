@@ -339,7 +339,8 @@ function scenario (makePolicy, { seed = 1, warmup = 5000, measure = 5000, coloni
 /**
  * `npm run bench:model [-- --colonies 1,2,4] [--seeds 5] [--assign random] [--policy-options JSON]`:
  * without --colonies, hit rate, balance and key spread per policy; with it, the hit rate of K
- * independent colonies (balancer workers) sharing the same backends, per policy.
+ * independent colonies (balancer workers) sharing the same backends, per policy, wasp with the
+ * options `polistes --workers K` gives it (`balanced` 16 for K > 1 unless --policy-options sets it).
  */
 function cli (argv) {
   const yargs = require('yargs/yargs')
@@ -397,23 +398,27 @@ function cli (argv) {
     process.stderr.write(`bench:model: --colonies must list integers in [1, 64], got ${args.colonies}\n`)
     process.exit(2)
   }
+  // K colonies get the options of `polistes --workers K` (wasp's `balanced` unless given)
+  const { workerConfig } = require('../src/cluster')
+  const waspFor = (colonies) => workerConfig({ algo: 'wasp', policyOptions: waspOptions, workers: colonies }).policyOptions
   const policies = {
-    wasp: (random) => createWasp(waspOptions, { random }),
-    'chash-bounded': (random) => createChashBounded({}, { random }),
-    'round-robin': (random) => createRoundRobin({}, { random })
+    wasp: (colonies) => (random) => createWasp(waspFor(colonies), { random }),
+    'chash-bounded': () => (random) => createChashBounded({}, { random }),
+    'round-robin': () => (random) => createRoundRobin({}, { random })
   }
   const rows = []
   for (const popularity of ['uniform', { zipf: 1 }]) {
     for (const [name, make] of Object.entries(policies)) {
       const row = { popularity: label(popularity), policy: name }
       for (const colonies of counts) {
-        const runs = seeds.map((seed) => scenario(make, { seed, popularity, colonies, assign: args.assign }))
+        const runs = seeds.map((seed) => scenario(make(colonies), { seed, popularity, colonies, assign: args.assign }))
         row[`K=${colonies}`] = `${avg(runs, (r) => r.hitRate).toFixed(3)} (${Math.min(...runs.map((r) => r.hitRate)).toFixed(3)})`
       }
       rows.push(row)
     }
   }
   console.log(`${head}\nhit rate with K independent colonies (requests to colonies ${args.assign}); mean (worst seed)`)
+  console.log(`wasp options: K = 1 ${JSON.stringify(waspFor(1))}; K > 1 ${JSON.stringify(waspFor(2))} (as with polistes --workers K)`)
   console.table(rows)
 }
 

@@ -1,0 +1,151 @@
+'use strict'
+
+/**
+ * The balanced packing that several wasp colonies agree on without talking (wasp option
+ * `balanced`): a deterministic function of the keys a colony holds and of the upstream ids it is
+ * given, so that colonies (balancer workers) that have seen the same keys compute the same owner
+ * for every key, whatever order the keys came in and whatever their random sources drew.
+ *
+ * Consistent hashing with bounded loads (Mirrokni, Thorup & Zadimoghaddam 2016) over keys, not
+ * requests: the keys, in the order of their hash, each go to their first rendezvous (HRW, Thaler &
+ * Ravishankar 1998) choice among the upstreams that may still take one. With K keys and n upstreams
+ * every upstream holds floor(K/n) or ceil(K/n) keys (exactly K mod n of them hold the larger
+ * count). Counting keys, not requests, is what makes the packing a function of what every colony
+ * sees alike: request counts differ by noise from colony to colony, the set of keys does not. It
+ * is also what fills equal caches evenly (7 upstreams, 4-page caches, 25 pages: 4 or 3 keys each,
+ * where plain rendezvous hashing gives one upstream 6 and another 1, hit rate 0.88).
+ *
+ * A packing is recomputed, never patched (an incremental insertion would depend on the order in
+ * which keys arrived, which differs between colonies): at once when the set of upstream ids
+ * changes, and when keys came or went, no more often than once per `keys` picks, so that its
+ * O(K log K + K × n) cost stays O(n + log K) per pick amortized. A key newer than the last packing
+ * goes to its first rendezvous choice until the next. Counted in picks, not time.
+ */
+
+const { fmix32 } = require('./shared')
+
+/**
+ * The rendezvous score of an upstream for a key (highest wins): both hashes mixed into one, so
+ * that a packing costs no string hashing per (key, upstream).
+ * @param {number} idHash `hash32(id)` of the upstream
+ * @param {number} keyHash FNV-1a of the key
+ * @returns {number} unsigned 32-bit
+ */
+function score (idHash, keyHash) {
+  return fmix32((idHash ^ keyHash) >>> 0)
+}
+
+function compareStrings (a, b) {
+  return a < b ? -1 : (a > b ? 1 : 0)
+}
+
+/**
+ * Pack `keys` onto upstreams. Pure and deterministic: the result depends on the set of (key, hash)
+ * pairs and on the set of upstreams, not on the order of either.
+ * @param {ReadonlyArray<{ key: string, hash: number }>} keys `hash` = FNV-1a of `key`
+ * @param {ReadonlyArray<{ id: string, hash: number }>} ups distinct upstreams, non-empty; `hash` =
+ *   `hash32(id)`
+ * @returns {Int32Array} for each key (in the order of `keys`), the index in `ups` of its owner
+ */
+function pack (keys, ups) {
+  const n = ups.length
+  const order = keys.map((_, i) => i)
+  order.sort((a, b) => keys[a].hash - keys[b].hash || compareStrings(keys[a].key, keys[b].key))
+  // candidates by id, so that equal scores go the same way whatever the list order
+  const byId = ups.map((_, i) => i).sort((a, b) => compareStrings(ups[a].id, ups[b].id))
+  const low = Math.floor(keys.length / n)
+  const high = Math.ceil(keys.length / n)
+  const larger = keys.length - low * n // how many upstreams may hold `high` keys
+  let atHigh = 0
+  const counts = new Int32Array(n)
+  const owners = new Int32Array(keys.length)
+  for (const k of order) {
+    const h = keys[k].hash
+    let best = -1
+    let bestScore = -1
+    for (const i of byId) {
+      if (counts[i] >= low && (counts[i] >= high || atHigh >= larger)) continue
+      const s = score(ups[i].hash, h)
+      if (s > bestScore) { best = i; bestScore = s }
+    }
+    if (++counts[best] === high && high > low) atHigh++
+    owners[k] = best
+  }
+  return owners
+}
+
+/**
+ * The packing of one wasp memory. `update` at every pick (repacks when due), then `ownerOf` the
+ * pick's key; each key record carries its `owner` id, valid while its `packed` equals `version`.
+ */
+function createPacking () {
+  let signature = -1
+  let size = -1
+  let packedAt = -Infinity
+  let keysChanged = false
+  let version = 0
+
+  return {
+    /** Packings computed so far (a new one each time the owners may have changed). */
+    get version () { return version },
+
+    /**
+     * Repack when this pick's set of upstream ids differs from the last packing's, or when keys
+     * came or went and at least `keys.size` picks have passed since the last packing.
+     * @param {number} picks the memory's pick count
+     * @param {ReadonlyArray<{ id: string, hash: number }>} recs this pick's upstream records (the first `n`)
+     * @param {number} n
+     * @param {Map<string, import('./wasp-memory').KeyRecord>} keys
+     */
+    update (picks, recs, n, keys) {
+      let sig = 0
+      for (let i = 0; i < n; i++) sig = (sig + recs[i].hash) >>> 0
+      if (sig === signature && n === size && !(keysChanged && picks - packedAt >= keys.size)) return
+      signature = sig
+      size = n
+      packedAt = picks
+      keysChanged = false
+      version++
+      const list = recs.slice(0, n)
+      const entries = []
+      const krecs = []
+      for (const [key, krec] of keys) {
+        entries.push({ key, hash: krec.hash })
+        krecs.push(krec)
+      }
+      const owners = pack(entries, list)
+      for (let j = 0; j < krecs.length; j++) {
+        krecs[j].owner = list[owners[j]].id
+        krecs[j].packed = version
+      }
+    },
+
+    /**
+     * The owner of a key: its upstream in the current packing, or, for a key that packing does not
+     * hold (new since), its first rendezvous choice among this pick's upstreams until the next
+     * packing, which is then due.
+     * @param {import('./wasp-memory').KeyRecord} krec
+     * @param {ReadonlyArray<{ id: string, hash: number }>} recs
+     * @param {number} n
+     * @returns {string}
+     */
+    ownerOf (krec, recs, n) {
+      if (krec.packed === version) return krec.owner
+      keysChanged = true
+      let best = 0
+      let bestScore = score(recs[0].hash, krec.hash)
+      for (let i = 1; i < n; i++) {
+        const s = score(recs[i].hash, krec.hash)
+        if (s > bestScore || (s === bestScore && recs[i].id < recs[best].id)) { best = i; bestScore = s }
+      }
+      krec.owner = recs[best].id
+      krec.packed = version
+      return krec.owner
+    },
+
+    /** A reload shrank the key table: the next packing is due. */
+    keysChanged () { keysChanged = true }
+  }
+}
+
+module.exports = { pack, createPacking, score }

@@ -1,0 +1,109 @@
+'use strict'
+
+const { pack, createPacking, score } = require('../src/policies/wasp-packing')
+const { fnv1a32, hash32 } = require('../src/policies/shared')
+
+const keysOf = (count, prefix = '/k') => Array.from({ length: count }, (_, i) => ({ key: `${prefix}${i}`, hash: fnv1a32(`${prefix}${i}`) }))
+const upsOf = (ids) => ids.map((id) => ({ id, hash: hash32(id) }))
+const ids = (n) => Array.from({ length: n }, (_, i) => `u${i}`)
+
+/** key -> owner id */
+function owners (keys, ups) {
+  const out = pack(keys, ups)
+  return new Map(keys.map((k, i) => [k.key, ups[out[i]].id]))
+}
+
+/** A key table like the wasp memory's: key -> { hash }. */
+const table = (keys) => new Map(keys.map(({ key, hash }) => [key, { hash }]))
+
+describe('wasp packing: pack', () => {
+  test.each([[25, 7], [1000, 7], [10, 3], [3, 5], [7, 7], [0, 3]])('%i keys on %i upstreams: each holds floor or ceil of keys/upstreams', (count, n) => {
+    const per = new Map(ids(n).map((id) => [id, 0]))
+    for (const owner of owners(keysOf(count), upsOf(ids(n))).values()) per.set(owner, per.get(owner) + 1)
+    const counts = [...per.values()]
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(count)
+    expect(Math.min(...counts)).toBe(Math.floor(count / n))
+    expect(Math.max(...counts)).toBe(Math.ceil(count / n))
+  })
+
+  test('the owners depend on the sets of keys and upstreams, not on their order', () => {
+    const keys = keysOf(200)
+    const ups = upsOf(ids(7))
+    const a = owners(keys, ups)
+    const b = owners([...keys].reverse(), [...ups].reverse())
+    const c = owners([...keys.slice(100), ...keys.slice(0, 100)], [...ups.slice(3), ...ups.slice(0, 3)])
+    expect(b).toEqual(a)
+    expect(c).toEqual(a)
+  })
+
+  test('a key with room everywhere goes to its first rendezvous choice', () => {
+    const [key] = keysOf(1, '/only')
+    const ups = upsOf(ids(7))
+    const first = ups.reduce((best, u) => (score(u.hash, key.hash) > score(best.hash, key.hash) ? u : best))
+    expect(owners([key], ups).get(key.key)).toBe(first.id)
+  })
+
+  test('an upstream removed: its keys move, and few others (bounded loads, not a reshuffle)', () => {
+    const keys = keysOf(1000)
+    const before = owners(keys, upsOf(ids(7)))
+    const after = owners(keys, upsOf(ids(7).filter((id) => id !== 'u3')))
+    let others = 0
+    for (const [key, owner] of before) {
+      if (owner === 'u3') expect(after.get(key)).not.toBe('u3')
+      else if (after.get(key) !== owner) others++
+    }
+    expect(others / keys.length).toBeLessThan(0.05) // measured 0.018
+  })
+
+  test('an upstream added takes about its share of the keys, from the others', () => {
+    const keys = keysOf(1000)
+    const before = owners(keys, upsOf(ids(7)))
+    const after = owners(keys, upsOf(ids(8)))
+    let moved = 0
+    for (const [key, owner] of before) if (after.get(key) !== owner) moved++
+    expect(moved / keys.length).toBeLessThan(1.5 / 8) // measured 0.135; 1/8 is the least possible
+  })
+})
+
+describe('wasp packing: createPacking', () => {
+  test('the first update packs every key; ownerOf then reads the packing', () => {
+    const keys = table(keysOf(25))
+    const ups = upsOf(ids(7))
+    const packing = createPacking()
+    packing.update(1, ups, 7, keys)
+    expect(packing.version).toBe(1)
+    const expected = owners(keysOf(25), ups)
+    for (const [key, krec] of keys) expect(packing.ownerOf(krec, ups, 7)).toBe(expected.get(key))
+  })
+
+  test('a new key goes to its first rendezvous choice, and a repacking is due after keys.size picks', () => {
+    const keys = table(keysOf(25))
+    const ups = upsOf(ids(7))
+    const packing = createPacking()
+    packing.update(1, ups, 7, keys)
+    const [fresh] = keysOf(1, '/new')
+    const krec = { hash: fresh.hash }
+    keys.set(fresh.key, krec)
+    const first = ups.reduce((best, u) => (score(u.hash, fresh.hash) > score(best.hash, fresh.hash) ? u : best))
+    expect(packing.ownerOf(krec, ups, 7)).toBe(first.id)
+    packing.update(25, ups, 7, keys) // 24 picks since the packing, 26 keys: not yet
+    expect(packing.version).toBe(1)
+    packing.update(27, ups, 7, keys)
+    expect(packing.version).toBe(2)
+    expect(krec.packed).toBe(2)
+    packing.update(1000, ups, 7, keys) // nothing changed since: no repacking
+    expect(packing.version).toBe(2)
+  })
+
+  test('another set of upstreams repacks at once; the same set in another order does not', () => {
+    const keys = table(keysOf(25))
+    const ups = upsOf(ids(7))
+    const packing = createPacking()
+    packing.update(1, ups, 7, keys)
+    packing.update(2, [...ups].reverse(), 7, keys)
+    expect(packing.version).toBe(1)
+    packing.update(3, ups, 6, keys) // the last one left the list
+    expect(packing.version).toBe(2)
+    expect([...keys.values()].map((k) => k.owner)).not.toContain('u6')
+  })
+})
