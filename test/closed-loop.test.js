@@ -184,6 +184,16 @@ describe('wasp in the closed-loop model', () => {
     expect(mean(4, {})).toBeLessThan(0.7) // every colony learns its own division: measured 0.373 and 0.609
   })
 
+  test('colonies: with caches of unequal size, weights in proportion to them give each backend its fair count of keys (seeds 1-3)', () => {
+    const cacheSize = [2, 2, 4, 4, 8, 8, 8]
+    const hitRate = (weights) => [1, 2, 3].reduce((sum, seed) =>
+      sum + scenario((random) => createWasp({ balanced: 16 }, { random }), { seed, colonies: 4, cacheSize, weights }).hitRate, 0) / 3
+    const equal = hitRate(undefined)
+    const weighted = hitRate(cacheSize)
+    expect(equal).toBeLessThan(0.92) // 3 or 4 keys on a 2-page cache: measured 0.874
+    expect(weighted).toBeGreaterThanOrEqual(0.97) // measured 0.997
+  })
+
   test('colonies: 16 balanced colonies still agree (seeds 1-3)', () => {
     for (const seed of [1, 2, 3]) {
       expect(scenario((random) => createWasp({ balanced: 16 }, { random }), { seed, colonies: 16 }).hitRate).toBeGreaterThanOrEqual(0.95)

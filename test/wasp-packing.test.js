@@ -4,7 +4,7 @@ const { pack, createPacking, score } = require('../src/policies/wasp-packing')
 const { fnv1a32, hash32 } = require('../src/policies/shared')
 
 const keysOf = (count, prefix = '/k') => Array.from({ length: count }, (_, i) => ({ key: `${prefix}${i}`, hash: fnv1a32(`${prefix}${i}`) }))
-const upsOf = (ids) => ids.map((id) => ({ id, hash: hash32(id) }))
+const upsOf = (ids, weights = []) => ids.map((id, i) => ({ id, hash: hash32(id), weight: weights[i] ?? 1 }))
 const ids = (n) => Array.from({ length: n }, (_, i) => `u${i}`)
 
 /** key -> owner id */
@@ -24,6 +24,20 @@ describe('wasp packing: pack', () => {
     expect(counts.reduce((a, b) => a + b, 0)).toBe(count)
     expect(Math.min(...counts)).toBe(Math.floor(count / n))
     expect(Math.max(...counts)).toBe(Math.ceil(count / n))
+  })
+
+  test.each([
+    [25, [2, 2, 4, 4, 8, 8, 8]], [1000, [1, 2, 3]], [10, [1, 1, 100]], [7, [0.5, 0.25, 0.25]]
+  ])('%i keys on upstreams weighted %j: each holds floor or ceil of its weighted share', (count, weights) => {
+    const list = upsOf(ids(weights.length), weights)
+    const per = new Map(list.map((u) => [u.id, 0]))
+    for (const owner of owners(keysOf(count), list).values()) per.set(owner, per.get(owner) + 1)
+    const total = weights.reduce((a, b) => a + b, 0)
+    list.forEach((u, i) => {
+      const share = count * weights[i] / total
+      expect(per.get(u.id)).toBeGreaterThanOrEqual(Math.floor(share + 1e-9))
+      expect(per.get(u.id)).toBeLessThanOrEqual(Math.ceil(share - 1e-9))
+    })
   })
 
   test('the owners depend on the sets of keys and upstreams, not on their order', () => {
@@ -70,7 +84,7 @@ describe('wasp packing: createPacking', () => {
     const keys = table(keysOf(25))
     const ups = upsOf(ids(7))
     const packing = createPacking()
-    packing.update(1, ups, 7, keys)
+    packing.update(1, ups, ups, 7, keys)
     expect(packing.version).toBe(1)
     const expected = owners(keysOf(25), ups)
     for (const [key, krec] of keys) expect(packing.ownerOf(krec, ups, 7)).toBe(expected.get(key))
@@ -80,29 +94,40 @@ describe('wasp packing: createPacking', () => {
     const keys = table(keysOf(25))
     const ups = upsOf(ids(7))
     const packing = createPacking()
-    packing.update(1, ups, 7, keys)
+    packing.update(1, ups, ups, 7, keys)
     const [fresh] = keysOf(1, '/new')
     const krec = { hash: fresh.hash }
     keys.set(fresh.key, krec)
     const first = ups.reduce((best, u) => (score(u.hash, fresh.hash) > score(best.hash, fresh.hash) ? u : best))
     expect(packing.ownerOf(krec, ups, 7)).toBe(first.id)
-    packing.update(25, ups, 7, keys) // 24 picks since the packing, 26 keys: not yet
+    packing.update(25, ups, ups, 7, keys) // 24 picks since the packing, 26 keys: not yet
     expect(packing.version).toBe(1)
-    packing.update(27, ups, 7, keys)
+    packing.update(27, ups, ups, 7, keys)
     expect(packing.version).toBe(2)
     expect(krec.packed).toBe(2)
-    packing.update(1000, ups, 7, keys) // nothing changed since: no repacking
+    packing.update(1000, ups, ups, 7, keys) // nothing changed since: no repacking
     expect(packing.version).toBe(2)
+  })
+
+  test('a changed weight repacks at once, and moves keys toward the heavier upstream', () => {
+    const keys = table(keysOf(63))
+    const ups = upsOf(ids(7))
+    const packing = createPacking()
+    packing.update(1, ups, ups, 7, keys)
+    const heavier = ups.map((u) => (u.id === 'u0' ? { ...u, weight: 3 } : u))
+    packing.update(2, heavier, ups, 7, keys)
+    expect(packing.version).toBe(2)
+    expect([...keys.values()].filter((k) => k.owner === 'u0')).toHaveLength(63 * 3 / 9)
   })
 
   test('another set of upstreams repacks at once; the same set in another order does not', () => {
     const keys = table(keysOf(25))
     const ups = upsOf(ids(7))
     const packing = createPacking()
-    packing.update(1, ups, 7, keys)
-    packing.update(2, [...ups].reverse(), 7, keys)
+    packing.update(1, ups, ups, 7, keys)
+    packing.update(2, [...ups].reverse(), [...ups].reverse(), 7, keys)
     expect(packing.version).toBe(1)
-    packing.update(3, ups, 6, keys) // the last one left the list
+    packing.update(3, ups, ups, 6, keys) // the last one left the list
     expect(packing.version).toBe(2)
     expect([...keys.values()].map((k) => k.owner)).not.toContain('u6')
   })

@@ -218,7 +218,7 @@ describe('wasp: learning and forgetting', () => {
 
   /** The owner of each of `keys` in the balanced packing onto `list`. */
   const packed = (keys, list) => {
-    const ups = list.map((u) => ({ id: u.id, hash: hash32(u.id) }))
+    const ups = list.map((u) => ({ id: u.id, hash: hash32(u.id), weight: 1 }))
     const owners = pack(keys.map((key) => ({ key, hash: fnv1a32(key) })), ups)
     return new Map(keys.map((key, i) => [key, ups[owners[i]].id]))
   }

@@ -9,8 +9,9 @@
  * Consistent hashing with bounded loads (Mirrokni, Thorup & Zadimoghaddam 2016) over keys, not
  * requests: the keys, in the order of their hash, each go to their first rendezvous (HRW, Thaler &
  * Ravishankar 1998) choice among the upstreams that may still take one. With K keys and n upstreams
- * every upstream holds floor(K/n) or ceil(K/n) keys (exactly K mod n of them hold the larger
- * count). Counting keys, not requests, is what makes the packing a function of what every colony
+ * of equal weight every upstream holds floor(K/n) or ceil(K/n) keys (exactly K mod n of them hold
+ * the larger count); with weights (the pool's `weight`, the same in every process), keys in
+ * proportion: give a backend with twice the cache twice the weight. Counting keys, not requests, is what makes the packing a function of what every colony
  * sees alike: request counts differ by noise from colony to colony, the set of keys does not. It
  * is also what fills equal caches evenly (7 upstreams, 4-page caches, 25 pages: 4 or 3 keys each,
  * where plain rendezvous hashing gives one upstream 6 and another 1, hit rate 0.88).
@@ -22,7 +23,7 @@
  * goes to its first rendezvous choice until the next. Counted in picks, not time.
  */
 
-const { fmix32 } = require('./shared')
+const { fmix32, weightOf } = require('./shared')
 
 /**
  * The rendezvous score of an upstream for a key (highest wins): both hashes mixed into one, so
@@ -41,10 +42,12 @@ function compareStrings (a, b) {
 
 /**
  * Pack `keys` onto upstreams. Pure and deterministic: the result depends on the set of (key, hash)
- * pairs and on the set of upstreams, not on the order of either.
+ * pairs and on the set of upstreams (with their weights), not on the order of either.
+ * Upstream i has a quota q = keys × weight / total weight and holds floor(q) or ceil(q) keys;
+ * with equal weights, floor(K/n) or ceil(K/n).
  * @param {ReadonlyArray<{ key: string, hash: number }>} keys `hash` = FNV-1a of `key`
- * @param {ReadonlyArray<{ id: string, hash: number }>} ups distinct upstreams, non-empty; `hash` =
- *   `hash32(id)`
+ * @param {ReadonlyArray<{ id: string, hash: number, weight: number }>} ups distinct upstreams,
+ *   non-empty; `hash` = `hash32(id)`, `weight` > 0
  * @returns {Int32Array} for each key (in the order of `keys`), the index in `ups` of its owner
  */
 function pack (keys, ups) {
@@ -53,10 +56,18 @@ function pack (keys, ups) {
   order.sort((a, b) => keys[a].hash - keys[b].hash || compareStrings(keys[a].key, keys[b].key))
   // candidates by id, so that equal scores go the same way whatever the list order
   const byId = ups.map((_, i) => i).sort((a, b) => compareStrings(ups[a].id, ups[b].id))
-  const low = Math.floor(keys.length / n)
-  const high = Math.ceil(keys.length / n)
-  const larger = keys.length - low * n // how many upstreams may hold `high` keys
-  let atHigh = 0
+  let total = 0
+  for (const u of ups) total += u.weight
+  const low = new Int32Array(n)
+  const high = new Int32Array(n)
+  let extra = keys.length // keys beyond every floor: that many upstreams may go one above theirs
+  for (let i = 0; i < n; i++) {
+    const q = keys.length * ups[i].weight / total
+    low[i] = Math.floor(q + 1e-9)
+    high[i] = Math.max(low[i], Math.ceil(q - 1e-9))
+    extra -= low[i]
+  }
+  let above = 0
   const counts = new Int32Array(n)
   const owners = new Int32Array(keys.length)
   for (const k of order) {
@@ -64,11 +75,18 @@ function pack (keys, ups) {
     let best = -1
     let bestScore = -1
     for (const i of byId) {
-      if (counts[i] >= low && (counts[i] >= high || atHigh >= larger)) continue
+      if (counts[i] >= low[i] && (counts[i] >= high[i] || above >= extra)) continue
       const s = score(ups[i].hash, h)
       if (s > bestScore) { best = i; bestScore = s }
     }
-    if (++counts[best] === high && high > low) atHigh++
+    if (best < 0) { // only if rounding left no room: the first choice, whatever its count
+      for (const i of byId) {
+        const s = score(ups[i].hash, h)
+        if (s > bestScore) { best = i; bestScore = s }
+      }
+    } else if (++counts[best] > low[best]) {
+      above++
+    }
     owners[k] = best
   }
   return owners
@@ -90,23 +108,25 @@ function createPacking () {
     get version () { return version },
 
     /**
-     * Repack when this pick's set of upstream ids differs from the last packing's, or when keys
-     * came or went and at least `keys.size` picks have passed since the last packing.
+     * Repack when this pick's upstreams (ids and weights) differ from the last packing's, or when
+     * keys came or went and at least `keys.size` picks have passed since the last packing.
      * @param {number} picks the memory's pick count
-     * @param {ReadonlyArray<{ id: string, hash: number }>} recs this pick's upstream records (the first `n`)
+     * @param {ReadonlyArray<{ weight?: number }>} upstreams this pick's list (weights: `weightOf`)
+     * @param {ReadonlyArray<{ id: string, hash: number }>} recs their records (the first `n`)
      * @param {number} n
      * @param {Map<string, import('./wasp-memory').KeyRecord>} keys
      */
-    update (picks, recs, n, keys) {
+    update (picks, upstreams, recs, n, keys) {
       let sig = 0
-      for (let i = 0; i < n; i++) sig = (sig + recs[i].hash) >>> 0
+      for (let i = 0; i < n; i++) sig = (sig + fmix32((recs[i].hash + Math.round(weightOf(upstreams[i]) * 1024)) >>> 0)) >>> 0
       if (sig === signature && n === size && !(keysChanged && picks - packedAt >= keys.size)) return
       signature = sig
       size = n
       packedAt = picks
       keysChanged = false
       version++
-      const list = recs.slice(0, n)
+      const list = []
+      for (let i = 0; i < n; i++) list.push({ id: recs[i].id, hash: recs[i].hash, weight: weightOf(upstreams[i]) })
       const entries = []
       const krecs = []
       for (const [key, krec] of keys) {

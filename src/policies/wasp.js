@@ -227,7 +227,7 @@ function pick (w, upstreams, ctx) {
   }
   let owner
   if (w.o.balanced > 0) {
-    w.packing.update(picks, w.recs, n, w.memory.keys)
+    w.packing.update(picks, upstreams, w.recs, n, w.memory.keys)
     owner = w.packing.ownerOf(krec, w.recs, n)
   }
   const best = effectiveThresholds(w, upstreams, krec, total, owner)
