@@ -1,6 +1,6 @@
 'use strict'
 
-const { pack, createPacking, score } = require('../src/policies/wasp-packing')
+const { pack, createPacking, score, WINDOW } = require('../src/policies/wasp-packing')
 const { fnv1a32, hash32 } = require('../src/policies/shared')
 
 const keysOf = (count, prefix = '/k') => Array.from({ length: count }, (_, i) => ({ key: `${prefix}${i}`, hash: fnv1a32(`${prefix}${i}`) }))
@@ -80,55 +80,66 @@ describe('wasp packing: pack', () => {
 })
 
 describe('wasp packing: createPacking', () => {
+  /** Upstream records like the wasp memory's, all listed at pick `seen`. */
+  const records = (list, seen = 1) => new Map(list.map((u) => [u.id, { ...u, seen }]))
+
   test('the first update packs every key; ownerOf then reads the packing', () => {
     const keys = table(keysOf(25))
     const ups = upsOf(ids(7))
     const packing = createPacking()
-    packing.update(1, ups, ups, 7, keys)
+    expect(packing.ownerOf(keys.get('/k0'))).toBeUndefined() // no packing yet
+    packing.update(1, records(ups), keys)
     expect(packing.version).toBe(1)
     const expected = owners(keysOf(25), ups)
-    for (const [key, krec] of keys) expect(packing.ownerOf(krec, ups, 7)).toBe(expected.get(key))
+    for (const [key, krec] of keys) expect(packing.ownerOf(krec)).toBe(expected.get(key))
   })
 
-  test('a new key goes to its first rendezvous choice, and a repacking is due after keys.size picks', () => {
-    const keys = table(keysOf(25))
+  test('a new key goes to its first rendezvous choice, and a repacking is due after max(WINDOW, keys.size) picks', () => {
+    const keys = table(keysOf(100))
     const ups = upsOf(ids(7))
+    const recs = records(ups)
     const packing = createPacking()
-    packing.update(1, ups, ups, 7, keys)
+    packing.update(1, recs, keys)
     const [fresh] = keysOf(1, '/new')
     const krec = { hash: fresh.hash }
     keys.set(fresh.key, krec)
     const first = ups.reduce((best, u) => (score(u.hash, fresh.hash) > score(best.hash, fresh.hash) ? u : best))
-    expect(packing.ownerOf(krec, ups, 7)).toBe(first.id)
-    packing.update(25, ups, ups, 7, keys) // 24 picks since the packing, 26 keys: not yet
-    expect(packing.version).toBe(1)
-    packing.update(27, ups, ups, 7, keys)
-    expect(packing.version).toBe(2)
+    expect(packing.ownerOf(krec)).toBe(first.id)
+    const at = (picks) => { for (const r of recs.values()) r.seen = picks; packing.update(picks, recs, keys); return packing.version }
+    expect(at(100)).toBe(1) // 99 picks since the packing, 101 keys: not yet
+    expect(at(102)).toBe(2)
     expect(krec.packed).toBe(2)
-    packing.update(1000, ups, ups, 7, keys) // nothing changed since: no repacking
-    expect(packing.version).toBe(2)
+    expect(at(1000)).toBe(2) // nothing changed since: no repacking
   })
 
-  test('a changed weight repacks at once, and moves keys toward the heavier upstream', () => {
+  test('a changed weight repacks, and moves keys toward the heavier upstream', () => {
     const keys = table(keysOf(63))
-    const ups = upsOf(ids(7))
+    const recs = records(upsOf(ids(7)))
     const packing = createPacking()
-    packing.update(1, ups, ups, 7, keys)
-    const heavier = ups.map((u) => (u.id === 'u0' ? { ...u, weight: 3 } : u))
-    packing.update(2, heavier, ups, 7, keys)
+    packing.update(1, recs, keys)
+    recs.get('u0').weight = 3
+    packing.update(1 + WINDOW, recs, keys)
     expect(packing.version).toBe(2)
     expect([...keys.values()].filter((k) => k.owner === 'u0')).toHaveLength(63 * 3 / 9)
   })
 
-  test('another set of upstreams repacks at once; the same set in another order does not', () => {
+  test('an upstream listed now and then (slow start, flapping checks) stays in the packing; one unlisted for WINDOW picks leaves it', () => {
     const keys = table(keysOf(25))
-    const ups = upsOf(ids(7))
+    const recs = records(upsOf(ids(7)))
     const packing = createPacking()
-    packing.update(1, ups, ups, 7, keys)
-    packing.update(2, [...ups].reverse(), [...ups].reverse(), 7, keys)
+    for (let pick = 1; pick <= 1000; pick++) {
+      for (const r of recs.values()) if (r.id !== 'u6' || pick % 10 === 0) r.seen = pick // u6 on one pick in 10
+      packing.update(pick, recs, keys)
+    }
     expect(packing.version).toBe(1)
-    packing.update(3, ups, ups, 6, keys) // the last one left the list
-    expect(packing.version).toBe(2)
+    expect([...keys.values()].map((k) => k.owner)).toContain('u6')
+    let pick = 1000
+    for (; packing.version === 1; pick++) {
+      for (const r of recs.values()) if (r.id !== 'u6') r.seen = pick
+      packing.update(pick, recs, keys)
+    }
+    expect(pick - 1000).toBeGreaterThan(WINDOW) // u6 was last listed at pick 1000
+    expect(pick - 1000).toBeLessThanOrEqual(WINDOW + 2)
     expect([...keys.values()].map((k) => k.owner)).not.toContain('u6')
   })
 })

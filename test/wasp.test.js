@@ -263,6 +263,23 @@ describe('wasp: learning and forgetting', () => {
     expect(new Set(serve(wasp, list, key, 20))).toEqual(new Set([packed(keys, list).get(key)]))
   })
 
+  test('balanced: a member offered on one pick in two (slow start) keeps its keys, without a repacking per pick', () => {
+    const keys = Array.from({ length: 25 }, (_, i) => `/page${i + 1}`)
+    const full = ups(7)
+    const gated = full.filter((u) => u.id !== 'u6')
+    const owners = packed(keys, full)
+    const wasp = createWasp({ balanced: 16 }, { random: mulberry32(6) })
+    let toU6 = 0
+    let ofU6 = 0
+    for (let i = 0; i < 2000; i++) {
+      const key = keys[(i * 7) % 25]
+      const id = serve(wasp, i % 2 === 0 ? full : gated, key, 1)[0]
+      if (i % 2 === 0 && i > 500 && owners.get(key) === 'u6') { ofU6++; if (id === 'u6') toU6++ }
+    }
+    expect(wasp.snapshot().packings).toBeLessThanOrEqual(3)
+    expect(toU6 / ofU6).toBeGreaterThan(0.95)
+  })
+
   test('balanced: the load guard still sheds an owner at capacity', () => {
     const wasp = createWasp({ loadFactor: 3, balanced: 16 }, { random: mulberry32(5) })
     const list = ups(4)

@@ -15,7 +15,8 @@ const { fnv1a32, hash32 } = require('./shared')
 /**
  * @typedef {object} UpstreamRecord
  * @property {string} id
- * @property {number} hash `hash32(id)`, for the packing's signature of an upstream list
+ * @property {number} hash `hash32(id)`, for the packing (./wasp-packing.js)
+ * @property {number} weight its `weight` (1 when none) the last time it was listed
  * @property {number} epoch new on each (re)join: entries of an older epoch are ignored
  * @property {number} joined the pick at which it (re)joined
  * @property {number} seen the last pick that listed it
@@ -122,7 +123,7 @@ function createMemory (o) {
     upstream (id) {
       let rec = ups.get(id)
       if (rec === undefined) {
-        rec = { id, hash: hash32(id), epoch: ++epochs, joined: picks, seen: picks, latency: 0, idle: 0, g: 1 }
+        rec = { id, hash: hash32(id), weight: 1, epoch: ++epochs, joined: picks, seen: picks, latency: 0, idle: 0, g: 1 }
         ups.set(id, rec)
       }
       return rec

@@ -17,13 +17,13 @@
  * where plain rendezvous hashing gives one upstream 6 and another 1, hit rate 0.88).
  *
  * A packing is recomputed, never patched (an incremental insertion would depend on the order in
- * which keys arrived, which differs between colonies): at once when the set of upstream ids
- * changes, and when keys came or went, no more often than once per `keys` picks, so that its
+ * which keys arrived, which differs between colonies): when the set of upstreams changes (within
+ * WINDOW picks), and when keys came or went (no more often than once per `keys` picks), so that its
  * O(K log K + K × n) cost stays O(n + log K) per pick amortized. A key newer than the last packing
  * goes to its first rendezvous choice until the next. Counted in picks, not time.
  */
 
-const { fmix32, weightOf } = require('./shared')
+const { fmix32 } = require('./shared')
 
 /**
  * The rendezvous score of an upstream for a key (highest wins): both hashes mixed into one, so
@@ -93,8 +93,18 @@ function pack (keys, ups) {
 }
 
 /**
- * The packing of one wasp memory. `update` at every pick (repacks when due), then `ownerOf` the
+ * Picks an upstream stays in the packing after the last pick that listed it. A member offered on
+ * some picks only (slow start gates a ramping member pick by pick; a health check flaps) keeps its
+ * keys instead of making every pick repack, and a removed one leaves the packing this many picks
+ * later (meanwhile its keys have no owner among the candidates: plain wasp).
+ */
+const WINDOW = 64
+
+/**
+ * The packing of one wasp memory: `update` at every pick (repacks when due), then `ownerOf` the
  * pick's key; each key record carries its `owner` id, valid while its `packed` equals `version`.
+ * The upstreams packed onto are the memory's records listed within the last WINDOW picks, with
+ * the weights they were last listed with.
  */
 function createPacking () {
   let signature = -1
@@ -102,31 +112,42 @@ function createPacking () {
   let packedAt = -Infinity
   let keysChanged = false
   let version = 0
+  /** @type {Array<{ id: string, hash: number, weight: number }>} the upstreams of the last packing */
+  let list = []
 
   return {
     /** Packings computed so far (a new one each time the owners may have changed). */
     get version () { return version },
 
     /**
-     * Repack when this pick's upstreams (ids and weights) differ from the last packing's, or when
-     * keys came or went and at least `keys.size` picks have passed since the last packing.
+     * Repack when the set of upstreams (ids and weights) listed within the last WINDOW picks differs
+     * from the last packing's, or when keys came or went; never twice within WINDOW picks, and for
+     * keys not within `keys.size` picks either, so that the O(K log K + K × n) cost of a packing stays
+     * O(n + log K) per pick amortized.
      * @param {number} picks the memory's pick count
-     * @param {ReadonlyArray<{ weight?: number }>} upstreams this pick's list (weights: `weightOf`)
-     * @param {ReadonlyArray<{ id: string, hash: number }>} recs their records (the first `n`)
-     * @param {number} n
+     * @param {Map<string, import('./wasp-memory').UpstreamRecord>} ups the memory's upstream records
      * @param {Map<string, import('./wasp-memory').KeyRecord>} keys
      */
-    update (picks, upstreams, recs, n, keys) {
+    update (picks, ups, keys) {
+      const since = picks - packedAt
+      if (since < WINDOW) return
       let sig = 0
-      for (let i = 0; i < n; i++) sig = (sig + fmix32((recs[i].hash + Math.round(weightOf(upstreams[i]) * 1024)) >>> 0)) >>> 0
-      if (sig === signature && n === size && !(keysChanged && picks - packedAt >= keys.size)) return
+      let count = 0
+      for (const rec of ups.values()) {
+        if (picks - rec.seen > WINDOW) continue
+        sig = (sig + fmix32((rec.hash + Math.round(rec.weight * 1024)) >>> 0)) >>> 0
+        count++
+      }
+      if (sig === signature && count === size && !(keysChanged && since >= keys.size)) return
       signature = sig
-      size = n
+      size = count
       packedAt = picks
       keysChanged = false
       version++
-      const list = []
-      for (let i = 0; i < n; i++) list.push({ id: recs[i].id, hash: recs[i].hash, weight: weightOf(upstreams[i]) })
+      list = []
+      for (const rec of ups.values()) {
+        if (picks - rec.seen <= WINDOW) list.push({ id: rec.id, hash: rec.hash, weight: rec.weight })
+      }
       const entries = []
       const krecs = []
       for (const [key, krec] of keys) {
@@ -142,23 +163,22 @@ function createPacking () {
 
     /**
      * The owner of a key: its upstream in the current packing, or, for a key that packing does not
-     * hold (new since), its first rendezvous choice among this pick's upstreams until the next
-     * packing, which is then due.
+     * hold (new since), its first rendezvous choice among the packing's upstreams until the next
+     * packing, which is then due. Undefined before the first packing.
      * @param {import('./wasp-memory').KeyRecord} krec
-     * @param {ReadonlyArray<{ id: string, hash: number }>} recs
-     * @param {number} n
-     * @returns {string}
+     * @returns {string | undefined}
      */
-    ownerOf (krec, recs, n) {
+    ownerOf (krec) {
       if (krec.packed === version) return krec.owner
+      if (list.length === 0) return undefined
       keysChanged = true
       let best = 0
-      let bestScore = score(recs[0].hash, krec.hash)
-      for (let i = 1; i < n; i++) {
-        const s = score(recs[i].hash, krec.hash)
-        if (s > bestScore || (s === bestScore && recs[i].id < recs[best].id)) { best = i; bestScore = s }
+      let bestScore = score(list[0].hash, krec.hash)
+      for (let i = 1; i < list.length; i++) {
+        const s = score(list[i].hash, krec.hash)
+        if (s > bestScore || (s === bestScore && list[i].id < list[best].id)) { best = i; bestScore = s }
       }
-      krec.owner = recs[best].id
+      krec.owner = list[best].id
       krec.packed = version
       return krec.owner
     },
@@ -168,4 +188,4 @@ function createPacking () {
   }
 }
 
-module.exports = { pack, createPacking, score }
+module.exports = { pack, createPacking, score, WINDOW }

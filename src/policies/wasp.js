@@ -35,7 +35,7 @@
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../errors')
-const { checkOptions, ewma } = require('./shared')
+const { checkOptions, ewma, weightOf } = require('./shared')
 const { createMemory } = require('./wasp-memory')
 const { createPacking } = require('./wasp-packing')
 
@@ -227,8 +227,8 @@ function pick (w, upstreams, ctx) {
   }
   let owner
   if (w.o.balanced > 0) {
-    w.packing.update(picks, upstreams, w.recs, n, w.memory.keys)
-    owner = w.packing.ownerOf(krec, w.recs, n)
+    w.packing.update(picks, w.memory.ups, w.memory.keys)
+    owner = w.packing.ownerOf(krec)
   }
   const best = effectiveThresholds(w, upstreams, krec, total, owner)
   let chosen = respond(w, upstreams)
@@ -255,6 +255,7 @@ function register (w, upstreams, picks) {
     const urec = memory.upstream(upstreams[i].id)
     urec.idle += picks - urec.seen // picks since it last served: an absence counts as idle time
     urec.seen = picks
+    urec.weight = weightOf(upstreams[i])
     recs[i] = urec
     const f = upstreams[i].inflight
     if (f > 0) total += f
@@ -282,13 +283,19 @@ function loadOf (w, upstream, urec) {
 /**
  * Bounded-load guard and effective thresholds: fills `w.eff2` with θeff² of each eligible candidate
  * (-1 for the guarded), sets each one's idle discount `g`, and returns the index of the lowest θeff
- * (ties to the less loaded), the fallback when nobody responds. With an `owner` (option `balanced`),
- * every other candidate bids as a stranger: its θ × g read as at least thetaStart, times `balanced`.
+ * (ties to the less loaded), the fallback when nobody responds. With an `owner` among the
+ * candidates (option `balanced`), every other candidate bids as a stranger: its θ × g read as at
+ * least thetaStart, times `balanced`.
  */
 function effectiveThresholds (w, upstreams, krec, total, owner) {
   const { recs, eff2, memory } = w
   const { loadFactor, idleGaps, thetaStart, balanced } = w.o
   const n = upstreams.length
+  if (owner !== undefined) { // an owner not among the candidates (gone, gated): plain wasp
+    let listed = false
+    for (let i = 0; i < n && !listed; i++) listed = recs[i].id === owner
+    if (!listed) owner = undefined
+  }
   // HAProxy's rule: capacity ceil(c × (total + 1) / n) always leaves the least loaded eligible
   const cap = Math.ceil(loadFactor * (total + 1) / n)
   // idleness: beyond idleGaps fair gaps (an upstream with a fair share serves about every n picks)
