@@ -29,7 +29,7 @@ const { fnv1a32, hash32 } = require('./shared')
  * @typedef {object} KeyRecord
  * @property {number} step picks of this key
  * @property {number} born the pick at which the key was first seen
- * @property {number} hash FNV-1a of the key, the first half of its rendezvous hash with an upstream id
+ * @property {number} hash FNV-1a of the key, mixed with an upstream's hash for their rendezvous score
  *   (see `./wasp-packing.js`)
  * @property {string} [owner] with `balanced`: the key's upstream in the packing of version `packed`
  * @property {number} [packed]

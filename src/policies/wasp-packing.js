@@ -14,7 +14,7 @@
  * proportion: give a backend with twice the cache twice the weight. Counting keys, not requests, is what makes the packing a function of what every colony
  * sees alike: request counts differ by noise from colony to colony, the set of keys does not. It
  * is also what fills equal caches evenly (7 upstreams, 4-page caches, 25 pages: 4 or 3 keys each,
- * where plain rendezvous hashing gives one upstream 6 and another 1, hit rate 0.88).
+ * where plain rendezvous hashing gives some upstreams 5 or 6 and others 2, hit rate 0.88).
  *
  * A packing is recomputed, never patched (an incremental insertion would depend on the order in
  * which keys arrived, which differs between colonies): when the set of upstreams changes (within

@@ -79,14 +79,15 @@ const defaults = Object.freeze({
    * almost never goes that long (e^-8); 5 steals from specialists and costs up to 7 points. 0 = off */
   idleGaps: 8,
   /** colonies (`--workers`): 0 = off; B >= 1 = every key has an owner in a balanced packing of the
-   * keys onto the upstreams (./wasp-packing.js: consistent hashing with bounded loads over keys), a
-   * deterministic function of the keys and upstream ids, so independent balancer processes compute
-   * the same owners; every other upstream bids as a stranger, its threshold read as at least
-   * thetaStart (whatever it learnt, however idle) times B. Model (seeds 1-8, uniform; Zipf(1)):
-   * 4 colonies 0.373 (0.609) → 0.997 (0.99) with 16; 16 colonies 0.210 (0.392) → 1.000 (0.997). B 2
-   * → 16 colonies 0.940, 4 → 0.996, 8 → 0.999, 16 → 1.000. Off for one process, whose division stays
-   * learnt (cache sizes and latencies can differ); `polistes --workers N` (N > 1) uses 16 unless
-   * policyOptions sets it */
+   * keys onto the upstreams (./wasp-packing.js: consistent hashing with bounded loads over keys,
+   * in proportion to weights), a deterministic function of the keys and upstream ids and weights, so
+   * independent balancer processes compute the same owners; every other upstream bids as a
+   * stranger, its threshold read as at least thetaStart (whatever it learnt, however idle) times B.
+   * Model (seeds 1-8, uniform; Zipf(1)), learnt → balanced 16: 4 colonies 0.373 (0.609) → 0.999
+   * (0.998), 16 colonies 0.210 (0.392) → 0.998 (0.994); 16 colonies with B 2 → 0.941, 4 → 0.990,
+   * 8 → 0.998. Off for one process, whose learnt division adapts to unequal caches nobody weighted
+   * (caches 2-8 pages, equal weights: learnt 0.953, balanced 0.881); `polistes --workers N` (N > 1)
+   * uses 16 unless policyOptions sets it */
   balanced: 0
 })
 
