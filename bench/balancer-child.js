@@ -32,7 +32,7 @@ async function start ({ backends, algo, policyOptions = {}, keepAlive = true, re
     lb = await startBalancer({ ...options, accessLog })
     return { url: lb.url, port: lb.port, pids: [process.pid] }
   }
-  // the same rule as `polistes --workers N`: independent wasp colonies get rendezvous-seeded thresholds
+  // the same rule as `polistes --workers N`: independent wasp colonies get a balanced packing to agree on
   const { workerConfig } = require('../src/cluster')
   const resolved = workerConfig({ algo, policyOptions, workers: n })
   cluster.setupPrimary({

@@ -29,7 +29,8 @@ const { mulberry32 } = require('../src/prng')
 
 const DEFAULTS = Object.freeze({
   upstreams: 7, // a number (ids u0..u{n-1}) or an array of ids
-  cacheSize: 4, // pages per upstream LRU
+  cacheSize: 4, // pages per upstream LRU; or an array, one size per upstream (in the order of `upstreams`)
+  weights: undefined, // optional array, one `weight` per upstream (in the order of `upstreams`), shown to the policy
   keys: 25, // distinct pages, named /page1 .. /pageK
   popularity: 'uniform', // or { zipf: s }
   inflight: 32, // W: requests in flight at all times
@@ -109,14 +110,25 @@ function createModel (options = {}) {
   let turn = 0
   const picks = []
 
+  const ids = typeof o.upstreams === 'number'
+    ? Array.from({ length: o.upstreams }, (_, i) => `u${i}`)
+    : o.upstreams
   const keyNames = Array.from({ length: o.keys }, (_, i) => `/page${i + 1}`)
   const perm = keyNames.map((_, i) => i) // rank -> key index
   let cumulative = null // null = uniform
 
+  /** The option value of upstream `id`: `value` itself, or its entry when `value` is an array. */
+  function perUpstream (value, id, fallback) {
+    if (!Array.isArray(value)) return value === undefined ? fallback : value
+    const i = ids.indexOf(id)
+    return i >= 0 && value[i] !== undefined ? value[i] : fallback
+  }
+
   function addUpstream (id) {
     if (servers.has(id) && lists[0].some((u) => u.id === id)) return
-    const views = policies.map(() => ({ id, inflight: 0 }))
-    servers.set(id, { views, cache: new Map(), busy: 0, queue: [] })
+    const weight = perUpstream(o.weights, id, undefined)
+    const views = policies.map(() => (weight === undefined ? { id, inflight: 0 } : { id, inflight: 0, weight }))
+    servers.set(id, { views, cache: new Map(), busy: 0, queue: [], cacheSize: perUpstream(o.cacheSize, id, DEFAULTS.cacheSize) })
     lists = lists.map((list, c) => [...list, views[c]])
   }
 
@@ -206,7 +218,7 @@ function createModel (options = {}) {
       const cache = server.cache
       cache.delete(job.ctx.key)
       cache.set(job.ctx.key, true)
-      if (cache.size > o.cacheSize) cache.delete(cache.keys().next().value)
+      if (cache.size > server.cacheSize) cache.delete(cache.keys().next().value)
     }
     const up = server.views[job.colony]
     up.inflight--
@@ -241,9 +253,6 @@ function createModel (options = {}) {
     return win.summary(lists[0].map((u) => u.id))
   }
 
-  const ids = typeof o.upstreams === 'number'
-    ? Array.from({ length: o.upstreams }, (_, i) => `u${i}`)
-    : o.upstreams
   for (const id of ids) addUpstream(id)
   setPopularity(o.popularity)
 
@@ -339,7 +348,8 @@ function scenario (makePolicy, { seed = 1, warmup = 5000, measure = 5000, coloni
 /**
  * `npm run bench:model [-- --colonies 1,2,4] [--seeds 5] [--assign random] [--policy-options JSON]`:
  * without --colonies, hit rate, balance and key spread per policy; with it, the hit rate of K
- * independent colonies (balancer workers) sharing the same backends, per policy.
+ * independent colonies (balancer workers) sharing the same backends, per policy, wasp with the
+ * options `polistes --workers K` gives it (`balanced` 16 for K > 1 unless --policy-options sets it).
  */
 function cli (argv) {
   const yargs = require('yargs/yargs')
@@ -397,23 +407,27 @@ function cli (argv) {
     process.stderr.write(`bench:model: --colonies must list integers in [1, 64], got ${args.colonies}\n`)
     process.exit(2)
   }
+  // K colonies get the options of `polistes --workers K` (wasp's `balanced` unless given)
+  const { workerConfig } = require('../src/cluster')
+  const waspFor = (colonies) => workerConfig({ algo: 'wasp', policyOptions: waspOptions, workers: colonies }).policyOptions
   const policies = {
-    wasp: (random) => createWasp(waspOptions, { random }),
-    'chash-bounded': (random) => createChashBounded({}, { random }),
-    'round-robin': (random) => createRoundRobin({}, { random })
+    wasp: (colonies) => (random) => createWasp(waspFor(colonies), { random }),
+    'chash-bounded': () => (random) => createChashBounded({}, { random }),
+    'round-robin': () => (random) => createRoundRobin({}, { random })
   }
   const rows = []
   for (const popularity of ['uniform', { zipf: 1 }]) {
     for (const [name, make] of Object.entries(policies)) {
       const row = { popularity: label(popularity), policy: name }
       for (const colonies of counts) {
-        const runs = seeds.map((seed) => scenario(make, { seed, popularity, colonies, assign: args.assign }))
+        const runs = seeds.map((seed) => scenario(make(colonies), { seed, popularity, colonies, assign: args.assign }))
         row[`K=${colonies}`] = `${avg(runs, (r) => r.hitRate).toFixed(3)} (${Math.min(...runs.map((r) => r.hitRate)).toFixed(3)})`
       }
       rows.push(row)
     }
   }
   console.log(`${head}\nhit rate with K independent colonies (requests to colonies ${args.assign}); mean (worst seed)`)
+  console.log(`wasp options: K = 1 ${JSON.stringify(waspFor(1))}; K > 1 ${JSON.stringify(waspFor(2))} (as with polistes --workers K)`)
   console.table(rows)
 }
 

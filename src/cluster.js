@@ -16,7 +16,7 @@
  *   (port in use, ...) already printed one line: the primary stops the others and exits with its code.
  *
  * Each worker has its own pool and policy state, so wasp runs as N independent colonies: with
- * N > 1, wasp's `rendezvous` option defaults to 1 (see docs/algorithms.md, "Several colonies").
+ * N > 1, wasp's `balanced` option defaults to 16 (see docs/algorithms.md, "Several colonies").
  */
 
 const cluster = require('node:cluster')
@@ -44,15 +44,19 @@ function isPrimaryOfMany (config) {
   return config.workers > 1 && !isWorker()
 }
 
+/** wasp's `balanced` in a worker of several, unless policyOptions gives it. */
+const WORKER_BALANCED = 16
+
 /**
- * A worker's config: wasp's `rendezvous` set to 1 unless policyOptions gives it, so that the
- * independent colonies prefer the same upstream for a new key.
+ * A worker's config: wasp's `balanced` set to 16 unless policyOptions gives it, so that the
+ * independent colonies keep one division of labour (each key's owner in a packing they all compute
+ * alike).
  * @param {object} config resolved config
  * @returns {object}
  */
 function workerConfig (config) {
-  if (config.workers <= 1 || config.algo !== 'wasp' || Object.hasOwn(config.policyOptions, 'rendezvous')) return config
-  return { ...config, policyOptions: { ...config.policyOptions, rendezvous: 1 } }
+  if (config.workers <= 1 || config.algo !== 'wasp' || Object.hasOwn(config.policyOptions, 'balanced')) return config
+  return { ...config, policyOptions: { ...config.policyOptions, balanced: WORKER_BALANCED } }
 }
 
 /** @returns {Array<{ id: string, url: string }> | undefined} the backends the primary passed, in a worker */

@@ -82,7 +82,7 @@ describe('polistes --workers N (node:cluster)', () => {
     const ready = await cli.ready
     cli.child.kill('SIGHUP')
     await waitFor(() => cli.lines.filter((l) => /SIGHUP/.test(l.msg) && ready.pids.includes(l.pid)).length === 2, { timeoutMs: 3000 })
-    // the same config re-read: nothing changes (the workers' rendezvous rule and the backends hold)
+    // the same config re-read: nothing changes (the workers' balanced rule and the backends hold)
     expect(cli.lines.filter((l) => /SIGHUP/.test(l.msg) && ready.pids.includes(l.pid)).map((l) => l.msg))
       .toEqual(['config reloaded (SIGHUP): no changes', 'config reloaded (SIGHUP): no changes'])
     expect(ready.pids.every(alive)).toBe(true)
@@ -109,10 +109,11 @@ describe('polistes --workers N (node:cluster)', () => {
     expect(stderr.trim().split('\n')).toEqual([expect.stringMatching(/^polistes: (workers must be an integer in \[1, 256\]|--workers must be a number)/)])
   })
 
-  test('workers give wasp rendezvous-seeded thresholds unless policyOptions sets them', () => {
+  test('workers give wasp a balanced packing to agree on unless policyOptions sets it', () => {
     const base = { algo: 'wasp', policyOptions: {}, workers: 2 }
-    expect(workerConfig(base).policyOptions).toEqual({ rendezvous: 1 })
-    expect(workerConfig({ ...base, policyOptions: { rendezvous: 0 } }).policyOptions).toEqual({ rendezvous: 0 })
+    expect(workerConfig(base).policyOptions).toEqual({ balanced: 16 })
+    expect(workerConfig({ ...base, policyOptions: { balanced: 0 } }).policyOptions).toEqual({ balanced: 0 })
+    expect(workerConfig({ ...base, policyOptions: { phi: 5 } }).policyOptions).toEqual({ phi: 5, balanced: 16 })
     expect(workerConfig({ ...base, workers: 1 })).toEqual({ ...base, workers: 1 })
     expect(workerConfig({ ...base, algo: 'round-robin' }).policyOptions).toEqual({})
   })

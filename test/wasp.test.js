@@ -2,6 +2,8 @@
 
 const { createWasp, defaults } = require('../src/policies/wasp')
 const { mulberry32 } = require('../src/prng')
+const { pack } = require('../src/policies/wasp-packing')
+const { fnv1a32, hash32 } = require('../src/policies/shared')
 const { execFileSync } = require('node:child_process')
 
 const ups = (n) => Array.from({ length: n }, (_, i) => ({ id: `u${i}`, inflight: 0 }))
@@ -50,8 +52,8 @@ describe('wasp: the policy contract', () => {
 
   test('every parameter has a default, exposed on createWasp.defaults too', () => {
     expect(createWasp.defaults).toBe(defaults)
-    expect(Object.keys(defaults).sort()).toEqual(['feedback', 'idleGaps', 'loadFactor', 'maxKeys', 'missLearning',
-      'phi', 'rendezvous', 'rounds', 'stimulus', 'stimulusGrowth', 'thetaMax', 'thetaMin', 'thetaStart', 'xi'])
+    expect(Object.keys(defaults).sort()).toEqual(['balanced', 'feedback', 'idleGaps', 'loadFactor', 'maxKeys', 'missLearning',
+      'phi', 'rounds', 'stimulus', 'stimulusGrowth', 'thetaMax', 'thetaMin', 'thetaStart', 'xi'])
     expect(Object.isFrozen(defaults)).toBe(true)
   })
 
@@ -59,7 +61,7 @@ describe('wasp: the policy contract', () => {
     [{ xi: 'fast' }], [{ rounds: 2.5 }], [{ rounds: 1000 }], [{ thetaMin: 0 }], [{ thetaMax: 0.5 }],
     [{ thetaStart: 5000 }], [{ loadFactor: 0.5 }], [{ stimulus: 0 }], [{ stimulusGrowth: 0.9 }],
     [{ maxKeys: 0 }], [{ missLearning: 2 }], [{ feedback: { cache: 'yes' } }], [{ idleGaps: -1 }],
-    [{ idleGaps: Infinity }], [{ rendezvous: -1 }], [{ rendezvous: 17 }], [null]
+    [{ idleGaps: Infinity }], [{ balanced: -1 }], [{ balanced: 0.5 }], [{ balanced: 2e6 }], [{ balanced: '16' }], [null]
   ])('the bad option %j throws ERR_POLISTES_BAD_OPTION', (options) => {
     expect(() => createWasp(options)).toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION' }))
   })
@@ -96,6 +98,7 @@ describe('wasp: termination', () => {
     { title: 'zero rounds', options: { rounds: 0 }, n: 7 },
     { title: 'the most rounds', options: { rounds: 64, stimulus: 1e-9, stimulusGrowth: 1 }, n: 7 },
     { title: 'one upstream', options: {}, n: 1 },
+    { title: 'a balanced packing', options: { balanced: 16 }, n: 7 },
     { title: '1,000 upstreams', options: { stimulus: 1e-9, stimulusGrowth: 1 }, n: 1000 }
   ]
   test.each(cases)('pick draws at most rounds × upstreams + 1 random numbers with $title', ({ options, n }) => {
@@ -213,33 +216,80 @@ describe('wasp: learning and forgetting', () => {
     expect(wasp.snapshot().idleWins).toBe(away.idleWins + 1)
   })
 
-  test('rendezvous: independent policies (other random sources) mostly pick the same upstream for a new key', () => {
-    // first pick of 200 new keys by two policies with different random sources: how often they agree
-    const agreement = (rendezvous) => {
-      const a = createWasp({ rendezvous }, { random: mulberry32(1) })
-      const b = createWasp({ rendezvous }, { random: mulberry32(2) })
+  /** The owner of each of `keys` in the balanced packing onto `list`. */
+  const packed = (keys, list) => {
+    const ups = list.map((u) => ({ id: u.id, hash: hash32(u.id), weight: 1 }))
+    const owners = pack(keys.map((key) => ({ key, hash: fnv1a32(key) })), ups)
+    return new Map(keys.map((key, i) => [key, ups[owners[i]].id]))
+  }
+
+  test('balanced: policies with other random sources and list orders send each key to the same upstream, its owner', () => {
+    const keys = Array.from({ length: 25 }, (_, i) => `/page${i + 1}`)
+    const owners = packed(keys, ups(7))
+    const agreement = (balanced) => {
+      const a = createWasp({ balanced }, { random: mulberry32(1) })
+      const b = createWasp({ balanced }, { random: mulberry32(2) })
+      const listA = ups(7)
+      const listB = ups(7).reverse()
       let same = 0
-      for (let i = 0; i < 200; i++) if (a.pick(ups(7), { key: `/k${i}` }).id === b.pick(ups(7), { key: `/k${i}` }).id) same++
-      return same / 200
+      let toOwner = 0
+      for (let i = 0; i < 2000; i++) {
+        const key = keys[(i * 7) % 25]
+        const ua = serve(a, listA, key, 1)[0]
+        if (ua === serve(b, listB, key, 1)[0]) same++
+        if (ua === owners.get(key)) toOwner++
+      }
+      return { same: same / 2000, toOwner: toOwner / 2000 }
     }
     const off = agreement(0)
-    expect(off).toBeLessThan(0.25) // 1/7 by chance (measured 0.125)
-    expect(agreement(1)).toBeGreaterThan(2.5 * off) // measured 0.455
-    expect(agreement(2)).toBeGreaterThan(agreement(1)) // measured 0.675
+    expect(off.same).toBeLessThan(0.5) // each learns its own division (measured 0.13)
+    const on = agreement(16)
+    expect(on.same).toBeGreaterThan(0.99)
+    expect(on.toOwner).toBeGreaterThan(0.99)
   })
 
-  test('rendezvous: an unseen threshold depends on (key, upstream) only, not on the list order', () => {
-    const a = createWasp({ rendezvous: 1, xi: 0, phi: 0 }, { random: mulberry32(1) })
-    const b = createWasp({ rendezvous: 1, xi: 0, phi: 0 }, { random: mulberry32(9) })
-    a.pick(ups(5), { key: '/x' })
-    b.pick(ups(5).reverse(), { key: '/x' })
-    // with xi = phi = 0 the specialist is the upstream with the lowest rendezvous start
-    const sa = a.snapshot().recent[0]
-    const sb = b.snapshot().recent[0]
-    expect(sa.specialist).toBe(sb.specialist)
-    expect(sa.theta).toBe(sb.theta)
-    expect(sa.theta).toBeLessThan(defaults.thetaStart)
-    expect(sa.theta).toBeGreaterThanOrEqual(defaults.thetaMin)
+  test('balanced: a specialist that is not the owner loses the key to the owner (a reload that turns it on)', () => {
+    const list = ups(7)
+    const wasp = createWasp({ idleGaps: 0 }, { random: mulberry32(4) })
+    // a key whose learnt specialist is not its owner in the packing
+    let key
+    for (let i = 0; key === undefined; i++) {
+      serve(wasp, list, `/k${i}`, 30)
+      if (wasp.snapshot().recent[0].specialist !== packed([`/k${i}`], list).get(`/k${i}`)) key = `/k${i}`
+    }
+    const keys = wasp.snapshot().recent.map((r) => r.key)
+    wasp.configure({ idleGaps: 0, balanced: 16 })
+    serve(wasp, list, key, 10)
+    expect(new Set(serve(wasp, list, key, 20))).toEqual(new Set([packed(keys, list).get(key)]))
+  })
+
+  test('balanced: a member offered on one pick in two (slow start) keeps its keys, without a repacking per pick', () => {
+    const keys = Array.from({ length: 25 }, (_, i) => `/page${i + 1}`)
+    const full = ups(7)
+    const gated = full.filter((u) => u.id !== 'u6')
+    const owners = packed(keys, full)
+    const wasp = createWasp({ balanced: 16 }, { random: mulberry32(6) })
+    let toU6 = 0
+    let ofU6 = 0
+    for (let i = 0; i < 2000; i++) {
+      const key = keys[(i * 7) % 25]
+      const id = serve(wasp, i % 2 === 0 ? full : gated, key, 1)[0]
+      if (i % 2 === 0 && i > 500 && owners.get(key) === 'u6') { ofU6++; if (id === 'u6') toU6++ }
+    }
+    expect(wasp.snapshot().packings).toBeLessThanOrEqual(3)
+    expect(toU6 / ofU6).toBeGreaterThan(0.95)
+  })
+
+  test('balanced: the load guard still sheds an owner at capacity', () => {
+    const wasp = createWasp({ loadFactor: 3, balanced: 16 }, { random: mulberry32(5) })
+    const list = ups(4)
+    serve(wasp, list, '/hot', 30)
+    const owner = list.find((u) => u.id === packed(['/hot'], list).get('/hot'))
+    expect(wasp.snapshot().recent[0].specialist).toBe(owner.id)
+    owner.inflight = 12 // cap = ceil(3 × 13 / 4) = 10
+    expect(new Set(serve(wasp, list, '/hot', 50)).has(owner.id)).toBe(false)
+    owner.inflight = 0
+    expect(serve(wasp, list, '/hot', 1)).toEqual([owner.id])
   })
 
   test('an upstream gone for long is forgotten and comes back neutral', () => {
@@ -277,12 +327,12 @@ describe('wasp: reconfigured while running (hot reload)', () => {
 })
 
 describe('wasp: bounded memory', () => {
-  test('a million distinct keys keep the key table at its cap', () => {
+  test.each([[{ maxKeys: 1000 }], [{ maxKeys: 1000, balanced: 16 }]])('a million distinct keys keep the key table at its cap (%j)', (options) => {
     // run in a plain node process: jest's module sandbox makes a million Map operations ~10x slower
     const script = `
       const { createWasp } = require(${JSON.stringify(require.resolve('../src/policies/wasp'))})
       const { mulberry32 } = require(${JSON.stringify(require.resolve('../src/prng'))})
-      const wasp = createWasp({ maxKeys: 1000 }, { random: mulberry32(1) })
+      const wasp = createWasp(${JSON.stringify(options)}, { random: mulberry32(1) })
       const list = [{ id: 'a', inflight: 0 }, { id: 'b', inflight: 0 }, { id: 'c', inflight: 0 }]
       const outcome = { latencyMs: 1, statusCode: 200 }
       let max = 0
@@ -291,9 +341,11 @@ describe('wasp: bounded memory', () => {
         wasp.onEnd(wasp.pick(list, ctx), ctx, outcome)
         if ((i & 1023) === 0) max = Math.max(max, wasp.snapshot().keys)
       }
-      console.log(JSON.stringify({ keys: wasp.snapshot().keys, max, picks: wasp.snapshot().picks }))`
+      console.log(JSON.stringify({ keys: wasp.snapshot().keys, max, picks: wasp.snapshot().picks, packings: wasp.snapshot().packings }))`
     const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }))
-    expect(out).toEqual({ keys: 1000, max: 1000, picks: 1e6 })
+    expect(out).toMatchObject({ keys: 1000, max: 1000, picks: 1e6 })
+    // a packing of the 1,000 keys at most once per 1,000 picks, so O(n + log K) per pick amortized
+    expect(out.packings).toBeLessThanOrEqual(options.balanced ? 1e6 / 1000 + 1 : 0)
   })
 
   test('the least recently used key is the one evicted', () => {

@@ -10,14 +10,13 @@
 /** Picks after which an upstream absent from every list is forgotten (amortized sweep). */
 const FORGET_AFTER = 4096
 
-const { fnv1a32, fmix32 } = require('./shared')
-
-/** 2^32: maps an unsigned 32-bit hash to [0, 1). */
-const TWO32 = 4294967296
+const { fnv1a32, hash32 } = require('./shared')
 
 /**
  * @typedef {object} UpstreamRecord
  * @property {string} id
+ * @property {number} hash `hash32(id)`, for the packing (./wasp-packing.js)
+ * @property {number} weight its `weight` (1 when none) the last time it was listed
  * @property {number} epoch new on each (re)join: entries of an older epoch are ignored
  * @property {number} joined the pick at which it (re)joined
  * @property {number} seen the last pick that listed it
@@ -30,17 +29,20 @@ const TWO32 = 4294967296
  * @typedef {object} KeyRecord
  * @property {number} step picks of this key
  * @property {number} born the pick at which the key was first seen
- * @property {number} hash FNV-1a of the key, the first half of its rendezvous hash with an upstream id
+ * @property {number} hash FNV-1a of the key, mixed with an upstream's hash for their rendezvous score
+ *   (see `./wasp-packing.js`)
+ * @property {string} [owner] with `balanced`: the key's upstream in the packing of version `packed`
+ * @property {number} [packed]
  * @property {Map<string, { theta: number, at: number, epoch: number }>} entries θ per upstream id as
  *   of step `at`, for the upstream record of epoch `epoch`
  */
 
 /**
  * Create the memory of one wasp policy.
- * @param {{ thetaMin: number, thetaMax: number, thetaStart: number, phi: number, maxKeys: number, rendezvous: number }} o
+ * @param {{ thetaMin: number, thetaMax: number, thetaStart: number, phi: number, maxKeys: number }} o
  */
 function createMemory (o) {
-  let { thetaMin, thetaMax, thetaStart, phi, maxKeys, rendezvous } = o
+  let { thetaMin, thetaMax, thetaStart, phi, maxKeys } = o
   /** @type {Map<string, KeyRecord>} in LRU order (a Map iterates in insertion order) */
   const keys = new Map()
   /** @type {Map<string, UpstreamRecord>} */
@@ -54,31 +56,15 @@ function createMemory (o) {
    * @param {UpstreamRecord} urec
    * @returns {number}
    */
-  /**
-   * The threshold u starts from for k: `thetaStart`, or with `rendezvous` γ > 0 the same value
-   * scaled by (2(1 − h))^γ, h the rendezvous (HRW) hash of (key, upstream id) in [0, 1). Every
-   * process computes the same h, so independent colonies (balancer workers) start with the same
-   * preference for a new key; the mean start stays near `thetaStart`.
-   * @param {KeyRecord} krec
-   * @param {UpstreamRecord} urec
-   * @returns {number}
-   */
-  function start (krec, urec) {
-    if (rendezvous === 0) return thetaStart
-    const h = fmix32(fnv1a32(urec.id, krec.hash)) / TWO32
-    const t = thetaStart * Math.pow(2 * (1 - h), rendezvous)
-    return t < thetaMin ? thetaMin : (t > thetaMax ? thetaMax : t)
-  }
-
   function theta (krec, urec) {
     const e = krec.entries.get(urec.id)
     let t
     if (e !== undefined && e.epoch === urec.epoch) {
       t = e.theta + phi * (krec.step - e.at)
     } else if (urec.joined > krec.born) {
-      return start(krec, urec) // joined after the key was first seen: a neutral newcomer
+      return thetaStart // joined after the key was first seen: a neutral newcomer
     } else {
-      t = start(krec, urec) + phi * krec.step // there from the start and never served it: forgets like the rest
+      t = thetaStart + phi * krec.step // there from the start and never served it: forgets like the rest
     }
     return t > thetaMax ? thetaMax : t
   }
@@ -116,7 +102,7 @@ function createMemory (o) {
      * @param {{ thetaMin: number, thetaMax: number, thetaStart: number, phi: number, maxKeys: number }} next
      */
     configure (next) {
-      ({ thetaMin, thetaMax, thetaStart, phi, maxKeys, rendezvous } = next)
+      ({ thetaMin, thetaMax, thetaStart, phi, maxKeys } = next)
       while (keys.size > maxKeys) keys.delete(keys.keys().next().value)
     },
 
@@ -137,7 +123,7 @@ function createMemory (o) {
     upstream (id) {
       let rec = ups.get(id)
       if (rec === undefined) {
-        rec = { id, epoch: ++epochs, joined: picks, seen: picks, latency: 0, idle: 0, g: 1 }
+        rec = { id, hash: hash32(id), weight: 1, epoch: ++epochs, joined: picks, seen: picks, latency: 0, idle: 0, g: 1 }
         ups.set(id, rec)
       }
       return rec
@@ -164,7 +150,6 @@ function createMemory (o) {
     },
 
     theta,
-    start,
     adjust
   }
 }

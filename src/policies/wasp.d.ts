@@ -43,11 +43,12 @@ export interface WaspOptions {
    */
   idleGaps?: number
   /**
-   * rendezvous γ in [0, 16]: an unseen (key, upstream) starts at thetaStart × (2(1 − h))^γ, h the
-   * rendezvous hash of (key, upstream id), so several balancer processes prefer the same upstream
-   * for a new key; 0 = every upstream starts at thetaStart (default 0; `polistes --workers N > 1` uses 1)
+   * several colonies (balancer processes without shared state): 0 = off; B >= 1 = every key has an
+   * owner in a balanced packing of the keys onto the upstreams that every process computes alike,
+   * and every other upstream bids with its threshold read as at least thetaStart, times B
+   * (default 0; `polistes --workers N > 1` uses 16)
    */
-  rendezvous?: number
+  balanced?: number
 }
 
 /** The resolved defaults. */
@@ -66,6 +67,8 @@ export interface WaspSnapshot {
   guarded: number
   /** decisions won by an upstream bidding with its idle discount (see `idleGaps`) */
   idleWins: number
+  /** balanced packings computed so far (0 while `balanced` is off) */
+  packings: number
   /** keys in the table, and its cap */
   keys: number
   maxKeys: number

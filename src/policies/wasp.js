@@ -25,13 +25,19 @@
  * the others learnt its keys meanwhile, takes a share of the keys; the others forget them (φ).
  * Idleness counts picks (absences included), not time: the model is request-driven, so this stays
  * deterministic and independent of the request rate.
+ * Colonies (`balanced` B > 0, for several balancer processes that share no state): each key has an
+ * owner in a balanced packing of the keys onto the upstreams (./wasp-packing.js), which every
+ * process computes alike, and every other upstream bids as a stranger, with max(θ × g, thetaStart)
+ * × B; so the colonies keep one division of labour, and the thresholds decide how fast the owner
+ * answers, and who takes what the load guard sheds.
  *
  * Cost of one pick: at most `rounds` × upstreams response draws plus O(upstreams) set-up.
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../errors')
-const { checkOptions, ewma } = require('./shared')
+const { checkOptions, ewma, weightOf } = require('./shared')
 const { createMemory } = require('./wasp-memory')
+const { createPacking } = require('./wasp-packing')
 
 /** Every parameter, with the reason for its default in the comment (and in docs/algorithms.md, "Wasp options"). */
 const defaults = Object.freeze({
@@ -72,17 +78,21 @@ const defaults = Object.freeze({
    * keys (model: 4 % → 9 % of requests in its first 3,000) while a specialist at its fair share
    * almost never goes that long (e^-8); 5 steals from specialists and costs up to 7 points. 0 = off */
   idleGaps: 8,
-  /** rendezvous γ: an unseen (key, upstream) starts at thetaStart × (2(1 − h))^γ, h the HRW hash of
-   * (key, upstream id), so independent balancer processes (`--workers`) prefer the same upstream for a
-   * new key. Model (seeds 1-8), 4 colonies: 0 → 0.37, 1 → 0.71, 2 → 0.74; one colony: 0.987 →
-   * 0.988 (Zipf 0.959 → 0.968), but the hit rate 1,000 requests after an upstream is removed falls
-   * to 0.846 on one seed (0.861 with 0). So 0 for one process; `polistes --workers N` (N > 1) uses 1
-   * unless policyOptions sets it */
-  rendezvous: 0
+  /** colonies (`--workers`): 0 = off; B >= 1 = every key has an owner in a balanced packing of the
+   * keys onto the upstreams (./wasp-packing.js: consistent hashing with bounded loads over keys,
+   * in proportion to weights), a deterministic function of the keys and upstream ids and weights, so
+   * independent balancer processes compute the same owners; every other upstream bids as a
+   * stranger, its threshold read as at least thetaStart (whatever it learnt, however idle) times B.
+   * Model (seeds 1-8, uniform; Zipf(1)), learnt → balanced 16: 4 colonies 0.373 (0.609) → 0.999
+   * (0.998), 16 colonies 0.210 (0.392) → 0.998 (0.994); 16 colonies with B 2 → 0.941, 4 → 0.990,
+   * 8 → 0.998. Off for one process, whose learnt division adapts to unequal caches nobody weighted
+   * (caches 2-8 pages, equal weights: learnt 0.953, balanced 0.881); `polistes --workers N` (N > 1)
+   * uses 16 unless policyOptions sets it */
+  balanced: 0
 })
 
 const NUMERIC = ['thetaMin', 'thetaMax', 'thetaStart', 'xi', 'phi', 'stimulus', 'stimulusGrowth',
-  'rounds', 'loadFactor', 'maxKeys', 'missLearning', 'idleGaps', 'rendezvous']
+  'rounds', 'loadFactor', 'maxKeys', 'missLearning', 'idleGaps', 'balanced']
 
 function badOption (message) {
   return new ERR_POLISTES_BAD_OPTION(`wasp: ${message}`)
@@ -107,7 +117,7 @@ function resolveOptions (options) {
   if (!Number.isInteger(o.maxKeys) || o.maxKeys < 1) throw badOption('maxKeys must be a positive integer')
   if (!(o.missLearning >= 0 && o.missLearning <= 1)) throw badOption('missLearning must lie in [0, 1]')
   if (!(o.idleGaps >= 0)) throw badOption('idleGaps must be >= 0')
-  if (!(o.rendezvous >= 0 && o.rendezvous <= 16)) throw badOption('rendezvous must lie in [0, 16]')
+  if (!(o.balanced === 0 || (o.balanced >= 1 && o.balanced <= 1e6))) throw badOption('balanced must be 0 (off) or lie in [1, 1e6]')
   for (const f of ['cache', 'latency']) {
     if (typeof o.feedback[f] !== 'boolean') throw badOption(`feedback.${f} must be a boolean`)
   }
@@ -159,6 +169,7 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
       w.useCache = o.feedback.cache
       w.useLatency = o.feedback.latency
       w.memory.configure(o)
+      w.packing.keysChanged() // the key cap may have shrunk
     },
 
     /** Plain JSON: counters, upstream records, and the specialist of the most recent keys. */
@@ -179,6 +190,7 @@ function createState (o, random) {
     useCache: o.feedback.cache,
     useLatency: o.feedback.latency,
     memory: createMemory(o),
+    packing: createPacking(),
     fallbacks: 0,
     guarded: 0,
     idleWins: 0,
@@ -214,7 +226,12 @@ function pick (w, upstreams, ctx) {
     learn(w, krec, w.recs[0])
     return upstreams[0]
   }
-  const best = effectiveThresholds(w, upstreams, krec, total)
+  let owner
+  if (w.o.balanced > 0) {
+    w.packing.update(picks, w.memory.ups, w.memory.keys)
+    owner = w.packing.ownerOf(krec)
+  }
+  const best = effectiveThresholds(w, upstreams, krec, total, owner)
   let chosen = respond(w, upstreams)
   if (chosen < 0) {
     w.fallbacks++
@@ -239,6 +256,7 @@ function register (w, upstreams, picks) {
     const urec = memory.upstream(upstreams[i].id)
     urec.idle += picks - urec.seen // picks since it last served: an absence counts as idle time
     urec.seen = picks
+    urec.weight = weightOf(upstreams[i])
     recs[i] = urec
     const f = upstreams[i].inflight
     if (f > 0) total += f
@@ -266,12 +284,19 @@ function loadOf (w, upstream, urec) {
 /**
  * Bounded-load guard and effective thresholds: fills `w.eff2` with θeff² of each eligible candidate
  * (-1 for the guarded), sets each one's idle discount `g`, and returns the index of the lowest θeff
- * (ties to the less loaded), the fallback when nobody responds.
+ * (ties to the less loaded), the fallback when nobody responds. With an `owner` among the
+ * candidates (option `balanced`), every other candidate bids as a stranger: its θ × g read as at
+ * least thetaStart, times `balanced`.
  */
-function effectiveThresholds (w, upstreams, krec, total) {
+function effectiveThresholds (w, upstreams, krec, total, owner) {
   const { recs, eff2, memory } = w
-  const { loadFactor, idleGaps } = w.o
+  const { loadFactor, idleGaps, thetaStart, balanced } = w.o
   const n = upstreams.length
+  if (owner !== undefined) { // an owner not among the candidates (gone, gated): plain wasp
+    let listed = false
+    for (let i = 0; i < n && !listed; i++) listed = recs[i].id === owner
+    if (!listed) owner = undefined
+  }
   // HAProxy's rule: capacity ceil(c × (total + 1) / n) always leaves the least loaded eligible
   const cap = Math.ceil(loadFactor * (total + 1) / n)
   // idleness: beyond idleGaps fair gaps (an upstream with a fair share serves about every n picks)
@@ -290,7 +315,9 @@ function effectiveThresholds (w, upstreams, krec, total) {
     const over = recs[i].idle - idleAfter
     const g = over > 0 && idleAfter > 0 ? Math.pow(2, -over) : 1 // halves per pick beyond
     recs[i].g = g
-    const eff = memory.theta(krec, recs[i]) * g * (1 + load)
+    let t = memory.theta(krec, recs[i]) * g
+    if (owner !== undefined && recs[i].id !== owner) t = (t < thetaStart ? thetaStart : t) * balanced
+    const eff = t * (1 + load)
     eff2[i] = eff * eff
     if (eff < bestEff || (eff === bestEff && load < bestLoad)) {
       best = i
@@ -417,6 +444,7 @@ function snapshot (w) {
     keys: memory.keys.size,
     maxKeys: w.o.maxKeys,
     idleWins: w.idleWins,
+    packings: w.packing.version,
     upstreams: [...memory.ups.values()].map((u) => ({ id: u.id, latencyMs: u.latency, idle: u.idle })),
     owned,
     recent

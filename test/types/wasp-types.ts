@@ -18,7 +18,7 @@ if (picked) {
   void url
 }
 const snap: WaspSnapshot = policy.snapshot()
-const n: number = snap.picks + defaults.rounds + createWasp.defaults.thetaMax + defaults.idleGaps + snap.idleWins + snap.upstreams[0].idle
+const n: number = snap.picks + defaults.rounds + createWasp.defaults.thetaMax + defaults.idleGaps + defaults.balanced + snap.idleWins + snap.packings + snap.upstreams[0].idle
 const on: boolean = defaults.feedback.cache
 const name: 'wasp' = policy.name
 void n; void on; void name
