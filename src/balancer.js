@@ -141,7 +141,9 @@ class Balancer {
     }
 
     this.server = createFrontServer((req, res) => this.handle(req, res), { ...limits, tls })
-    this.lifecycle = createLifecycle(this.server, { name: 'balancer' })
+    // HAProxy's rule: the listen queue as long as the connection limit (the kernel caps it at
+    // net.core.somaxconn), so a burst of new connections is not left to SYN retransmits
+    this.lifecycle = createLifecycle(this.server, { name: 'balancer', backlog: o.maxConnections })
     this.server.on('drop', () => this.counters.droppedConnections++)
     // Expect: 100-continue: no "100 Continue" for a body that will be refused (it is not sent at all)
     this.server.on('checkContinue', (req, res) => {
