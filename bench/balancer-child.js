@@ -4,7 +4,8 @@
  * Child process holding the balancer alone, so its CPU time (`process.cpuUsage()`) is the
  * balancer's and nothing else competes in its event loop. Run with `node --cpu-prof` to profile.
  *
- * Requests: `start { backends, algo, policyOptions, keepAlive, retryOn, host, workers, engine, accessLogFile? }` -> `{ url, port, pids }`
+ * Requests: `start { backends, algo, policyOptions, keepAlive, retryOn, tryTimeoutMs, host, workers, engine, balancerOptions?, accessLogFile? }` -> `{ url, port, pids }`
+ * (`balancerOptions`: more balancer options, e.g. `{ failTimeoutMs: 1000 }`, a scenario's own)
  * (with `accessLogFile`, one access-log line per request goes there, as `--access-log-file` does);
  * `cpu` -> CPU time in microseconds; `stats` -> `lb.stats()`. `close` stops it and exits
  * (normally, so that --cpu-prof writes its profile).
@@ -24,8 +25,8 @@ let workers = []
 let nextId = 1
 const pending = new Map()
 
-async function start ({ backends, algo, policyOptions = {}, keepAlive = true, retryOn = [], host = '127.0.0.1', workers: n = 1, accessLogFile, engine }) {
-  const options = { backends, algo, policyOptions, port: 0, host, keepAlive, retryOn, engine }
+async function start ({ backends, algo, policyOptions = {}, keepAlive = true, retryOn = [], tryTimeoutMs = null, host = '127.0.0.1', workers: n = 1, accessLogFile, engine, balancerOptions = {} }) {
+  const options = { ...balancerOptions, backends, algo, policyOptions, port: 0, host, keepAlive, retryOn, tryTimeoutMs, engine }
   if (n <= 1) {
     const { startBalancer } = require('../src')
     if (accessLogFile) accessLog = require('../src/access-log').createAccessLog({ file: accessLogFile })

@@ -14,10 +14,12 @@
  * round to whole ms).
  *
  * One continuous run covers the learning phase [0, warmup) and the measured window
- * [warmup, warmup + duration) seconds; responses are assigned by completion time (open loop: by
- * intended send time).
+ * [warmup, warmup + duration) seconds; responses are assigned by completion time (open loop and
+ * node: by intended send time). With `requests` (node generator only, as ApacheBench's `-n`) the
+ * measured window is no time but that many requests sent after the learning phase: it ends when
+ * the last of them is answered, and its length is measured.
  *
- * Request: `start { url, connections, rate?, load?, sources?, warmup, duration, pages, popularity, seed }` ->
+ * Request: `start { url, connections, rate?, load?, sources?, requests?, warmup, duration, pages, popularity, seed }` ->
  * `{ startedAt }`; `cpu` -> this process's CPU plus its generator's (wrk) in `process.cpuUsage()`
  * form. Pushed: `tick { bucket }` at each whole second, `done { result }` at the end.
  */
@@ -71,6 +73,8 @@ let wrkRun // the wrk generator, for its CPU
 function createRecorder (warmup, duration, open) {
   const endMs = (warmup + duration) * 1000
   const rec = {
+    /** when the last response of the measured window arrived, ms after the start */
+    lastMeasuredMs: warmup * 1000,
     learning: newPhase(open),
     measured: newPhase(open),
     bucket: newPhase(),
@@ -82,6 +86,7 @@ function createRecorder (warmup, duration, open) {
     add (phaseMs, r) {
       const phase = rec.phaseAt(phaseMs)
       if (!phase) return
+      if (phase === rec.measured && r.done !== undefined) rec.lastMeasuredMs = Math.max(rec.lastMeasuredMs, r.done)
       for (const p of [phase, rec.bucket]) {
         p.requests++
         p.bytes += r.bytes
@@ -170,13 +175,15 @@ function closedLoop ({ url, connections, warmup, duration, timeout, sample, rec,
  * Open loop at `rate` req/s, or without a rate a closed loop (bench/open-loop.js's lanes); phases
  * by intended send time (closed loop: the send time).
  */
-function lanes ({ url, connections, rate, sources, warmup, duration, timeout, sample, rec }) {
+function lanes ({ url, connections, rate, sources, requests, warmup, duration, timeout, sample, rec }) {
   const run = runOpenLoop({
     url,
     rate,
     connections,
     localAddresses: sources ? loopbackSources(sources) : [],
-    durationMs: (warmup + duration) * 1000,
+    durationMs: requests ? Infinity : (warmup + duration) * 1000,
+    requests,
+    countFromMs: warmup * 1000,
     timeoutMs: timeout * 1000,
     nextPath: () => pagePath(sample()),
     onResponse: (r) => rec.add(r.intended, r),
@@ -185,16 +192,17 @@ function lanes ({ url, connections, rate, sources, warmup, duration, timeout, sa
   return { done: run.done.then((openLoop) => ({ openLoop })), stop: run.stop }
 }
 
-function start ({ url, connections, rate, load = 'autocannon', sources = 0, warmup, duration, pages, popularity, seed = 1, timeout = 10 }) {
+function start ({ url, connections, rate, load = 'autocannon', sources = 0, requests, warmup, duration, pages, popularity, seed = 1, timeout = 10 }) {
+  if (requests !== undefined && (rate || load !== 'node')) throw new Error('requests needs the closed-loop node generator')
   const sample = createSampler(popularity, pages, mulberry32(seed))
-  const endMs = (warmup + duration) * 1000
-  const rec = createRecorder(warmup, duration, Boolean(rate))
+  const endMs = requests ? Infinity : (warmup + duration) * 1000
+  const rec = createRecorder(warmup, requests ? Infinity : duration, Boolean(rate))
   let second = 0
   const t0 = performance.now()
 
   let wrkDone
   if (rate || load === 'node') {
-    generator = lanes({ url, connections, rate, sources, warmup, duration, timeout, sample, rec })
+    generator = lanes({ url, connections, rate, sources, requests, warmup, duration, timeout, sample, rec })
   } else if (load === 'wrk') {
     wrkRun = startWrk({ url, connections, warmup, duration, pages, popularity, seed, timeout })
     generator = wrkRun
@@ -205,6 +213,8 @@ function start ({ url, connections, rate, load = 'autocannon', sources = 0, warm
 
   let ticksDone
   const ticked = new Promise((resolve) => { ticksDone = resolve })
+  let generatorDone = false
+  generator.done.then(() => { generatorDone = true }, () => {})
   const tick = () => {
     second++
     const { latencies, keys, servers, lags, ...counts } = rec.bucket
@@ -220,7 +230,7 @@ function start ({ url, connections, rate, load = 'autocannon', sources = 0, warm
         latency: { mean: lat.mean, p50: lat.p50, p99: lat.p99, max: lat.max }
       }
     })
-    if (second * 1000 >= endMs) {
+    if (requests ? generatorDone : second * 1000 >= endMs) { // a count of requests: the second in which the last was answered
       if (load === 'autocannon' && !rate) generator.stop() // autocannon runs until stopped; the others end by themselves
       ticksDone()
       return
@@ -230,11 +240,12 @@ function start ({ url, connections, rate, load = 'autocannon', sources = 0, warm
   setTimeout(tick, 1000)
 
   Promise.all([generator.done, ticked]).then(([extra]) => {
+    const measuredSeconds = requests ? Math.max(rec.lastMeasuredMs / 1000 - warmup, 1e-3) : duration
     const phases = wrkDone
       ? extra
-      : { learning: phaseResult(rec.learning, warmup || 1), measured: phaseResult(rec.measured, duration) }
+      : { learning: phaseResult(rec.learning, warmup || 1), measured: phaseResult(rec.measured, measuredSeconds) }
     const { learning, measured, ...rest } = { ...phases, ...(wrkDone ? {} : extra) }
-    process.send({ type: 'done', result: { learning, measured, generator: rate ? 'open-loop' : load, ...(sources ? { sources } : {}), ...rest } })
+    process.send({ type: 'done', result: { learning, measured, seconds: second, generator: rate ? 'open-loop' : load, ...(sources ? { sources } : {}), ...(requests ? { requests } : {}), ...rest } })
   }, (err) => {
     process.send({ type: 'fatal', error: err.message })
   })

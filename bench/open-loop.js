@@ -12,7 +12,8 @@
  * and event-loop delay), so a reader can see that it kept up.
  *
  * Without a rate the same lanes run a closed loop: each connection sends its next request as soon
- * as the previous one is answered (intended = sent, no lag). Either way the connections can leave
+ * as the previous one is answered (intended = sent, no lag), for a time or, as ApacheBench's `-n`,
+ * until a number of requests has been sent (`requests`). Either way the connections can leave
  * from many loopback source addresses (`localAddresses`), so a balancer sees many clients: on
  * Linux every 127.x.y.z is a local address (docs/experiments.md, D: ip-hash needs them).
  */
@@ -64,7 +65,11 @@ function loopbackSources (count) {
  * @param {string} params.url origin of the server, e.g. "http://127.0.0.1:8080"
  * @param {number} [params.rate] total requests per second (> 0); absent: closed loop
  * @param {number} params.connections
- * @param {number} params.durationMs requests are scheduled in [0, durationMs)
+ * @param {number} params.durationMs requests are scheduled in [0, durationMs) (Infinity: until
+ *   `requests` have been sent)
+ * @param {number} [params.requests] closed loop only: stop sending once this many requests sent
+ *   at or after `countFromMs` have gone out (the loop ends when they are all answered)
+ * @param {number} [params.countFromMs=0] where the count of `requests` starts (a learning phase before it)
  * @param {() => string} params.nextPath the path of the next request
  * @param {(r: OpenLoopResult) => void} [params.onResponse]
  * @param {(e: { intended: number, timeout: boolean, error: Error }) => void} [params.onError]
@@ -75,15 +80,17 @@ function loopbackSources (count) {
  *   answered; requests still unsent then are counted as `unsent`
  * @returns {{ done: Promise<{ scheduled: number, completed: number, errors: number, timeouts: number, unsent: number, elapsedMs: number }>, stop: () => void, startedAt: number }}
  */
-function runOpenLoop ({ url, rate, connections, durationMs, nextPath, onResponse = () => {}, onError = () => {}, timeoutMs = 10000, drainMs = 10000, localAddresses = [] }) {
+function runOpenLoop ({ url, rate, connections, durationMs, requests, countFromMs = 0, nextPath, onResponse = () => {}, onError = () => {}, timeoutMs = 10000, drainMs = 10000, localAddresses = [] }) {
   const closed = rate === undefined
   if (!closed && !(rate > 0)) throw new Error('rate must be > 0')
+  if (requests !== undefined && !(closed && Number.isInteger(requests) && requests > 0)) throw new Error('requests must be a positive integer, closed loop only')
   if (!(Number.isInteger(connections) && connections > 0)) throw new Error('connections must be a positive integer')
   const origin = new URL(url).origin
   const t0 = performance.now()
   const now = () => performance.now() - t0
   const deadline = durationMs + drainMs
   const counts = { scheduled: 0, completed: 0, errors: 0, timeouts: 0, unsent: 0 }
+  let counted = 0 // requests sent at or after countFromMs
   let stopped = false
   const timers = new Set()
   const wakers = new Set()
@@ -104,6 +111,10 @@ function runOpenLoop ({ url, rate, connections, durationMs, nextPath, onResponse
       if (closed && stopped) break // nothing scheduled to count as unsent
       const intended = closed ? now() : intendedTime(i, k, rate, connections)
       if (intended >= durationMs) break
+      if (requests !== undefined && intended >= countFromMs) {
+        if (counted >= requests) break
+        counted++
+      }
       counts.scheduled++
       if (stopped || now() >= deadline) { counts.unsent++; continue }
       const wait = intended - now()

@@ -43,7 +43,9 @@ function parser (argv) {
     .option('rate', { type: 'number', describe: 'open loop: requests/s at fixed intended send times, spread over the connections; latency counted from the intended time (default: closed loop, as fast as possible)' })
     .option('load', { type: 'string', default: 'auto', describe: 'closed-loop load generator: autocannon | wrk | node | auto (wrk when peers run and wrk is installed; node with --sources)' })
     .option('sources', { type: 'number', describe: 'spread the connections over this many loopback source addresses 127.0.1.1, 127.0.1.2, ... (Linux), so the balancer sees many clients (Node generator; default: the scenario\'s, else one)' })
-    .option('retry-on', { type: 'string', describe: 'the balancer retries these upstream statuses elsewhere (its --retry-on), e.g. 503 (default: the scenario\'s arms, else none)' })
+    .option('retry-on', { type: 'string', describe: 'the balancer retries these upstream statuses (and timeout) elsewhere (its --retry-on), e.g. 503,timeout (default: the scenario\'s arms, else none)' })
+    .option('try-timeout', { type: 'number', describe: 'the balancer\'s --try-timeout on every arm: ms an attempt may wait for its response head (default: the scenario\'s arms, else none)' })
+    .option('requests', { type: 'number', describe: 'closed loop (node generator): measure this many requests after the learning phase instead of --duration seconds, as ApacheBench -n; 0: --duration (default: the scenario\'s, else 0)' })
     .option('peers', { type: 'string', describe: 'HAProxy/nginx arms in front of the same fleet: none, or haproxy,nginx and/or arm names (default: the scenario\'s peers found on PATH)' })
     .option('keep-alive', { type: 'boolean', describe: 'balancer-to-backend keep-alive; --no-keep-alive turns it off' })
     .option('engine', { type: 'string', default: DEFAULT_ENGINE, describe: `balancer proxy engine: ${ENGINES.join(', ')}` })
@@ -156,6 +158,9 @@ function parseOptions (argv) {
   const rate = rateArg === undefined ? undefined : number(rateArg, 'rate', { min: 0, exclusiveMin: true, integer: true })
   const sources = number(args.sources ?? scenario.sources ?? 1, 'sources', { min: 1, max: 250 * 254, integer: true })
   const retryOn = args['retry-on'] === undefined ? undefined : statusList(args['retry-on'])
+  const tryTimeoutMs = args['try-timeout'] === undefined ? undefined : number(args['try-timeout'], 'try-timeout', { min: 0, exclusiveMin: true, integer: true })
+  const requestsArg = args.requests ?? scenario.requests
+  const requests = requestsArg === undefined || requestsArg === 0 ? undefined : number(requestsArg, 'requests', { min: 1, integer: true })
   const seed = number(args.seed, 'seed', { integer: true })
   if (!ENGINES.includes(args.engine)) throw bad(`unknown --engine "${args.engine}"; expected one of: ${ENGINES.join(', ')}`)
   const workers = number(args.workers, 'workers', { min: 1, integer: true })
@@ -175,14 +180,14 @@ function parseOptions (argv) {
 
   const keepAliveVariants = args['keep-alive'] === undefined ? scenario.keepAliveVariants : [args['keep-alive']]
   const arms = []
-  if (scenario.arms && args.algos === undefined && retryOn === undefined) {
-    // the scenario's own arms: an algorithm with its balancer or load settings (retry-on, sources)
+  if (scenario.arms && args.algos === undefined && retryOn === undefined && tryTimeoutMs === undefined) {
+    // the scenario's own arms: an algorithm with its balancer or load settings (retry-on, try timeout, sources)
     for (const arm of scenario.arms) arms.push({ keepAlive: keepAliveVariants[0], engine: args.engine, label: armLabel(arm), ...arm })
   } else {
     for (const algo of algos) {
       for (const keepAlive of keepAliveVariants) {
         const label = keepAliveVariants.length > 1 && !keepAlive ? `${algo} (no-ka)` : algo
-        arms.push({ label, algo, keepAlive, engine: args.engine, ...(retryOn ? { retryOn } : {}) })
+        arms.push({ label, algo, keepAlive, engine: args.engine, ...(retryOn ? { retryOn } : {}), ...(tryTimeoutMs ? { tryTimeoutMs } : {}) })
       }
     }
   }
@@ -191,6 +196,7 @@ function parseOptions (argv) {
     arms.push({ label, algo: label, keepAlive: true, peer: PEER_ARMS[label].peer, mode: PEER_ARMS[label].mode })
   }
   const load = loadGenerator(args.load, { rate, sources: Math.max(sources, ...arms.map((a) => a.sources || 0)), peers: arms.some((a) => a.peer), popularity, notes })
+  if (requests !== undefined && load !== 'node') throw bad(`--requests counts requests of the closed-loop Node generator (--load node, or --sources); this run uses ${load}`)
   const baseline = algos.includes(scenario.baseline) ? scenario.baseline : algos[0]
 
   // Per-backend overrides in the scenario win over the global cache size and miss cost, as
@@ -203,6 +209,7 @@ function parseOptions (argv) {
     columns: rate ? OPEN_LOOP_COLUMNS : scenario.columns,
     targets: scenario.targets,
     backendLabels: scenario.backendLabels || [],
+    balancerOptions: scenario.balancerOptions || {},
     algos,
     peers: arms.filter((a) => a.peer).map((a) => a.label),
     arms,
@@ -219,6 +226,7 @@ function parseOptions (argv) {
     rate,
     load,
     sources,
+    requests,
     keepAlive: keepAliveVariants.length === 1 ? keepAliveVariants[0] : keepAliveVariants,
     policyOptions,
     engine: args.engine,
@@ -237,15 +245,16 @@ function parseOptions (argv) {
 function armLabel (arm) {
   const parts = [arm.algo]
   if (arm.retryOn) parts.push(`+retry ${arm.retryOn.join(',')}`)
+  if (arm.tryTimeoutMs) parts.push(`(try ${arm.tryTimeoutMs} ms)`)
   if (arm.sources) parts.push(`(${arm.sources} client address${arm.sources === 1 ? '' : 'es'})`)
   return parts.join(' ')
 }
 
-/** `--retry-on 503,502` → [503, 502] (the balancer checks the range). */
+/** `--retry-on 503,timeout` → [503, 'timeout']. */
 function statusList (value) {
   const parts = String(value).split(',').map((s) => s.trim())
-  if (!parts.every((p) => /^5\d\d$/.test(p))) throw bad(`--retry-on must be a comma list of 5xx statuses, e.g. 503, got "${value}"`)
-  return parts.map(Number)
+  if (!parts.every((p) => /^5\d\d$/.test(p) || p === 'timeout')) throw bad(`--retry-on must be a comma list of 5xx statuses and/or timeout, e.g. 503,timeout, got "${value}"`)
+  return parts.map((p) => (p === 'timeout' ? p : Number(p)))
 }
 
 /**

@@ -61,7 +61,7 @@ function formatTable (doc, columns) {
 
   const st = doc.settings
   const title = `scenario ${doc.scenario}: ${doc.description}\n` +
-    `${st.trials} trial(s) x (${st.warmup} s learning + ${st.duration} s measured), ${st.connections} connections, ` +
+    `${st.trials} trial(s) x (${st.warmup} s learning + ${st.requests ? `${st.requests} requests` : `${st.duration} s`} measured), ${st.connections} connections, ` +
     `${st.popularity}${st.rate ? `, open loop at ${st.rate} req/s (latency from the intended send time)` : ''}, ${st.pages} pages, cache ${st.cachePages} pages, miss ${st.missMs} ms` +
     `, keep-alive ${st.keepAlive}; medians over trials`
   const out = [title, '', ...lines]

@@ -206,7 +206,7 @@ th:first-child,td:first-child{text-align:left}figure{margin:1.5em 0}figcaption{f
 </style></head><body>
 <h1>polistes bench: ${esc(doc.scenario)}</h1>
 <p>${esc(doc.description)}. ${doc.settings.trials} trial(s) per algorithm, each on a fresh fleet (cold caches) and balancer:
-${doc.settings.warmup} s learning phase, then ${doc.settings.duration} s measured. ${doc.settings.connections} connections,
+${doc.settings.warmup} s learning phase, then ${doc.settings.requests ? `${doc.settings.requests} requests` : `${doc.settings.duration} s`} measured. ${doc.settings.connections} connections,
 ${esc(doc.settings.popularity)} page popularity over ${doc.settings.pages} pages${doc.settings.rate ? `, open loop at ${doc.settings.rate} req/s (latency from the intended send time)` : ', closed loop'},
 load from ${esc(doc.settings.load || 'autocannon')} (its CPU share per arm: column "load cpu", in cores).
 ${(doc.settings.peers || []).length ? `Peers ${esc(doc.settings.peers.join(', '))} run single-threaded (HAProxy nbthread 1, nginx one process), like one polistes process, in front of the same fresh fleet; their CPU is the peer process's.` : ''}

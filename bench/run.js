@@ -53,7 +53,7 @@ async function bench (settings, { stdout = process.stdout, stderr = process.stde
     await runOnce({
       arm: warmArm,
       trial: 0,
-      settings: { ...settings, warmup: 0, duration: settings.jitWarmup }
+      settings: { ...settings, warmup: 0, duration: settings.jitWarmup, requests: undefined }
     })
   }
 

@@ -9,9 +9,11 @@
  * - `fleet`: options for `startFleet()` (servers/fleet.js), minus host and ports.
  * - `backendLabels`: optional extra fields per backend index merged into the balancer's backend
  *   list (e.g. `region`), for policies that read them.
+ * - `balancerOptions`: optional balancer options of every polistes arm (e.g. `{ failTimeoutMs: 1000 }`).
+ * - `requests`: optional, closed loop: the measured window is this many requests, not `--duration` seconds.
  * - `algos`, `baseline`: default algorithms, and the one ratios are taken against.
  * - `keepAliveVariants`: run each algorithm with these balancer keep-alive settings.
- * - `arms`: optional explicit arms `{ algo, retryOn?, sources? }` run instead of algos x keep-alive
+ * - `arms`: optional explicit arms `{ algo, retryOn?, tryTimeoutMs?, sources? }` run instead of algos x keep-alive
  *   (when neither --algos nor --retry-on is given).
  * - `rate`, `sources`: default open-loop rate and loopback source addresses of the load.
  * - `peers`: HAProxy / nginx arms run by default beside the algorithms when installed
@@ -119,20 +121,28 @@ const scenarios = {
       { algo: 'least-connections', retryOn: [503] },
       { algo: 'p2c-peak-ewma', retryOn: [503] },
       { algo: 'ewma', retryOn: [503] },
-      { algo: 'latency-weighted', retryOn: [503] }
+      { algo: 'latency-weighted', retryOn: [503] },
+      // a request caught on the server that just turned slow is given up after 250 ms (12x the
+      // fast phase) and sent to the other one
+      ...['random', 'round-robin', 'least-connections', 'p2c-peak-ewma', 'ewma', 'latency-weighted'].map((algo) => ({ algo, retryOn: [503, 'timeout'], tryTimeoutMs: 250 }))
     ],
+    // passive health suited to a 3 s slow phase: a server ejected by a timed-out attempt is left
+    // out for 1 s, not the default 5 s (most of a period, by when it is fast and the other slow)
+    balancerOptions: { failTimeoutMs: 1000 },
     baseline: 'random',
     columns: ['rps', 'mean', 'p50', 'p90', 'p99', 'max', 'share', 'errors']
   }),
 
-  // docs/experiments.md, D: many clients, ten backends, 1,000 concurrent connections. Each
-  // connection leaves from its own loopback address (127.0.1.1 ...), so ip-hash sees 1,000
-  // clients; the one-address arm is D's situation (ApacheBench on one machine).
+  // docs/experiments.md, D: many clients, ten backends, 1,000 concurrent connections, 100,000
+  // requests (ApacheBench -n 100000 -c 1000). Each connection leaves from its own loopback address
+  // (127.0.1.1 ...), so ip-hash sees 1,000 clients; the one-address arm is D's situation
+  // (ApacheBench on one machine).
   'many-clients': scenario({
-    description: 'ten backends (no cache effect), 1,000 connections from 1,000 loopback addresses, closed loop',
+    description: 'ten backends (no cache effect), 1,000 connections from 1,000 loopback addresses, closed loop, 100,000 requests',
     fleet: { count: 10, ...NO_CACHE_EFFECT },
     connections: 1000,
     sources: 1000,
+    requests: 100000,
     algos: ['random', 'round-robin', 'ip-hash', 'least-connections', 'p2c-peak-ewma', 'wasp'],
     arms: [
       { algo: 'random' },

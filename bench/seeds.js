@@ -57,18 +57,34 @@ const EXPERIMENTS = [
     id: 'B',
     title: 'periodic server load, random vs round-robin, at a fixed rate',
     original: 'Two servers with a periodic load, vegeta at 50 req/s for 60 s. random: mean 1.21 s, p50 33.8 ms, p90 7.73 s, p99 8.11 s, 83.1 % success; round-robin: mean 976 ms, p50 62.6 ms, p90 4.34 s, p99 8.24 s, 92.6 % success.',
-    parts: [{ scenario: 'periodic', full: full(30, 3), quick: [...QUICK, '--algos', 'random,least-connections', '--retry-on', '503'] }],
+    parts: [{ scenario: 'periodic', full: full(20, 3), quick: [...QUICK, '--algos', 'random,ewma', '--retry-on', '503,timeout', '--try-timeout', '250'] }],
     verdict ([doc]) {
       const labels = Object.keys(doc.summary)
       const arm = (l) => doc.runs.find((r) => r.algo === l)
+      const group = (test) => labels.filter((l) => test(arm(l))).map((l) => ({ l, x: figures(doc, l) }))
       const plainLabel = labels.find((l) => arm(l).policy === 'random' && !arm(l).retryOn)
       const plain = plainLabel && figures(doc, plainLabel)
-      const adaptive = labels.filter((l) => arm(l).retryOn && !['random', 'round-robin'].includes(arm(l).policy)).map((l) => ({ l, x: figures(doc, l) }))
-      const best = adaptive.sort((a, b) => a.x.mean - b.x.mean)[0]
-      const allFull = adaptive.every(({ x }) => x.success === 1)
-      return `random without retries ${pct(plain && plain.success)} success, mean ${f(plain && plain.mean)} ms, p90 ${f(plain && plain.p90)}, p99 ${f(plain && plain.p99)} (original 83.1 %, 1,210, 7,730, 8,110 ms); ` +
-        (best ? `best adaptive arm with retry on 503, ${best.l}: ${pct(best.x.success)} success, mean ${f(best.x.mean)} ms (${f(ratio(best.x.mean, plain && plain.mean), 2)} of random's), p90 ${f(best.x.p90)}, p99 ${f(best.x.p99)} (${f(ratio(best.x.p99, plain && plain.p99), 2)}); ` : '') +
-        (allFull ? 'every adaptive arm with retries reached 100 % success' : 'not every adaptive arm with retries reached 100 % success')
+      const blind = ['random', 'round-robin']
+      const on503 = group((a) => a.retryOn && !a.retryOn.includes('timeout'))
+      const onTimeout = group((a) => a.retryOn && a.retryOn.includes('timeout'))
+      const best = on503.filter(({ l }) => !blind.includes(arm(l).policy)).sort((a, b) => a.x.mean - b.x.mean)[0]
+      const worstP99 = (arms) => Math.max(...arms.map(({ x }) => x.p99))
+      const bestP99 = (arms) => Math.min(...arms.map(({ x }) => x.p99))
+      const minSuccess = (arms) => Math.min(...arms.map(({ x }) => x.success))
+      const parts = [`random without retries ${pct(plain && plain.success)} success, mean ${f(plain && plain.mean)} ms, p90 ${f(plain && plain.p90)}, p99 ${f(plain && plain.p99)} (original 83.1 %, 1,210, 7,730, 8,110 ms)`]
+      if (best) parts.push(`best adaptive arm with retry on 503, ${best.l}: ${pct(best.x.success)} success, mean ${f(best.x.mean)} ms (${f(ratio(best.x.mean, plain && plain.mean), 2)} of random's), p90 ${f(best.x.p90)}, p99 ${f(best.x.p99)}`)
+      if (onTimeout.length) parts.push(`retrying on a timeout too (${onTimeout.length} arms): p99 ${f(bestP99(onTimeout))}-${f(worstP99(onTimeout))} ms, success at least ${pct(minSuccess(onTimeout))}`)
+      const agree = []
+      const differ = []
+      if (plain) (plain.success < 0.97 ? agree : differ).push(`blind routing loses requests to the connection limit (${pct(plain.success)}, B 83.1 %)`)
+      if (on503.length) (minSuccess(on503) === 1 ? agree : differ).push(`retries on 503 ${minSuccess(on503) === 1 ? 'bring every arm to' : 'do not bring every arm to'} 100 % success`)
+      if (on503.length && onTimeout.length) {
+        const cut = worstP99(onTimeout) < 0.5 * bestP99(on503)
+        ;(cut ? agree : differ).push(`retrying on a timeout ${cut ? 'cuts' : 'does not cut'} the p99 that 503 retries leave at the slow phase (${f(bestP99(on503))} ms at best) to ${f(worstP99(onTimeout))} ms at worst`)
+        if (minSuccess(onTimeout) < 1) differ.push('a request caught on both servers as they swap phases has no third one to go to')
+      }
+      differ.push('B\'s 8 s p99 came from its own, longer slow phase (ours is 3 s)')
+      return parts.join('; ') + `. Agrees: ${agree.join('; ') || 'nothing'}. Differs: ${differ.join('; ')}`
     }
   },
   {
@@ -88,15 +104,21 @@ const EXPERIMENTS = [
     id: 'D',
     title: 'many clients, ten backends, 1,000 concurrent connections',
     original: 'Rust/Tokio balancer, ApacheBench 100,000 requests at concurrency 1,000, ten mock servers: Random 494.5 req/s (p50 2,022 ms, p99 2,194), RoundRobin 452.4 (2,179 / 2,718), IpHash 337.2 (2,687 / 4,977).',
-    parts: [{ scenario: 'many-clients', full: full(10, 2), quick: [...QUICK, '--algos', 'round-robin,ip-hash', '--connections', '50', '--sources', '50'] }],
+    parts: [{ scenario: 'many-clients', full: full(10, 2), quick: [...QUICK, '--algos', 'round-robin,ip-hash', '--connections', '50', '--sources', '50', '--requests', '2000'] }],
     verdict ([doc]) {
-      const random = figures(doc, 'random') || figures(doc, 'round-robin')
+      const baseLabel = doc.summary.random ? 'random' : 'round-robin'
+      const random = figures(doc, baseLabel)
       const ip = figures(doc, 'ip-hash')
       const one = figures(doc, 'ip-hash (1 client address)')
       const failed = Object.keys(doc.summary).reduce((a, l) => a + figures(doc, l).failed, 0)
-      return `ip-hash/${random === figures(doc, 'random') ? 'random' : 'round-robin'} req/s ${f(ratio(ip && ip.rps, random && random.rps), 2)} with many client addresses` +
-        (one ? `, ${f(ratio(one.rps, random.rps), 2)} from one address (all on backend ${one.share.indexOf(Math.max(...one.share)) + 1})` : '') +
-        ` (original IpHash/Random 0.68); ${failed} failed requests over all arms`
+      const loadCpu = Math.max(...doc.runs.map((r) => r.cpuShare.load))
+      const oneRatio = one && ratio(one.rps, random.rps)
+      return `ip-hash/${baseLabel} req/s ${f(ratio(ip && ip.rps, random && random.rps), 2)} with many client addresses` +
+        (one ? `, ${f(oneRatio, 2)} from one address (all on backend ${one.share.indexOf(Math.max(...one.share)) + 1})` : '') +
+        ` (original IpHash/Random 0.68); ${failed} failed requests over all arms; the load generator used at most ${f(loadCpu, 2)} of ${doc.machine.cpus} cores. ` +
+        (one ? `Agrees: ${oneRatio < 0.9 ? 'ip-hash from one client address puts all on one backend and loses throughput, as D\'s IpHash' : 'ip-hash from one client address puts all on one backend'}. ` : '') +
+        `Differs: the rate, ${f(random && random.rps)} req/s against D's 494.5 (another program on another machine); latency follows it by Little's law in both: ` +
+        `${doc.settings.connections} connections / ${f(random && random.rps)} req/s = ${f(ratio(doc.settings.connections * 1000, random && random.rps))} ms against a p50 of ${f(random && random.p50)} (D: 1,000 / 494.5 = 2,022 ms, its p50 2,022)`
     }
   },
   {
@@ -132,7 +154,8 @@ function table (doc) {
 function setup (doc) {
   const s = doc.settings
   const load = s.rate ? `open loop at ${s.rate} req/s over ${s.connections} connections` : `closed loop, ${s.connections} connections (${s.load})`
-  return `\`${doc.scenario}\`: ${doc.description}; ${load}; ${s.trials} trial(s) of ${s.warmup} s learning + ${s.duration} s measured.`
+  const measured = s.requests ? `${s.requests} requests` : `${s.duration} s`
+  return `\`${doc.scenario}\`: ${doc.description}; ${load}; ${s.trials} trial(s) of ${s.warmup} s learning + ${measured} measured.`
 }
 
 /**

@@ -127,6 +127,8 @@ function buildDocument (settings, runs, { startedAt, finishedAt }) {
       trials: settings.trials,
       warmup: settings.warmup,
       duration: settings.duration,
+      requests: settings.requests ?? null,
+      balancerOptions: settings.balancerOptions || {},
       connections: settings.connections,
       rate: settings.rate ?? null,
       load: settings.load,

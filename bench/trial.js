@@ -56,7 +56,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
     const { backends } = await fleet.request('start', { fleet: settings.fleet, pages: settings.pages, host: HOST })
     const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
     const { url, version } = await balancer.request('start', {
-      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, retryOn: arm.retryOn, host: HOST, workers: settings.workers, engine: arm.engine
+      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, retryOn: arm.retryOn, tryTimeoutMs: arm.tryTimeoutMs, host: HOST, workers: settings.workers, engine: arm.engine, balancerOptions: settings.balancerOptions
     })
 
     const snapshot = async () => {
@@ -80,19 +80,21 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
           trial,
           second: bucket.second,
           phase: bucket.phase,
-          total: warmup + duration,
+          total: settings.requests ? '?' : warmup + duration,
           rps: perSecond(bucket.requests, prev, s),
           hitRate: prev ? metrics.hitRate(prev.stats, s.stats) : NaN
         })
       }))
     })
-    const done = load.waitFor('done', (warmup + duration + 60) * 1000)
+    // a count of requests has no set length: allow it 15 minutes
+    const done = load.waitFor('done', (warmup + (settings.requests ? 900 : duration + 60)) * 1000)
     await load.request('start', {
       url,
       connections: settings.connections,
       rate: settings.rate,
       load: settings.load,
       sources: arm.sources || settings.sources,
+      requests: settings.requests,
       warmup,
       duration,
       pages: settings.pages,
@@ -103,11 +105,13 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
     await Promise.all(pending)
     const lbStats = await balancer.request('stats').catch(() => undefined)
 
-    const end = warmup + duration
+    const m = result.measured
+    // with a count of requests the window lasted what it took: to the second of the last answer
+    const end = settings.requests ? result.seconds : warmup + duration
+    const seconds = settings.requests ? m.seconds : duration
     const start = snaps[warmup]
     const last = snaps[end]
     if (!start || !last) throw new Error(`missing stats snapshot at second ${start ? end : warmup}`)
-    const m = result.measured
     const l = result.learning
 
     const timeline = []
@@ -140,6 +144,8 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       policy: arm.algo,
       keepAlive: arm.keepAlive,
       ...(arm.retryOn ? { retryOn: arm.retryOn } : {}),
+      ...(arm.tryTimeoutMs ? { tryTimeoutMs: arm.tryTimeoutMs } : {}),
+      ...(settings.requests ? { seconds: round(seconds, 3) } : {}),
       ...(arm.peer ? { peer: { name: arm.peer, mode: arm.mode, version } } : {}),
       workers: settings.workers,
       trial,
@@ -154,9 +160,9 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       specialization: round(metrics.specialization(m.keys), 4),
       cpuPer10k: round(metrics.cpuPer10k(start.cpu, last.cpu, m.requests), 4),
       cpuShare: {
-        balancer: round(metrics.cpuSeconds(start.cpu, last.cpu) / duration, 3),
-        fleet: round(metrics.cpuSeconds(start.fleetCpu, last.fleetCpu) / duration, 3),
-        load: round(metrics.cpuSeconds(start.loadCpu, last.loadCpu) / duration, 3)
+        balancer: round(metrics.cpuSeconds(start.cpu, last.cpu) / seconds, 3),
+        fleet: round(metrics.cpuSeconds(start.fleetCpu, last.fleetCpu) / seconds, 3),
+        load: round(metrics.cpuSeconds(start.loadCpu, last.loadCpu) / seconds, 3)
       },
       perBackend: metrics.perBackend(start.stats, last.stats, m.servers)
         .map((r) => ({ ...r, share: round(r.share, 4), hitRate: round(r.hitRate, 4) })),

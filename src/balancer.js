@@ -30,10 +30,15 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
  * @property {string} [host='127.0.0.1']
  * @property {boolean} [keepAlive=true] upstream keep-alive
  * @property {number} [timeoutMs=30000] upstream inactivity timeout, answered with 504
+ * @property {number | null} [tryTimeoutMs=null] ms an attempt may wait for its response head once the
+ *   request has been sent (Envoy's per-try timeout); then it is abandoned as a `timeout` failure
+ *   (504, or a retry with `retryOn` 'timeout'); null: only `timeoutMs` bounds the wait
  * @property {number} [retries=2] extra attempts on other upstreams for idempotent bodiless requests
- * @property {number[]} [retryOn=[]] upstream response statuses (5xx) that also count as a failed
- *   attempt of such a request, retried elsewhere while retries remain (e.g. [503], as nginx's
- *   `proxy_next_upstream http_503` or HAProxy's `retry-on 503`)
+ * @property {Array<number | 'timeout'>} [retryOn=[]] what else counts as a failed attempt of such a
+ *   request, retried elsewhere while retries remain: upstream response statuses (5xx, e.g. 503, as
+ *   nginx's `proxy_next_upstream http_503` or HAProxy's `retry-on 503`) and 'timeout', an upstream
+ *   that sent no response head in time (nginx's `proxy_next_upstream timeout`, HAProxy's
+ *   `retry-on response-timeout`)
  * @property {number} [maxFails=1] consecutive failures that eject an upstream
  * @property {number} [failTimeoutMs=5000] how long an ejected upstream is left out
  * @property {'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'} [engine='http-proxy'] what moves the bytes (src/proxy-engine.js)
@@ -86,7 +91,7 @@ class Balancer {
   constructor (options) {
     const o = withDefaults(options)
     const {
-      backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, retries, retryOn, maxFails, failTimeoutMs,
+      backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs,
       slowStartMs, healthCheck, admin = true, telemetry = createTelemetry(), accessLog = null, engine, logger = silentLogger(),
       random = Math.random, now = () => performance.now()
     } = o
@@ -96,7 +101,8 @@ class Balancer {
     this.port = port
     this.host = host
     this.retries = retries
-    this.retryOn = new Set(retryOn)
+    this.tryTimeoutMs = tryTimeoutMs
+    this.setRetryOn(retryOn)
     this.maxBodySize = o.maxBodySize
     this.telemetry = telemetry
     this.accessLog = accessLog
@@ -109,7 +115,7 @@ class Balancer {
     this.now = now
     this.random = random
     /** what reconfigure() compares a new config with */
-    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, customPolicy: Boolean(policy), maxBodySize: o.maxBodySize, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, o[key]])) }
+    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, customPolicy: Boolean(policy), maxBodySize: o.maxBodySize, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, o[key]])) }
     this.specs = new Map(specs.map((s) => [s.id, s]))
     this.pool = new Pool(specs, { maxFails, failTimeoutMs, slowStartMs, now, random })
     for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order
@@ -135,7 +141,9 @@ class Balancer {
     }
 
     this.server = createFrontServer((req, res) => this.handle(req, res), { ...limits, tls })
-    this.lifecycle = createLifecycle(this.server, { name: 'balancer' })
+    // HAProxy's rule: the listen queue as long as the connection limit (the kernel caps it at
+    // net.core.somaxconn), so a burst of new connections is not left to SYN retransmits
+    this.lifecycle = createLifecycle(this.server, { name: 'balancer', backlog: o.maxConnections })
     this.server.on('drop', () => this.counters.droppedConnections++)
     // Expect: 100-continue: no "100 Continue" for a body that will be refused (it is not sent at all)
     this.server.on('checkContinue', (req, res) => {
@@ -158,6 +166,16 @@ class Balancer {
   addAdminHandler (handler) {
     this.adminRouter.add(handler)
     return this
+  }
+
+  /**
+   * Set what is retried besides refused connections (`retryOn`, validated already).
+   * @param {Array<number | 'timeout'>} retryOn
+   */
+  setRetryOn (retryOn) {
+    this.retryOn = new Set(retryOn)
+    /** statuses the engine holds back for `discard` (a retry elsewhere) */
+    this.retryStatuses = new Set(retryOn.filter((s) => s !== 'timeout'))
   }
 
   /**
@@ -265,6 +283,7 @@ class Balancer {
     const finish = (attempt, outcome) => {
       if (attempt.done) return
       attempt.done = true
+      clearTimeout(attempt.timer)
       this.pool.release(attempt.upstream)
       this.useEngine(attempt.engine, -1)
       const latencyMs = this.now() - attempt.t0
@@ -296,32 +315,36 @@ class Balancer {
       tried.add(upstream.id)
       this.pool.acquire(upstream)
       if (this.policy.onStart) this.policy.onStart(upstream, ctx)
-      const attempt = { upstream, policy: this.policy, engine: this.engine, t0: this.now(), done: false, statusCode: undefined, cache: undefined, handle: null }
+      const attempt = { upstream, policy: this.policy, engine: this.engine, t0: this.now(), done: false, statusCode: undefined, cache: undefined, handle: null, timer: undefined }
       current = attempt
       this.useEngine(attempt.engine, 1)
+      const onFailure = (err, kind) => {
+        if (attempt.done) return
+        this.counters.failures[kind]++
+        finish(attempt, { statusCode: attempt.statusCode, error: err.message })
+        if (kind !== 'stream') this.pool.fail(upstream)
+        this.logger.warn({ upstream: upstream.id, kind, err: err.message, method: req.method, url: req.url }, 'upstream failed')
+        // a timeout is retried only when asked (the upstream may have acted) and before any response byte
+        const retry = (kind !== 'timeout' || (this.retryOn.has('timeout') && attempt.statusCode === undefined)) && canRetry()
+        if (res.headersSent || res.destroyed) {
+          res.destroy() // the client must see a broken response, never a truncated one that looks whole
+        } else if (retry) {
+          this.counters.retries++
+          dispatch()
+        } else if (kind === 'timeout') {
+          this.reply(res, 504, 'timeout', `upstream ${upstream.id} timed out`)
+        } else {
+          this.reply(res, 502, 'connect', `upstream ${upstream.id} failed: ${err.code || err.message}`)
+        }
+      }
       attempt.handle = attempt.engine.forward(req, res, upstream, {
         onResponse: (statusCode, headers) => {
+          clearTimeout(attempt.timer)
           attempt.statusCode = statusCode
           attempt.cache = headers['x-cache']
           this.pool.succeed(upstream)
         },
-        onFailure: (err, kind) => {
-          if (attempt.done) return
-          this.counters.failures[kind]++
-          finish(attempt, { statusCode: attempt.statusCode, error: err.message })
-          if (kind !== 'stream') this.pool.fail(upstream)
-          this.logger.warn({ upstream: upstream.id, kind, err: err.message, method: req.method, url: req.url }, 'upstream failed')
-          if (res.headersSent || res.destroyed) {
-            res.destroy() // the client must see a broken response, never a truncated one that looks whole
-          } else if (kind === 'timeout') {
-            this.reply(res, 504, 'timeout', `upstream ${upstream.id} timed out`)
-          } else if (canRetry()) {
-            this.counters.retries++
-            dispatch()
-          } else {
-            this.reply(res, 502, 'connect', `upstream ${upstream.id} failed: ${err.code || err.message}`)
-          }
-        },
+        onFailure,
         discard: (statusCode, headers) => {
           if (!canRetry()) return false // the last attempt's answer goes to the client as it is
           this.counters.retries++
@@ -329,7 +352,21 @@ class Balancer {
           dispatch()
           return true
         }
-      }, { replay: tried.size > 1, hold: retryable ? this.retryOn : undefined })
+      }, { replay: tried.size > 1, hold: retryable ? this.retryStatuses : undefined })
+      if (this.tryTimeoutMs !== null && !attempt.done) {
+        // the per-try timeout runs from when the request is sent: at once without a body, else from
+        // the end of the client's body (a slow upload is not the upstream's delay)
+        const ms = this.tryTimeoutMs
+        const arm = () => {
+          if (attempt.done || attempt.statusCode !== undefined) return
+          attempt.timer = setTimeout(() => {
+            attempt.handle.abort()
+            onFailure(new Error(`upstream sent no response head within ${ms} ms`), 'timeout')
+          }, ms)
+        }
+        if (!hasBody(req) || req.complete) arm()
+        else req.once('end', arm)
+      }
     }
     dispatch()
     // After dispatch, not before: a 'data' listener added first would start the body flowing before
@@ -414,7 +451,7 @@ class Balancer {
 }
 
 /** The options of DEFAULTS that the balancer takes (the CLI's `graceMs` and `fleet` are not). */
-const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'engine', 'timeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs',
+const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'engine', 'timeoutMs', 'tryTimeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs',
   'slowStartMs', 'healthCheck',
   'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize',
   'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']

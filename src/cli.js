@@ -17,15 +17,16 @@ const { createLogger } = require('./logger')
 const { createAccessLog } = require('./access-log')
 
 /**
- * A comma list of HTTP statuses (`--retry-on 503,502`); the range is checked with the options.
+ * A comma list of HTTP statuses and/or `timeout` (`--retry-on 503,timeout`); the range is checked
+ * with the options.
  * @param {string} flag for the message
  * @param {unknown} value
- * @returns {number[]}
+ * @returns {Array<number | 'timeout'>}
  */
-function parseStatusList (flag, value) {
+function parseRetryOn (flag, value) {
   const parts = String(value).split(',').map((s) => s.trim())
-  if (!parts.every((p) => /^\d{3}$/.test(p))) throw new ERR_POLISTES_BAD_OPTION(`--${flag} must be a comma list of statuses, e.g. 503, got "${value}"`)
-  return parts.map(Number)
+  if (!parts.every((p) => /^\d{3}$/.test(p) || p === 'timeout')) throw new ERR_POLISTES_BAD_OPTION(`--${flag} must be a comma list of statuses and/or timeout, e.g. 503,timeout, got "${value}"`)
+  return parts.map((p) => (p === 'timeout' ? p : Number(p)))
 }
 const { createReloader, balancerOptions, watchFile } = require('./reload')
 const cluster = require('./cluster')
@@ -48,7 +49,8 @@ function parseArgs (argv) {
     .option('engine', { type: 'string', describe: `what moves the bytes: ${ENGINES.join(', ')}`, defaultDescription: DEFAULTS.engine })
     .option('timeout', { type: 'number', describe: 'upstream inactivity timeout in ms (answered with 504)', defaultDescription: String(DEFAULTS.timeoutMs) })
     .option('retries', { type: 'number', describe: 'extra attempts on other upstreams for idempotent requests without a body', defaultDescription: String(DEFAULTS.retries) })
-    .option('retry-on', { type: 'string', describe: 'upstream statuses retried like a failed connection, comma list of 5xx, e.g. 503 (default: none)' })
+    .option('retry-on', { type: 'string', describe: 'also retried like a failed connection: upstream 5xx statuses and/or timeout (no response head in time), e.g. 503,timeout (default: none)' })
+    .option('try-timeout', { type: 'number', describe: 'ms an attempt may wait for the response head once the request is sent; then 504, or a retry with --retry-on timeout (default: --timeout only)' })
     .option('max-fails', { type: 'number', describe: 'consecutive failures that eject an upstream', defaultDescription: String(DEFAULTS.maxFails) })
     .option('fail-timeout', { type: 'number', describe: 'ms an ejected upstream is left out', defaultDescription: String(DEFAULTS.failTimeoutMs) })
     .option('max-connections', { type: 'number', describe: 'open client connections; beyond, new connections are closed at once', defaultDescription: String(DEFAULTS.maxConnections) })
@@ -93,6 +95,7 @@ function parseArgs (argv) {
   const numberFlags = {
     port: 'port',
     timeout: 'timeoutMs',
+    'try-timeout': 'tryTimeoutMs',
     retries: 'retries',
     'max-fails': 'maxFails',
     'fail-timeout': 'failTimeoutMs',
@@ -117,7 +120,7 @@ function parseArgs (argv) {
   if (argvParsed['keep-alive'] !== undefined) flags.keepAlive = argvParsed['keep-alive']
   if (argvParsed['access-log'] !== undefined) flags.accessLog = argvParsed['access-log']
   if (argvParsed['access-log-file'] !== undefined) flags.accessLogFile = argvParsed['access-log-file']
-  if (argvParsed['retry-on'] !== undefined) flags.retryOn = parseStatusList('retry-on', argvParsed['retry-on'])
+  if (argvParsed['retry-on'] !== undefined) flags.retryOn = parseRetryOn('retry-on', argvParsed['retry-on'])
   if (argvParsed['policy-options'] !== undefined) {
     try {
       flags.policyOptions = JSON.parse(argvParsed['policy-options'])

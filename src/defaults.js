@@ -14,8 +14,9 @@ const DEFAULTS = Object.freeze({
   keepAlive: true,
   engine: DEFAULT_ENGINE,
   timeoutMs: 30000,
+  tryTimeoutMs: null, // no limit on the wait for a response head but timeoutMs (inactivity)
   retries: 2,
-  retryOn: [], // as nginx and HAProxy: only failed connections are retried unless a status is named
+  retryOn: [], // as nginx and HAProxy: only failed connections are retried unless a status (or timeout) is named
   maxFails: 1,
   failTimeoutMs: 5000,
   graceMs: 10000,
@@ -48,6 +49,7 @@ const RULES = {
   keepAlive: (v) => { if (typeof v !== 'boolean') throw new ERR_POLISTES_BAD_OPTION(`keepAlive must be true or false, got ${JSON.stringify(v)}`) },
   engine: (v) => { if (!ENGINES.includes(v)) throw new ERR_POLISTES_BAD_OPTION(`unknown proxy engine ${JSON.stringify(v)}; expected one of: ${ENGINES.join(', ')}`) },
   timeoutMs: (v) => checkPositive('timeoutMs', v),
+  tryTimeoutMs: (v) => { if (v !== null) checkPositive('tryTimeoutMs', v) },
   failTimeoutMs: (v) => checkPositive('failTimeoutMs', v),
   graceMs: (v) => checkPositive('graceMs', v),
   retries: (v) => checkInteger('retries', v, 0, 100),
@@ -55,7 +57,7 @@ const RULES = {
   accessLog: (v) => { if (typeof v !== 'boolean') throw new ERR_POLISTES_BAD_OPTION(`accessLog must be true or false, got ${JSON.stringify(v)}`) },
   accessLogFile: (v) => { if (typeof v !== 'string' || v === '') throw new ERR_POLISTES_BAD_OPTION(`accessLogFile must be a file path, got ${JSON.stringify(v)}`) },
   retryOn: (v) => {
-    if (!Array.isArray(v) || !v.every((s) => Number.isInteger(s) && s >= 500 && s <= 599)) throw new ERR_POLISTES_BAD_OPTION(`retryOn must be a list of 5xx statuses, e.g. [503], got ${JSON.stringify(v)}`)
+    if (!Array.isArray(v) || !v.every((s) => s === 'timeout' || (Number.isInteger(s) && s >= 500 && s <= 599))) throw new ERR_POLISTES_BAD_OPTION(`retryOn must be a list of 5xx statuses and/or "timeout", e.g. [503, "timeout"], got ${JSON.stringify(v)}`)
   },
   workers: (v) => checkInteger('workers', v, 1, 256),
   policyOptions: (v) => {
@@ -83,6 +85,9 @@ function checkCombinations (o) {
   }
   if (Number.isFinite(o.headersTimeoutMs) && Number.isFinite(o.requestTimeoutMs) && o.headersTimeoutMs > o.requestTimeoutMs) {
     throw new ERR_POLISTES_BAD_OPTION(`headersTimeoutMs (${o.headersTimeoutMs}) must not exceed requestTimeoutMs (${o.requestTimeoutMs})`)
+  }
+  if (Number.isFinite(o.tryTimeoutMs) && Number.isFinite(o.timeoutMs) && o.tryTimeoutMs > o.timeoutMs) {
+    throw new ERR_POLISTES_BAD_OPTION(`tryTimeoutMs (${o.tryTimeoutMs}) must not exceed timeoutMs (${o.timeoutMs}): the inactivity timeout would always fire first`)
   }
 }
 
@@ -139,9 +144,9 @@ function parseExpectStatus (spec, where = 'expectStatus') {
 
 /**
  * Validate the balancer options present in `options` (port, host, keepAlive, engine, timeoutMs,
- * failTimeoutMs, graceMs, retries, retryOn, maxFails, workers, policyOptions, slowStartMs, healthCheck, and
- * the front's limits, TLS files and admin listener), then the rules between them (tlsCert with tlsKey,
- * headersTimeoutMs ≤ requestTimeoutMs); other keys are left alone.
+ * tryTimeoutMs, failTimeoutMs, graceMs, retries, retryOn, maxFails, workers, policyOptions, slowStartMs,
+ * healthCheck, and the front's limits, TLS files and admin listener), then the rules between them
+ * (tlsCert with tlsKey, headersTimeoutMs ≤ requestTimeoutMs, tryTimeoutMs ≤ timeoutMs); other keys are left alone.
  * @param {object} options
  * @throws {import('./errors').PolistesError} ERR_POLISTES_BAD_OPTION on the first bad value
  */

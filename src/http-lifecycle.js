@@ -26,10 +26,13 @@ const kLifecycle = Symbol('polistes.lifecycle')
  * after `graceMs` every remaining connection is destroyed (TLS handshakes still under way too).
  *
  * @param {import('node:http').Server | import('node:https').Server} server
- * @param {{ name: string }} options `name` starts error messages, e.g. 'balancer' or 'backend a'
+ * @param {{ name: string, backlog?: number }} options `name` starts error messages, e.g. 'balancer' or
+ *   'backend a'; `backlog`: the listen queue of connections not yet accepted (default Node's 511; the
+ *   kernel caps it at net.core.somaxconn). A connection that finds the queue full has its handshake
+ *   dropped and retried by the client's SYN retransmission, 1 s later at best.
  * @returns {Lifecycle}
  */
-function createLifecycle (server, { name }) {
+function createLifecycle (server, { name, backlog }) {
   const sockets = new Set() // HTTP connections: the TLS sockets of an https server
   const raw = new Set() // every accepted TCP socket, TLS handshakes under way included
   const secure = typeof server.setSecureContext === 'function' // a tls.Server, i.e. https
@@ -71,7 +74,7 @@ function createLifecycle (server, { name }) {
       }
       server.once('error', onError)
       server.once('listening', onListening)
-      server.listen(port, host)
+      server.listen({ port, host, ...(backlog ? { backlog } : {}) })
     })
   }
 

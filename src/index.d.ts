@@ -50,8 +50,12 @@ export interface BalancerOptions {
   timeoutMs?: number
   /** extra attempts on other upstreams for idempotent requests without a body, 0 to 100 (default 2) */
   retries?: number
-  /** upstream 5xx statuses retried like a failed connection, e.g. [503] (default []) */
-  retryOn?: number[]
+  /** ms an attempt may wait for its response head once the request is sent; then 504, or a retry
+   * with 'timeout' in `retryOn` (default null: only `timeoutMs`; at most `timeoutMs`) */
+  tryTimeoutMs?: number | null
+  /** also retried like a failed connection: upstream 5xx statuses and 'timeout' (no response head
+   * in time), e.g. [503, 'timeout'] (default []) */
+  retryOn?: Array<number | 'timeout'>
   /** consecutive failures that eject an upstream, 1 to 1000 (default 1) */
   maxFails?: number
   /** how long an ejected upstream is left out, ms (default 5000) */

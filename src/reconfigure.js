@@ -44,13 +44,13 @@ function checkSettingsFor (balancer, upstream) {
 function reconfigure (balancer, o) {
   const cur = balancer.settings
   // 1. everything that can throw
-  const { keepAlive, timeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize } = o
-  validateOptions({ keepAlive, timeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize })
+  const { keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize } = o
+  validateOptions({ keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize })
   validateOptions(Object.fromEntries(RESTART_ONLY.filter((key) => o[key] !== undefined).map((key) => [key, o[key]])))
   const specs = parseBackends(o.backends)
   checkEngineTargets(cur.engine, specs.map((s) => new URL(s.url)))
   const restartNeeded = RESTART_ONLY.filter((key) => o[key] !== undefined && o[key] !== cur[key])
-  const changed = ['keepAlive', 'timeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'slowStartMs', 'maxBodySize'].filter((key) => o[key] !== cur[key])
+  const changed = ['keepAlive', 'timeoutMs', 'tryTimeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'slowStartMs', 'maxBodySize'].filter((key) => o[key] !== cur[key])
   if (!sameJson(retryOn, cur.retryOn)) changed.push('retryOn')
   if (!sameJson(healthCheck, cur.healthCheck)) changed.push('healthCheck')
   const deps = { random: balancer.random, now: balancer.now }
@@ -100,7 +100,8 @@ function reconfigure (balancer, o) {
   balancer.specs = next
   pool.configure({ maxFails, failTimeoutMs, slowStartMs })
   balancer.retries = retries
-  balancer.retryOn = new Set(retryOn)
+  balancer.tryTimeoutMs = tryTimeoutMs
+  balancer.setRetryOn(retryOn)
   balancer.maxBodySize = maxBodySize
   if (configurePolicy) balancer.policy.configure(policyOptions)
   if (policy) balancer.policy = policy
@@ -117,6 +118,7 @@ function reconfigure (balancer, o) {
     policyOptions,
     keepAlive,
     timeoutMs,
+    tryTimeoutMs,
     retries,
     retryOn,
     maxFails,

@@ -3,7 +3,7 @@
 const path = require('node:path')
 const { createBackend } = require('../servers/static-server')
 const { startBalancer } = require('../src/balancer')
-const { request, startUpstream } = require('./helper')
+const { request, startUpstream, waitFor } = require('./helper')
 const { mulberry32 } = require('../src/prng')
 
 const ROOT = path.join(__dirname, '..', 'public')
@@ -200,6 +200,152 @@ describe.each(['http-proxy', 'node-http', 'undici', 'direct'])('retry on a statu
   })
 })
 
+describe.each(['http-proxy', 'node-http', 'undici'])('retry on a timeout (retryOn "timeout", tryTimeoutMs) (engine %s)', (engine) => {
+  const http = require('node:http')
+  const { sleep } = require('./helper')
+  const open = []
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((x) => x.close()))
+  })
+
+  /** An upstream that holds its first `stalls` requests for `ms` before answering (timers cleared when the balancer gives up). */
+  async function stalling ({ stalls = 1, ms = 3000, headFirst = false } = {}) {
+    let n = 0
+    const up = await startUpstream((req, res) => {
+      req.resume()
+      if (n++ >= stalls) {
+        res.writeHead(200, { 'x-server': 'stall' })
+        return res.end('late but here')
+      }
+      if (headFirst) {
+        res.writeHead(200, { 'x-server': 'stall', 'content-length': '5' })
+        res.flushHeaders() // the head goes out now, the body never comes in time
+      }
+      const timer = setTimeout(() => {
+        if (!headFirst) res.writeHead(200, { 'x-server': 'stall' })
+        res.end('stale')
+      }, ms)
+      res.on('close', () => clearTimeout(timer))
+    })
+    open.push(up)
+    return up
+  }
+
+  async function answering () {
+    const up = await startUpstream((req, res) => {
+      req.resume()
+      res.writeHead(200, { 'x-server': 'ok' })
+      res.end(`ok ${req.method} ${req.url}`)
+    })
+    open.push(up)
+    return up
+  }
+
+  /** A policy that always picks the first candidate and records each attempt's outcome. */
+  function firstPolicy () {
+    const ends = []
+    return { ends, policy: { name: 'first', pick: (candidates) => candidates[0], onEnd: (u, ctx, outcome) => ends.push({ id: u.id, ...outcome }) } }
+  }
+
+  async function balancer (upstreams, options) {
+    const lb = await startBalancer({ backends: upstreams.map((u, i) => ({ url: u.url, id: `u${i}` })), port: 0, engine, ...options })
+    open.push(lb)
+    return lb
+  }
+
+  test('a GET whose upstream stalls past tryTimeoutMs is answered by the other upstream well before the stall ends', async () => {
+    const stall = await stalling({ ms: 3000 })
+    const ok = await answering()
+    const { ends, policy } = firstPolicy()
+    const lb = await balancer([stall, ok], { policy, retryOn: [503, 'timeout'], tryTimeoutMs: 200 })
+    const started = performance.now()
+    const res = await request(`${lb.url}/page1.html`)
+    const ms = performance.now() - started
+    expect(res).toMatchObject({ status: 200, body: 'ok GET /page1.html' })
+    expect(res.headers['x-server']).toBe('ok')
+    expect(ms).toBeGreaterThanOrEqual(190)
+    expect(ms).toBeLessThan(1500)
+    expect(stall.requests).toBe(1)
+    expect(ok.requests).toBe(1)
+    expect(lb.stats()).toMatchObject({ retries: 1, failures: { connect: 0, timeout: 1, stream: 0 } })
+    // passive health: the stalled upstream is ejected; the policy saw a failed sample at least as slow as the wait
+    expect(lb.stats().upstreams.map((u) => u.healthy)).toEqual([false, true])
+    expect(ends[0]).toMatchObject({ id: 'u0', error: 'upstream sent no response head within 200 ms' })
+    expect(ends[0].latencyMs).toBeGreaterThanOrEqual(190)
+    expect(ends[1]).toMatchObject({ id: 'u1', statusCode: 200 })
+    expect(ends[1].error).toBeUndefined()
+    await waitFor(() => stall.sockets.size === 0 || lb.stats().inflight === 0)
+    expect(lb.stats().inflight).toBe(0)
+  })
+
+  test('the engine\'s inactivity timeout (timeoutMs, no tryTimeoutMs) is retried too with "timeout" in retryOn', async () => {
+    const stall = await stalling({ ms: 3000 })
+    const ok = await answering()
+    const { policy } = firstPolicy()
+    const lb = await balancer([stall, ok], { policy, retryOn: ['timeout'], timeoutMs: 300 })
+    const res = await request(`${lb.url}/a`)
+    expect(res).toMatchObject({ status: 200, body: 'ok GET /a' })
+    expect(lb.stats()).toMatchObject({ retries: 1, failures: { timeout: 1 } })
+  })
+
+  test('without "timeout" in retryOn a stalled attempt is answered 504 at tryTimeoutMs, as before', async () => {
+    const stall = await stalling({ ms: 3000 })
+    const ok = await answering()
+    const { policy } = firstPolicy()
+    const lb = await balancer([stall, ok], { policy, retryOn: [503], tryTimeoutMs: 200 })
+    const started = performance.now()
+    const res = await request(`${lb.url}/a`)
+    expect(performance.now() - started).toBeLessThan(1500)
+    expect(res.status).toBe(504)
+    expect(res.headers['x-polistes-error']).toBe('timeout')
+    expect(ok.requests).toBe(0)
+    expect(lb.stats()).toMatchObject({ retries: 0, failures: { timeout: 1 } })
+  })
+
+  test('a POST is never retried: it gets 504 at tryTimeoutMs', async () => {
+    const stall = await stalling({ ms: 3000 })
+    const ok = await answering()
+    const { policy } = firstPolicy()
+    const lb = await balancer([stall, ok], { policy, retryOn: [503, 'timeout'], tryTimeoutMs: 200 })
+    const res = await request(`${lb.url}/form`, { method: 'POST', body: 'x=1', headers: { 'content-length': '3' } })
+    expect(res.status).toBe(504)
+    expect(ok.requests).toBe(0)
+    expect(lb.stats().retries).toBe(0)
+  })
+
+  test('a response whose head has come is never retried: a stalled body breaks off at timeoutMs', async () => {
+    const stall = await stalling({ ms: 3000, headFirst: true })
+    const ok = await answering()
+    const { policy } = firstPolicy()
+    const lb = await balancer([stall, ok], { policy, retryOn: [503, 'timeout'], tryTimeoutMs: 100, timeoutMs: 600 })
+    const started = performance.now()
+    await expect(request(`${lb.url}/a`)).rejects.toThrow()
+    const ms = performance.now() - started
+    expect(ms).toBeGreaterThanOrEqual(500) // not cut at the try timeout: the head had come
+    expect(ms).toBeLessThan(2500)
+    expect(ok.requests).toBe(0)
+    expect(lb.stats()).toMatchObject({ retries: 0, failures: { timeout: 1 } })
+  })
+
+  test('the try timeout of a request with a body runs from the end of the body: a slow upload is not cut', async () => {
+    const ok = await answering()
+    const lb = await balancer([ok], { algo: 'round-robin', retryOn: ['timeout'], tryTimeoutMs: 150 })
+    const { port } = new URL(lb.url)
+    const res = await new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, path: '/upload', method: 'PUT', headers: { 'content-length': '6' } }, (r) => {
+        let body = ''
+        r.on('data', (c) => { body += c })
+        r.on('end', () => resolve({ status: r.statusCode, body }))
+      })
+      req.on('error', reject)
+      req.write('abc')
+      sleep(400).then(() => req.end('def'))
+    })
+    expect(res).toEqual({ status: 200, body: 'ok PUT /upload' })
+    expect(lb.stats().failures.timeout).toBe(0)
+  })
+})
+
 describe('options', () => {
   const { createBalancer } = require('../src/balancer')
   const { resolveConfig, DEFAULTS } = require('../src/config')
@@ -211,7 +357,11 @@ describe('options', () => {
     [{ timeoutMs: 0 }, 'timeoutMs must be a positive number, got 0'],
     [{ port: 70000 }, 'port must be an integer in [0, 65535], got 70000'],
     [{ keepAlive: 'yes' }, 'keepAlive must be true or false, got "yes"'],
-    [{ retryOn: [404] }, 'retryOn must be a list of 5xx statuses, e.g. [503], got [404]']
+    [{ retryOn: [404] }, 'retryOn must be a list of 5xx statuses and/or "timeout", e.g. [503, "timeout"], got [404]'],
+    [{ retryOn: [503, 'timeouts'] }, 'retryOn must be a list of 5xx statuses and/or "timeout", e.g. [503, "timeout"], got [503,"timeouts"]'],
+    [{ tryTimeoutMs: 0 }, 'tryTimeoutMs must be a positive number, got 0'],
+    [{ tryTimeoutMs: '250' }, 'tryTimeoutMs must be a positive number, got "250"'],
+    [{ tryTimeoutMs: 2000, timeoutMs: 1000 }, 'tryTimeoutMs (2000) must not exceed timeoutMs (1000): the inactivity timeout would always fire first']
   ])('%j is refused by the balancer and by the config resolver with the same message', (bad, message) => {
     expect(() => createBalancer({ backends, ...bad })).toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION', message }))
     expect(() => resolveConfig(bad)).toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION', message }))

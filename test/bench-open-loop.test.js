@@ -110,6 +110,42 @@ describe('bench open loop', () => {
     }
   })
 
+  test('a closed loop with a count of requests sends exactly that many after the learning phase, then ends', async () => {
+    const upstream = await startUpstream((req, res) => setTimeout(() => res.end('ok'), 2))
+    try {
+      const seen = []
+      const run = runOpenLoop({ url: upstream.url, connections: 6, durationMs: Infinity, requests: 500, countFromMs: 100, nextPath: () => '/', onResponse: (r) => seen.push(r.intended) })
+      const counts = await run.done
+      const learning = seen.filter((t) => t < 100).length
+      expect(seen.length - learning).toBe(500)
+      expect(learning).toBeGreaterThan(0)
+      expect(counts).toMatchObject({ completed: 500 + learning, errors: 0, timeouts: 0 })
+      expect(upstream.requests).toBe(500 + learning)
+      expect(() => runOpenLoop({ url: upstream.url, rate: 10, connections: 1, durationMs: 100, requests: 5, nextPath: () => '/' })).toThrow(/closed loop only/)
+    } finally {
+      await upstream.close()
+    }
+  })
+
+  test('the load child with a count of requests measures that many, over the time they took', async () => {
+    const upstream = await startUpstream((req, res) => setTimeout(() => res.end('ok'), 2))
+    const child = new Child(path.join(__dirname, '..', 'bench', 'load-child.js'), { name: 'load child' })
+    try {
+      const done = child.waitFor('done', 15000)
+      await child.request('start', { url: upstream.url, connections: 8, load: 'node', requests: 1500, warmup: 1, duration: 1, pages: 3, popularity: { kind: 'uniform' }, seed: 1 })
+      const { result } = await done
+      expect(result).toMatchObject({ generator: 'node', requests: 1500 })
+      expect(result.measured.requests).toBe(1500)
+      expect(result.measured.seconds).toBeGreaterThan(0)
+      expect(result.measured.rps).toBeCloseTo(1500 / result.measured.seconds, 6)
+      expect(result.seconds).toBeGreaterThanOrEqual(Math.floor(1 + result.measured.seconds))
+      expect(upstream.requests).toBe(result.learning.requests + 1500)
+    } finally {
+      await child.close()
+      await upstream.close()
+    }
+  })
+
   test('without a rate the lanes run a closed loop, each connection from its own loopback address', async () => {
     expect(loopbackSources(252).slice(248)).toEqual(['127.0.1.249', '127.0.1.250', '127.0.2.1', '127.0.2.2'])
     const seen = new Map()

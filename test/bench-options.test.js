@@ -21,7 +21,27 @@ describe('bench options', () => {
     expect(all.arms.map((a) => a.retryOn)).toEqual([[503], [503]])
     expect(all).toMatchObject({ sources: 20, load: 'node' })
     expect(() => parseOptions(['--retry-on', '404'])).toThrow(/--retry-on must be a comma list of 5xx statuses/)
+    expect(() => parseOptions(['--retry-on', '503,slow'])).toThrow(/--retry-on must be a comma list of 5xx statuses and\/or timeout/)
     expect(() => parseOptions(['--sources', '20', '--load', 'wrk'])).toThrow(/--sources needs the Node generator/)
+  })
+
+  test('B retries on a timeout in arms of its own, with a try timeout and a short ejection; --retry-on timeout and --try-timeout set them for all', () => {
+    const b = parseOptions(['--scenario', 'periodic', '--peers', 'none'])
+    expect(b.arms.find((a) => a.label === 'least-connections +retry 503,timeout (try 250 ms)')).toMatchObject({ algo: 'least-connections', retryOn: [503, 'timeout'], tryTimeoutMs: 250 })
+    expect(b.arms.filter((a) => a.tryTimeoutMs).map((a) => a.algo)).toEqual(['random', 'round-robin', 'least-connections', 'p2c-peak-ewma', 'ewma', 'latency-weighted'])
+    expect(b.balancerOptions).toEqual({ failTimeoutMs: 1000 })
+    const all = parseOptions(['--scenario', 'periodic', '--algos', 'random', '--retry-on', '503,timeout', '--try-timeout', '200', '--peers', 'none'])
+    expect(all.arms).toEqual([expect.objectContaining({ label: 'random', retryOn: [503, 'timeout'], tryTimeoutMs: 200 })])
+    expect(() => parseOptions(['--try-timeout', '0'])).toThrow(/--try-timeout must be greater than 0/)
+  })
+
+  test('D measures 100,000 requests, as ApacheBench -n; --requests changes the count, 0 measures --duration seconds; only the Node generator counts', () => {
+    expect(parseOptions(['--scenario', 'many-clients', '--peers', 'none'])).toMatchObject({ requests: 100000, load: 'node' })
+    expect(parseOptions(['--scenario', 'many-clients', '--requests', '5000', '--peers', 'none']).requests).toBe(5000)
+    expect(parseOptions(['--scenario', 'many-clients', '--requests', '0', '--peers', 'none']).requests).toBeUndefined()
+    expect(parseOptions(['--peers', 'none']).requests).toBeUndefined()
+    expect(() => parseOptions(['--requests', '1000', '--peers', 'none'])).toThrow(/--requests counts requests of the closed-loop Node generator/)
+    expect(() => parseOptions(['--scenario', 'many-clients', '--requests', '2.5', '--peers', 'none'])).toThrow(/--requests must be an integer/)
   })
 
   test('defaults give the cache scenario: round-robin vs chash-bounded vs wasp, 3 trials, 5 s + 20 s, 32 connections', () => {

@@ -32,6 +32,9 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
     ['bad expected status', ['--health-check', '/h', '--health-expect', 'ok'], /healthCheck.expectStatus must be a status/],
     ['zero rise', ['--health-rise', '0'], /healthCheck.rise must be an integer in \[1, 1000\]/],
     ['negative slow start', ['--slow-start', '-5'], /slowStartMs must be a number of ms >= 0/],
+    ['unknown retry condition', ['--retry-on', '503,slow'], /--retry-on must be a comma list of statuses and\/or timeout, e.g. 503,timeout, got "503,slow"/],
+    ['zero try timeout', ['--try-timeout', '0'], /tryTimeoutMs must be a positive number, got 0/],
+    ['try timeout above the inactivity timeout', ['--try-timeout', '5000', '--timeout', '1000'], /tryTimeoutMs \(5000\) must not exceed timeoutMs \(1000\)/],
     ['--watch without --config', ['--watch'], /--watch needs --config/]
   ])('%s', async (_name, args, message) => {
     const { code, stderr, stdout } = await run(args)

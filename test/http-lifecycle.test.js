@@ -51,6 +51,66 @@ describe('listen', () => {
   })
 })
 
+describe('backlog', () => {
+  const somaxconn = (() => {
+    try { return Number(fs.readFileSync('/proc/sys/net/core/somaxconn', 'utf8')) } catch { return 0 }
+  })()
+  const BURST = 800
+
+  /**
+   * Open BURST connections while this process cannot accept (its event loop is held), then count
+   * those whose handshake completed within 500 ms: a full listen queue drops a SYN, which the
+   * client sends again only after 1 s.
+   */
+  async function burst (backlog) {
+    const server = http.createServer((req, res) => res.end())
+    const lifecycle = createLifecycle(server, { name: 'test server', backlog })
+    const { port } = await lifecycle.listen(0, '127.0.0.1')
+    try {
+      return await burstOn(port)
+    } finally {
+      await lifecycle.close({ graceMs: 100 })
+    }
+  }
+
+  async function burstOn (port) {
+    const sockets = []
+    try {
+      const connected = []
+      const started = performance.now()
+      for (let i = 0; i < BURST; i++) {
+        const socket = net.connect(port, '127.0.0.1')
+        socket.on('error', () => {})
+        connected.push(once(socket, 'connect').then(() => performance.now() - started))
+        sockets.push(socket)
+      }
+      const until = performance.now() + 100
+      // hold the event loop: the loopback handshakes complete (or are dropped) meanwhile, none accepted
+      while (performance.now() < until) Math.sqrt(until)
+      const times = await Promise.race([Promise.all(connected), new Promise((resolve) => setTimeout(() => resolve(null), 700))])
+      return times === null ? 'some waited for a SYN retransmit' : 'all within 700 ms'
+    } finally {
+      for (const s of sockets) s.destroy()
+    }
+  }
+
+  const ifRoom = somaxconn >= BURST ? test : test.skip
+  ifRoom(`a burst of ${BURST} connections fits a backlog of ${BURST + 200}; Node's default 511 leaves some to SYN retransmits`, async () => {
+    expect(await burst(BURST + 200)).toBe('all within 700 ms')
+    expect(await burst(undefined)).toBe('some waited for a SYN retransmit')
+  })
+
+  ifRoom('the balancer listens with a backlog of maxConnections (as HAProxy): the same burst gets in at once', async () => {
+    const { startBalancer } = require('../src/balancer')
+    const lb = await startBalancer({ backends: ['http://127.0.0.1:9'], port: 0 })
+    try {
+      expect(await burstOn(lb.port)).toBe('all within 700 ms')
+    } finally {
+      await lb.close({ graceMs: 100 })
+    }
+  })
+})
+
 describe('close', () => {
   test('before listen it resolves at once, and it is idempotent', async () => {
     const { lifecycle } = serve(() => {})

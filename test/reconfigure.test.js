@@ -91,6 +91,30 @@ describe('balancer.reconfigure applies a new config to a running balancer', () =
     expect(lb.retryOn.size).toBe(0)
   })
 
+  test('a reload that adds "timeout" to retryOn and a tryTimeoutMs makes a stalled GET go to another upstream', async () => {
+    const stall = await startUpstream((req, res) => {
+      const timer = setTimeout(() => { res.writeHead(200, { 'x-server': 'stall' }); res.end() }, 3000)
+      res.on('close', () => clearTimeout(timer))
+    })
+    const ok = await startUpstream((req, res) => { res.writeHead(200, { 'x-server': 'ok' }); res.end() })
+    try {
+      const config = { backends: [{ id: 's', url: stall.url }, { id: 'o', url: ok.url }], policy: { name: 'first', pick: (c) => c[0] } }
+      lb = await startBalancer({ ...config, port: 0, retryOn: [503], tryTimeoutMs: 150, failTimeoutMs: 1 })
+      expect((await request(`${lb.url}/x`)).status).toBe(504)
+      const result = lb.reconfigure({ ...config, retryOn: [503, 'timeout'], tryTimeoutMs: 200, failTimeoutMs: 1 })
+      expect(result.changed).toEqual(['tryTimeoutMs', 'retryOn'])
+      expect([...lb.retryOn]).toEqual([503, 'timeout'])
+      await waitFor(() => lb.stats().upstreams[0].healthy)
+      const res = await request(`${lb.url}/y`)
+      expect(res).toMatchObject({ status: 200, headers: { 'x-server': 'ok' } })
+      expect(lb.stats()).toMatchObject({ retries: 1, failures: { timeout: 2 } })
+    } finally {
+      await lb.close()
+      lb = undefined
+      await Promise.all([stall.close(), ok.close()])
+    }
+  })
+
   test('front settings bound to the listeners are restart-only; maxBodySize applies at once', async () => {
     lb = await startBalancer({ backends: backends('a'), algo: 'round-robin', port: 0, maxBodySize: 10 })
     const result = lb.reconfigure({ backends: backends('a'), algo: 'round-robin', maxBodySize: 100, maxHeaderSize: 8192, headersTimeoutMs: 5000, adminPort: 0, tlsCert: 'c.pem', tlsKey: 'k.pem' })
