@@ -200,7 +200,7 @@ describe.each(['http-proxy', 'node-http', 'undici', 'direct'])('retry on a statu
   })
 })
 
-describe.each(['http-proxy', 'node-http', 'undici'])('retry on a timeout (retryOn "timeout", tryTimeoutMs) (engine %s)', (engine) => {
+describe.each(['http-proxy', 'node-http', 'undici', 'direct'])('retry on a timeout (retryOn "timeout", tryTimeoutMs) (engine %s)', (engine) => {
   const http = require('node:http')
   const { sleep } = require('./helper')
   const open = []
