@@ -39,12 +39,20 @@ function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, onOpe
   socket.on('close', close)
   socket.on('error', () => socket.destroy())
 
-  const headers = forwardedHeaders(req)
+  const headers = forwardedHeaders(req, target)
   const hostname = target.hostname.replace(/^\[(.*)\]$/, '$1') // URL keeps IPv6 brackets
   const options = { host: hostname, port: target.port, method: req.method, path: req.url, headers, agent: false, setHost: false }
-  const proxyReq = target.protocol === 'https:'
-    ? https.request({ ...options, ...(ca ? { ca } : {}), rejectUnauthorized: true, servername: net.isIP(hostname) ? '' : hostname })
-    : http.request(options)
+  let proxyReq
+  try {
+    proxyReq = target.protocol === 'https:'
+      ? https.request({ ...options, ...(ca ? { ca } : {}), rejectUnauthorized: true, servername: net.isIP(hostname) ? '' : hostname })
+      : http.request(options)
+  } catch (err) {
+    // node:http refuses to build the request (a header it will not send): never a crash
+    onFailure(err)
+    socket.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')
+    return
+  }
   proxyReq.setTimeout(timeoutMs, () => proxyReq.destroy(Object.assign(new Error(`upstream timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' })))
   proxyReq.on('error', (err) => {
     if (socket.destroyed) return
@@ -98,15 +106,17 @@ function splice (a, b, finMs) {
 }
 
 /** The client's headers for the upstream hop: hop-by-hop removed, the upgrade kept, X-Forwarded-* added. */
-function forwardedHeaders (req) {
+function forwardedHeaders (req, target) {
   const headers = { ...req.headers }
   for (const name of (req.headers.connection || '').split(',')) delete headers[name.trim().toLowerCase()]
   for (const name of HOP_BY_HOP) delete headers[name]
   headers.connection = 'upgrade'
+  if (!headers.host) headers.host = target.host // an HTTP/1.0 client may send none; HTTP/1.1 upstreams require one
   headers.upgrade = req.headers.upgrade
   const address = req.socket.remoteAddress
   headers['x-forwarded-for'] = req.headers['x-forwarded-for'] ? `${req.headers['x-forwarded-for']}, ${address}` : address
-  headers['x-forwarded-host'] = req.headers['x-forwarded-host'] || req.headers.host
+  const forwardedHost = req.headers['x-forwarded-host'] || req.headers.host
+  if (forwardedHost) headers['x-forwarded-host'] = forwardedHost // an HTTP/1.0 request may have no Host
   headers['x-forwarded-proto'] = req.headers['x-forwarded-proto'] || 'http'
   return headers
 }

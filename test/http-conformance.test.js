@@ -10,9 +10,10 @@ const net = require('node:net')
 const crypto = require('node:crypto')
 const { once } = require('node:events')
 const { startCli, startRecordingUpstream, RawConnection, rawRequest, parseResponses, waitFor, sleep } = require('./helper')
+const { DEFAULT_ENGINE } = require('../src/proxy-engine')
 
 /** The engines every conformance test runs over; `default` passes no `--engine` flag. */
-const ENGINES = ['default', 'node-http', 'undici', 'direct']
+const ENGINES = ['default', 'http-proxy', 'node-http', 'undici']
 const engineArgs = (engine) => (engine === 'default' ? [] : ['--engine', engine])
 
 describe.each(ENGINES)('HTTP conformance through the CLI (engine %s)', (engine) => {
@@ -121,6 +122,20 @@ describe.each(ENGINES)('HTTP conformance through the CLI (engine %s)', (engine) 
       expect(headers['x-forwarded-host']).toBe('shop.example:8443')
       expect(headers['x-forwarded-proto']).toBe('http')
       expect(headers.host).toBe('shop.example:8443') // the client's Host is kept, as nginx's proxy_set_header Host $host
+    })
+
+    test('an HTTP/1.0 request without Host goes upstream with the upstream\'s Host and no X-Forwarded-Host', async () => {
+      const conn = new RawConnection(base)
+      try {
+        await conn.send('GET /no-host HTTP/1.0\r\n\r\n')
+        const { responses } = await conn.read(1)
+        expect(responses.map((r) => r.status)).toEqual([200])
+      } finally {
+        conn.destroy()
+      }
+      const { headers } = upstream.records[0]
+      expect(headers.host).toBe(new URL(upstream.url).host)
+      expect(headers).not.toHaveProperty('x-forwarded-host')
     })
 
     test('without X-Forwarded-For from the client, the client address alone is sent', async () => {
@@ -266,7 +281,8 @@ describe.each(ENGINES)('HTTP conformance through the CLI (engine %s)', (engine) 
         conn.destroy()
       }
       // the http-proxy engines join target paths with urljoin (runs of slashes merged); the others send it verbatim
-      expect(upstream.records[0].url).toBe(['node-http', 'undici', 'direct'].includes(engine) ? target : target.replace(/\/+/g, '/'))
+      const used = engine === 'default' ? DEFAULT_ENGINE : engine
+      expect(upstream.records[0].url).toBe(used.startsWith('http-proxy') ? target.replace(/\/+/g, '/') : target)
       await expectAlive()
     })
 

@@ -32,6 +32,28 @@ describe('upgrade tunnel', () => {
     }
   })
 
+  test('an HTTP/1.0 upgrade request without Host reaches the upstream without X-Forwarded-Host (it crashed the process)', async () => {
+    const upstream = await startUpstream((req, res) => { res.writeHead(426, { 'x-saw-forwarded-host': String('x-forwarded-host' in req.headers) }); res.end() })
+    open.push(upstream)
+    const lb = await start([upstream.url])
+    const conn = new RawConnection(lb.url)
+    try {
+      await conn.send(UPGRADE.replace('HTTP/1.1\r\nHost: x\r\n', 'HTTP/1.0\r\n'))
+      const { responses } = await conn.read(1)
+      expect(responses[0].status).toBe(426)
+      expect(responses[0].headers['x-saw-forwarded-host']).toBe('false')
+    } finally {
+      conn.destroy()
+    }
+    const again = new RawConnection(lb.url)
+    try {
+      await again.send(UPGRADE)
+      expect((await again.read(1)).responses[0].status).toBe(426)
+    } finally {
+      again.destroy()
+    }
+  })
+
   test('a refused upstream is answered 502 and counted as a connect failure', async () => {
     const lb = await start([`http://127.0.0.1:${await closedPort()}`])
     const conn = new RawConnection(lb.url)

@@ -39,6 +39,7 @@ function createDirectEngine ({ keepAlive, timeoutMs, ca = null, idleTimeoutMs = 
       const url = upstream.target
       const secure = url.protocol === 'https:'
       origin = new Origin({
+        authority: url.host,
         host: url.hostname.replace(/^\[|\]$/g, ''),
         port: Number(url.port) || (secure ? 443 : 80),
         secure,
@@ -93,7 +94,7 @@ class Exchange {
     this.hold = hold
     this.timeoutMs = timeoutMs
     this.sendBody = !replay && hasBody(req)
-    this.head = requestHead(req, !keepAlive)
+    this.head = requestHead(req, !keepAlive, origin.authority)
     /** @type {import('./upstream-connections').UpstreamConnection | null} */
     this.conn = null
     this.headed = false // a final response head arrived
@@ -238,10 +239,11 @@ class Exchange {
  * bytes as latin1, so they go out unchanged).
  * @param {import('http').IncomingMessage} req
  * @param {boolean} close add `Connection: close`
+ * @param {string} authority the upstream's host[:port], sent as Host when the client sent none
  * @returns {string}
  */
-function requestHead (req, close) {
-  const headers = requestHeaders(req, { keepTransferEncoding: true, close })
+function requestHead (req, close, authority) {
+  const headers = requestHeaders(req, { keepTransferEncoding: true, close, authority })
   let head = req.method + ' ' + req.url + ' HTTP/1.1\r\n'
   for (let i = 0; i < headers.length; i += 2) {
     const value = headers[i + 1]

@@ -47,11 +47,13 @@ function connectionNames (value, always) {
  * `http.request` and undici take without building a header object).
  *
  * @param {import('http').IncomingMessage} req the client's request (its `headers`: lower-case, duplicates joined)
- * @param {{ keepTransferEncoding: boolean, close: boolean }} options `keepTransferEncoding`: pass the
- *   client's Transfer-Encoding on (node:http then chunk-encodes the body); `close`: add `Connection: close`
+ * @param {{ keepTransferEncoding: boolean, close: boolean, authority?: string }} options `keepTransferEncoding`: pass the
+ *   client's Transfer-Encoding on (node:http then chunk-encodes the body); `close`: add `Connection: close`;
+ *   `authority`: the upstream's host[:port], sent as Host when the client sent none (HTTP/1.0 allows
+ *   that, HTTP/1.1 upstreams refuse a request without it)
  * @returns {string[]}
  */
-function requestHeaders (req, { keepTransferEncoding, close }) {
+function requestHeaders (req, { keepTransferEncoding, close, authority }) {
   const headers = req.headers
   const extra = connectionNames(headers.connection, REQUEST_DROPPED)
   const out = []
@@ -69,10 +71,12 @@ function requestHeaders (req, { keepTransferEncoding, close }) {
     'x-forwarded-for', append(xff, req.socket.remoteAddress || ''),
     'x-forwarded-port', append(xfport, hostPort(headers.host, encrypted)),
     'x-forwarded-proto', append(xfproto, encrypted ? 'https' : 'http'),
-    'x-forwarded-host', headers['x-forwarded-host'] || headers.host || '',
     'via', via(headers.via)
   )
+  const forwardedHost = headers['x-forwarded-host'] || headers.host
+  if (forwardedHost) out.push('x-forwarded-host', forwardedHost) // an HTTP/1.0 request may have no Host
   if (close) out.push('connection', 'close')
+  if (headers.host === undefined && authority) out.push('host', authority)
   return out
 }
 

@@ -46,6 +46,7 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
     stripHopByHop(proxyReq, req)
     if (!keepAlive) proxyReq.setHeader('connection', 'close')
     proxyReq.setHeader('via', via(req.headers.via))
+    if (proxyReq.getHeader('x-forwarded-host') === '') proxyReq.removeHeader('x-forwarded-host') // xfwd's value for a request without Host
     proxyReq.setTimeout(timeoutMs, () => {
       attempt.timedOut = true
       proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))

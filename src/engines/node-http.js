@@ -63,7 +63,7 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
       port,
       method: req.method,
       path: req.url,
-      headers: requestHeaders(req, { keepTransferEncoding: true, close: false }),
+      headers: requestHeaders(req, { keepTransferEncoding: true, close: false, authority: upstream.target.host }),
       agent
     })
     proxyReq.setTimeout(timeoutMs, () => {

@@ -129,6 +129,7 @@ class UpstreamConnection {
 class Origin {
   /**
    * @param {object} options
+   * @param {string} options.authority host[:port] as in the backend URL (a default Host header)
    * @param {string} options.host host name or IP address (no brackets)
    * @param {number} options.port
    * @param {boolean} options.secure TLS (https upstream), verified against `host`
@@ -137,7 +138,8 @@ class Origin {
    * @param {number} options.idleTimeoutMs
    * @param {number} options.maxIdle
    */
-  constructor ({ host, port, secure, ca, keepAlive, idleTimeoutMs, maxIdle }) {
+  constructor ({ authority, host, port, secure, ca, keepAlive, idleTimeoutMs, maxIdle }) {
+    this.authority = authority
     this.host = host
     this.port = port
     this.secure = secure
