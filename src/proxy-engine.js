@@ -18,7 +18,7 @@
 const { ERR_POLISTES_BAD_OPTION } = require('./errors')
 const { createUpstreamAgents } = require('./upstream-agents')
 
-const DEFAULT_ENGINE = 'http-proxy'
+const DEFAULT_ENGINE = 'direct'
 const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici', 'direct']
 
 /**
@@ -58,7 +58,7 @@ const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici', 'direct']
  * Create a proxy engine.
  *
  * @param {object} [options]
- * @param {string} [options.engine='http-proxy'] one of {@link ENGINES}
+ * @param {string} [options.engine='direct'] one of {@link ENGINES}
  * @param {boolean} [options.keepAlive=true] reuse upstream connections; false opens one per request
  *   and sends `Connection: close`
  * @param {number} [options.timeoutMs=30000] upstream inactivity timeout (connect, headers or body)

@@ -6,6 +6,7 @@ const { parseOptions } = require('../bench/options')
 const { rotation } = require('../bench/run')
 const { scenarioNames, getScenario } = require('../bench/scenarios')
 const { describeIfInstalled } = require('./helper')
+const { DEFAULT_ENGINE } = require('../src/proxy-engine')
 
 const RUN = path.join(__dirname, '..', 'bench', 'run.js')
 
@@ -142,7 +143,7 @@ describe('bench options', () => {
     test('--peers names programs or arms; peers run in the rotation beside the algorithms, with wrk by default', () => {
       const s = parseOptions(['--algos', 'wasp', '--peers', 'nginx,haproxy-uri'])
       expect(s.arms).toEqual([
-        { label: 'wasp', algo: 'wasp', keepAlive: true, engine: 'http-proxy' },
+        { label: 'wasp', algo: 'wasp', keepAlive: true, engine: DEFAULT_ENGINE },
         { label: 'haproxy-uri', algo: 'haproxy-uri', keepAlive: true, peer: 'haproxy', mode: 'uri' },
         { label: 'nginx-uri', algo: 'nginx-uri', keepAlive: true, peer: 'nginx', mode: 'uri' },
         { label: 'nginx-rr', algo: 'nginx-rr', keepAlive: true, peer: 'nginx', mode: 'rr' }

@@ -12,7 +12,7 @@ const net = require('node:net')
 const fc = require('fast-check')
 const { startCli, startRecordingUpstream, rawRequest, parseResponses } = require('./helper')
 
-const ENGINES = ['default', 'node-http', 'undici', 'direct']
+const ENGINES = ['default', 'http-proxy', 'node-http', 'undici']
 const engineArgs = (engine) => (engine === 'default' ? [] : ['--engine', engine])
 
 const CASES = 3000
