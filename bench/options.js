@@ -207,7 +207,8 @@ function parseOptions (argv) {
     scenario: args.scenario,
     description: scenario.description,
     columns: rate ? OPEN_LOOP_COLUMNS : scenario.columns,
-    targets: scenario.targets,
+    // ratio targets are set against the scenario's own baseline: without it in the run they mean nothing
+    targets: baseline === scenario.baseline ? scenario.targets : (scenario.targets || []).filter((t) => !t.ratio),
     backendLabels: scenario.backendLabels || [],
     balancerOptions: scenario.balancerOptions || {},
     algos,

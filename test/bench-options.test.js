@@ -77,6 +77,15 @@ describe('bench options', () => {
     expect(Array.isArray(scenario.targets)).toBe(true)
   })
 
+  test('ratio targets (against the baseline) are dropped when the run leaves the scenario\'s baseline out; the others stay', () => {
+    const all = parseOptions([])
+    expect(all.targets.some((t) => t.ratio)).toBe(true)
+    const alone = parseOptions(['--algos', 'wasp'])
+    expect(alone.baseline).toBe('wasp')
+    expect(alone.targets.some((t) => t.ratio)).toBe(false)
+    expect(alone.targets).toEqual(all.targets.filter((t) => !t.ratio))
+  })
+
   test('options override the scenario\'s fleet and load', () => {
     const s = parseOptions(['--algos', 'wasp,random', '--cache-pages', '2', '--miss-ms', '5', '--pages', '40',
       '--popularity', 'zipf:1.0', '--rate', '500', '--no-keep-alive', '--connections', '8', '--policy-options', '{"xi":2}', '--peers', 'none', '--engine', 'node-http'])
