@@ -211,9 +211,10 @@ class Exchange {
     const conn = this.conn
     this.conn = null
     if (this.ended) return
-    // A pooled connection the upstream had closed meanwhile: nothing was received, so a request
+    // A pooled connection the upstream had closed meanwhile: nothing was received (a malformed
+    // answer is an answer, not a closed connection), so a request
     // that can be sent again is, once, on a new connection to the same upstream.
-    if (!this.headed && !timedOut && conn !== null && conn.served > 0 && !this.replayed && !this.sendBody && REPLAYABLE.has(this.req.method)) {
+    if (!this.headed && !timedOut && conn !== null && conn.served > 0 && !conn.answered && !this.replayed && !this.sendBody && REPLAYABLE.has(this.req.method)) {
       this.replayed = true
       this.send(this.origin.connect())
       return

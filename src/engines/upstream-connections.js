@@ -40,6 +40,8 @@ class UpstreamConnection {
     this.timedOut = false
     /** @type {Error | null} */
     this.error = null
+    /** whether any byte arrived since the current request took the connection */
+    this.answered = false
     /** @type {string[] | null} header pairs of a head that arrived in several reads */
     this.partialHeaders = null
     const parser = new HTTPParser()
@@ -66,14 +68,20 @@ class UpstreamConnection {
     this.parser = parser
 
     socket.setNoDelay(true)
+    // execute() and finish() return an Error made in Node's own realm: `instanceof Error` is false
+    // for it inside a vm context (jest), so the type is tested instead
     socket.on('data', (data) => {
+      // on an idle connection any byte, even the first of a response, retires it (kept, it would be
+      // parsed in front of the next request's response)
+      if (this.user === null) return this.broken(new Error('unsolicited bytes from upstream'))
+      this.answered = true
       const result = parser.execute(data)
-      if (result instanceof Error) this.broken(result)
+      if (typeof result === 'object') this.broken(result)
     })
     socket.on('end', () => {
       // a response delimited by the connection's end completes here
       const result = parser.finish()
-      if (result instanceof Error) this.broken(result)
+      if (typeof result === 'object') this.broken(result)
     })
     socket.on('timeout', () => {
       this.timedOut = this.user !== null
@@ -99,6 +107,7 @@ class UpstreamConnection {
   attach (user, timeoutMs) {
     this.user = user
     this.timedOut = false
+    this.answered = false
     this.socket.setTimeout(timeoutMs)
   }
 
