@@ -117,8 +117,9 @@ function runOpenLoop ({ url, rate, connections, durationMs, requests, countFromM
       }
       counts.scheduled++
       if (stopped || now() >= deadline) { counts.unsent++; continue }
-      const wait = intended - now()
-      if (wait > 0) await sleep(wait)
+      // timers run on the event loop's millisecond clock and can fire up to a millisecond before the
+      // intended time on performance.now(): sleep again until it is really due (latency >= service)
+      for (let wait = intended - now(); wait > 0 && !stopped; wait = intended - now()) await sleep(wait)
       if (stopped) { counts.unsent++; continue }
       const sent = now()
       const lag = Math.max(0, sent - Math.max(intended, previousDone))

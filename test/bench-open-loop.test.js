@@ -62,6 +62,13 @@ describe('bench open loop', () => {
       for (const r of out.results) expect(r.lag).toBeLessThanOrEqual(Math.max(0, r.sent - r.intended) + 1e-9)
     })
 
+    test('no request goes out before its intended time, so no latency is below its own service time', () => {
+      for (const r of out.results) {
+        expect(r.sent).toBeGreaterThanOrEqual(r.intended)
+        expect(r.latency).toBeGreaterThanOrEqual(r.service)
+      }
+    })
+
     test('the wait behind the stalled response counts: latency from the intended time, not from the send', () => {
       const stalled = out.results.find((r) => r.service >= STALL_MS - 5)
       expect(stalled).toBeDefined()
