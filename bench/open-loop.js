@@ -119,7 +119,11 @@ function runOpenLoop ({ url, rate, connections, durationMs, requests, countFromM
       if (stopped || now() >= deadline) { counts.unsent++; continue }
       // timers run on the event loop's millisecond clock and can fire up to a millisecond before the
       // intended time on performance.now(): sleep again until it is really due (latency >= service)
-      for (let wait = intended - now(); wait > 0 && !stopped; wait = intended - now()) await sleep(wait)
+      let wait = intended - now()
+      while (wait > 0) {
+        await sleep(wait)
+        wait = stopped ? 0 : intended - now()
+      }
       if (stopped) { counts.unsent++; continue }
       const sent = now()
       const lag = Math.max(0, sent - Math.max(intended, previousDone))
