@@ -9,7 +9,7 @@ const { DEFAULTS, validateOptions } = require('./defaults')
 const { createLifecycle } = require('./http-lifecycle')
 const { createFrontServer, refuse } = require('./front-server')
 const { readServerTls, readCa } = require('./tls-files')
-const { declaresTooLarge, watchBodySize } = require('./body-limit')
+const { declaresTooLarge, watchBodySize, hasBody } = require('./body-limit')
 const { tunnelUpgrade } = require('./upgrade')
 const { createTelemetry } = require('./telemetry')
 const { createAdmin, isAdminPath } = require('./admin')
@@ -470,12 +470,6 @@ function withDefaults (options) {
 function routingKey (url) {
   const q = url.indexOf('?')
   return q === -1 ? url : url.slice(0, q)
-}
-
-/** Whether the request announces a body (then it cannot be replayed on another upstream). */
-function hasBody (req) {
-  const length = req.headers['content-length']
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
 }
 
 module.exports = { createBalancer, startBalancer, Balancer, routingKey }

@@ -37,4 +37,15 @@ function watchBodySize (req, max, onExceed) {
   req.prependListener('data', count)
 }
 
-module.exports = { declaresTooLarge, watchBodySize }
+/**
+ * Whether the request announces a body (Transfer-Encoding, or a Content-Length other than 0): such a
+ * request cannot be replayed on another upstream, and its engine must forward the body.
+ * @param {import('http').IncomingMessage} req
+ * @returns {boolean}
+ */
+function hasBody (req) {
+  const length = req.headers['content-length']
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
+
+module.exports = { declaresTooLarge, watchBodySize, hasBody }

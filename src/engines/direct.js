@@ -2,6 +2,7 @@
 
 const { Origin } = require('./upstream-connections')
 const { requestHeaders, responseHead } = require('./headers')
+const { hasBody } = require('../body-limit')
 
 /** Methods whose request may be sent again when a pooled connection turns out to be closed. */
 const REPLAYABLE = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
@@ -128,15 +129,17 @@ class Exchange {
     // The head waits for the first piece of the body (or its end), so a request whose body turns
     // out malformed at the front never reaches the upstream at all, and head and body share a write.
     let headSent = false
+    const writeHead = () => {
+      if (headSent) return
+      headSent = true
+      socket.write(this.head, 'latin1')
+    }
     const chunked = this.req.headers['transfer-encoding'] !== undefined
     const req = this.req
     const onData = (chunk) => {
       if (this.conn !== conn || conn.closed) return
       socket.cork()
-      if (!headSent) {
-        headSent = true
-        socket.write(this.head, 'latin1')
-      }
+      writeHead()
       let flushed
       if (chunked) {
         socket.write(chunk.length.toString(16) + '\r\n', 'latin1')
@@ -154,10 +157,7 @@ class Exchange {
     const onEnd = () => {
       if (this.conn !== conn || conn.closed) return
       socket.cork()
-      if (!headSent) {
-        headSent = true
-        socket.write(this.head, 'latin1')
-      }
+      writeHead()
       if (chunked) socket.write('0\r\n\r\n', 'latin1') // request trailers are not forwarded
       socket.uncork()
       this.requestDone = true
@@ -255,12 +255,6 @@ function requestHead (req, close, authority) {
     }
   }
   return head + '\r\n'
-}
-
-/** Whether the request announces a body. */
-function hasBody (req) {
-  const length = req.headers['content-length']
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
 }
 
 module.exports = { createDirectEngine }

@@ -3,6 +3,7 @@
 const http = require('node:http')
 const https = require('node:https')
 const { requestHeaders, responseHead } = require('./headers')
+const { hasBody } = require('../body-limit')
 
 /**
  * The node-http engine: one `http.request` (`https.request` for an https upstream) per attempt
@@ -123,12 +124,6 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
   }
 
   return { forward, close }
-}
-
-/** Whether the request announces a body. */
-function hasBody (req) {
-  const length = req.headers['content-length']
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
 }
 
 module.exports = { createNodeHttpEngine }

@@ -3,6 +3,7 @@
 const { PassThrough } = require('node:stream')
 const { Pool } = require('undici')
 const { requestHeaders, responseHead } = require('./headers')
+const { hasBody } = require('../body-limit')
 
 /**
  * The undici engine: one undici Pool per upstream, driven through `dispatch()` with a handler that
@@ -146,12 +147,6 @@ class Attempt {
     const kind = TIMEOUT_CODES.has(err.code) ? 'timeout' : this.responded ? 'stream' : 'connect'
     this.handlers.onFailure(err, kind)
   }
-}
-
-/** Whether the request announces a body. */
-function hasBody (req) {
-  const length = req.headers['content-length']
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
 }
 
 module.exports = { createUndiciEngine }
