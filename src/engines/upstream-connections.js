@@ -2,18 +2,13 @@
 
 const net = require('node:net')
 const tls = require('node:tls')
-// Node's own HTTP/1.1 parser (llhttp, strict mode): the one node:http's client uses, so upstream
-// responses are framed exactly as node:http would frame them (duplicate Content-Length,
-// Content-Length with Transfer-Encoding, bad chunk sizes: all refused).
-const { HTTPParser } = require('_http_common')
-
-const { kOnHeaders, kOnHeadersComplete, kOnBody, kOnMessageComplete, RESPONSE } = HTTPParser
+const { ResponseParser } = require('./response-parser')
 
 /**
  * What a connection hands the request that currently owns it (src/engines/direct.js).
  * @typedef {object} ConnectionUser
- * @property {(statusCode: number, statusMessage: string, rawHeaders: string[], keepAlive: boolean) => number} onHead
- *   a final (non-1xx) response head; returns 1 when the response has no body to read (HEAD), else 0
+ * @property {(statusCode: number, statusMessage: string, rawHeaders: string[], keepAlive: boolean) => number | boolean} onHead
+ *   a final (non-1xx) response head; returns a truthy value when the response has no body to read (HEAD)
  * @property {(chunk: Buffer) => void} onBody a piece of the response body (framing removed)
  * @property {() => void} onComplete the response ended
  * @property {(err: Error | null, timedOut: boolean) => void} onClose the connection closed before the response ended
@@ -42,46 +37,22 @@ class UpstreamConnection {
     this.error = null
     /** whether any byte arrived since the current request took the connection */
     this.answered = false
-    /** @type {string[] | null} header pairs of a head that arrived in several reads */
-    this.partialHeaders = null
-    const parser = new HTTPParser()
-    parser.initialize(RESPONSE, this, 0, 0)
-    parser[kOnHeaders] = (headers) => {
-      this.partialHeaders = this.partialHeaders ? this.partialHeaders.concat(headers) : headers
-    }
-    parser[kOnHeadersComplete] = (major, minor, headers, method, url, statusCode, statusMessage, upgrade, keepAlive) => {
-      if (headers === undefined) headers = this.partialHeaders || []
-      this.partialHeaders = null
-      const user = this.user
-      // 1xx (100 Continue, 103 Early Hints) are hop-by-hop here: skipped, the final response follows.
-      // A 101 or anything unsolicited (no request in flight) breaks the connection.
-      if (user === null || statusCode === 101) return this.broken(new Error('unexpected response from upstream'))
-      if (statusCode < 200) return 1
-      return user.onHead(statusCode, statusMessage, headers, keepAlive && major === 1 && minor === 1)
-    }
-    parser[kOnBody] = (chunk) => {
-      if (this.user !== null) this.user.onBody(chunk)
-    }
-    parser[kOnMessageComplete] = () => {
-      if (this.user !== null && this.user.headed) this.user.onComplete()
-    }
-    this.parser = parser
+    this.parser = new ResponseParser(this)
 
     socket.setNoDelay(true)
-    // execute() and finish() return an Error made in Node's own realm: `instanceof Error` is false
-    // for it inside a vm context (jest), so the type is tested instead
+    const parser = this.parser
     socket.on('data', (data) => {
       // on an idle connection any byte, even the first of a response, retires it (kept, it would be
       // parsed in front of the next request's response)
       if (this.user === null) return this.broken(new Error('unsolicited bytes from upstream'))
       this.answered = true
-      const result = parser.execute(data)
-      if (typeof result === 'object') this.broken(result)
+      const err = parser.execute(data)
+      if (err !== null) this.broken(err)
     })
     socket.on('end', () => {
       // a response delimited by the connection's end completes here
-      const result = parser.finish()
-      if (typeof result === 'object') this.broken(result)
+      const err = parser.finish()
+      if (err !== null) this.broken(err)
     })
     socket.on('timeout', () => {
       this.timedOut = this.user !== null
@@ -91,8 +62,6 @@ class UpstreamConnection {
     socket.on('close', () => {
       this.closed = true
       origin.forget(this)
-      // after 'close' no callback can be running inside execute(): release the native parser
-      parser.close()
       const user = this.user
       this.user = null
       if (user !== null) user.onClose(this.error, this.timedOut)
@@ -108,6 +77,7 @@ class UpstreamConnection {
     this.user = user
     this.timedOut = false
     this.answered = false
+    this.parser.reset()
     this.socket.setTimeout(timeoutMs)
   }
 
@@ -121,7 +91,20 @@ class UpstreamConnection {
   broken (err) {
     this.error = err
     this.socket.destroy()
-    return 1
+  }
+
+  // --- ResponseParserHandlers, relayed to the request that owns the connection ---
+
+  onHead (statusCode, statusMessage, rawHeaders, keepAlive) {
+    return this.user.onHead(statusCode, statusMessage, rawHeaders, keepAlive)
+  }
+
+  onBody (chunk) {
+    if (this.user !== null) this.user.onBody(chunk)
+  }
+
+  onComplete () {
+    if (this.user !== null) this.user.onComplete()
   }
 
   /** Whether the connection can carry another request. */
