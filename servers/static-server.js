@@ -16,6 +16,7 @@ const { createLifecycle } = require('../src/http-lifecycle')
 const { normalizeBackendOptions } = require('./backend-options')
 const { createPageCache } = require('./page-cache')
 const { teeFullBody, fullPageRequest } = require('./cache-tee')
+const { serveStatic } = require('./serve-static')
 const { createLatencyProfile } = require('./latency-profile')
 const { createPeriodicLoad } = require('./periodic-load')
 const { createFaults } = require('./faults')
@@ -235,7 +236,7 @@ function createBackend (options = {}) {
   function serveMiss (req, res, route) {
     if (closing) res.setHeader('Connection', 'close')
     teeFullBody(res, (body, headers) => cache.store(route.key, { body, headers }))
-    files.serve(fullPageRequest(req, route.url), res, (err) => {
+    serveStatic(files, route.key, fullPageRequest(req, route.url), res, (err) => {
       if (!err) return
       if (res.headersSent) return res.destroy() // a read error mid-stream: the body is truncated
       send(res, err.status || 500, err.message || 'error')

@@ -7,7 +7,7 @@
  * - `http-proxy-3`: the same on http-proxy's API-compatible successor;
  * - `node-http`: node:http's client through a keep-alive Agent, no proxy library;
  * - `undici`: one undici Pool per upstream, driven through `dispatch()`;
- * - `direct`: polistes' own HTTP/1.1 client: pooled sockets and Node's llhttp parser, no
+ * - `direct`: polistes' own HTTP/1.1 client: pooled sockets and a strict response parser of its own, no
  *   ClientRequest, IncomingMessage or Agent per request.
  * http-proxy and node-http take their connections from src/upstream-agents.js (http, and verified
  * https per origin); undici keeps its own pools and speaks plain http only (see checkEngineTargets).

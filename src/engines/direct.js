@@ -9,9 +9,10 @@ const REPLAYABLE = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
 
 /**
  * The direct engine: polistes' own HTTP/1.1 client, with no ClientRequest, IncomingMessage or Agent
- * per request. Each upstream origin keeps a stack of keep-alive connections, each with Node's own
- * response parser (llhttp, strict); a request's head goes out as one write, and the response's
- * body chunks go straight from the parser to the client's ServerResponse, with back-pressure.
+ * per request, and only public Node APIs (net, tls). Each upstream origin keeps a stack of
+ * keep-alive connections, each with a strict response parser (src/engines/response-parser.js); a
+ * request's head goes out as one write, and the response's body chunks go straight from the parser
+ * to the client's ServerResponse, with back-pressure.
  *
  * Behaviour is the node-http engine's (same header rules, src/engines/headers.js), plus one thing
  * Node's Agent does not do: a bodiless idempotent request that meets a pooled connection the
