@@ -10,8 +10,12 @@
  * (`--duration`), bracketed by `process.cpuUsage()` readings of the balancer child. Engines
  * alternate within each round (order rotated per round) and the table shows medians over rounds.
  *
- *   npm run bench:engine -- [--engines http-proxy,native] [--algo wasp] [--rounds 3]
+ *   npm run bench:engine -- [--engines direct,direct:node,undici,http-proxy] [--algo wasp] [--rounds 3]
  *       [--duration 15] [--warmup 5] [--connections 32] [--profile DIR] [--json FILE]
+ *
+ * An arm is an engine, optionally with the front after a colon: `direct` runs on the default
+ * front (`fast`: simple requests parsed by polistes, src/fast-front.js), `direct:node` on node:http's
+ * server for every request. http-proxy always runs on node:http.
  *
  * --profile DIR runs every balancer with `node --cpu-prof` into DIR (summarize a profile with
  * `node bench/profile-summary.js DIR/<file>.cpuprofile`); profiling adds its own CPU, so figures
@@ -54,6 +58,14 @@ function done (summary, latency, requests)
 end
 `
 
+const FRONTS = ['fast', 'node']
+
+/** "direct:node" -> { engine: 'direct', front: 'node' }; "direct" -> { engine: 'direct', front: undefined } */
+function splitArm (arm) {
+  const [engine, front] = arm.split(':')
+  return { engine, front }
+}
+
 function usage (message) {
   process.stderr.write(`engine-cpu: ${message}\n`)
   process.exit(2)
@@ -69,7 +81,7 @@ function parseArgs (argv) {
     const flag = argv[i]
     const value = argv[i + 1]
     if (flag === '--help' || flag === '-h') {
-      console.log('npm run bench:engine -- [--engines a,b] [--algo wasp] [--rounds 3] [--duration 15] [--warmup 5] [--connections 32] [--profile DIR] [--json FILE]')
+      console.log('npm run bench:engine -- [--engines direct,direct:node,undici] [--algo wasp] [--rounds 3] [--duration 15] [--warmup 5] [--connections 32] [--profile DIR] [--json FILE]')
       process.exit(0)
     }
     if (!flag.startsWith('--') || value === undefined) usage(`unexpected argument "${flag}"`)
@@ -85,7 +97,11 @@ function parseArgs (argv) {
     } else usage(`unknown option ${flag}`)
   }
   if (o.engines.length === 0) usage('--engines needs at least one engine')
-  for (const e of o.engines) if (!ENGINES.includes(e)) usage(`unknown engine "${e}"; expected one of: ${ENGINES.join(', ')}`)
+  for (const arm of o.engines) {
+    const { engine, front } = splitArm(arm)
+    if (!ENGINES.includes(engine)) usage(`unknown engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
+    if (front !== undefined && !FRONTS.includes(front)) usage(`unknown front "${front}" in "${arm}"; expected one of: ${FRONTS.join(', ')}`)
+  }
   if (!policyNames().includes(o.algo)) usage(`unknown algorithm "${o.algo}"`)
   return o
 }
@@ -112,24 +128,25 @@ function wrk (url, { seconds, connections, script }) {
  * One measured run of one engine on a fresh fleet and balancer.
  * @returns {Promise<object>} figures of the measured window
  */
-async function runOnce (engine, o, script, tag) {
+async function runOnce (arm, o, script, tag) {
+  const { engine, front } = splitArm(arm)
   const execArgv = []
   if (o.profile) {
     fs.mkdirSync(o.profile, { recursive: true })
-    execArgv.push('--cpu-prof', `--cpu-prof-dir=${o.profile}`, `--cpu-prof-name=balancer-${engine}-${tag}.cpuprofile`)
+    execArgv.push('--cpu-prof', `--cpu-prof-dir=${o.profile}`, `--cpu-prof-name=balancer-${arm.replace(':', '-')}-${tag}.cpuprofile`)
   }
   const fleet = new Child(path.join(__dirname, 'fleet-child.js'), { name: 'fleet child' })
   const balancer = new Child(path.join(__dirname, 'balancer-child.js'), { name: 'balancer child', execArgv })
   try {
     const { backends } = await fleet.request('start', { fleet: FLEET, pages: PAGES, host: HOST })
-    const { url } = await balancer.request('start', { backends: backends.map((b) => ({ id: b.id, url: b.url })), algo: o.algo, host: HOST, engine })
+    const { url } = await balancer.request('start', { backends: backends.map((b) => ({ id: b.id, url: b.url })), algo: o.algo, host: HOST, engine, balancerOptions: front ? { front } : {} })
     if (o.warmup > 0) await wrk(url, { seconds: o.warmup, connections: o.connections, script })
     const [stats0, cpu0, fleetCpu0] = await Promise.all([fleet.request('stats'), balancer.request('cpu'), fleet.request('cpu')])
     const w = await wrk(url, { seconds: o.duration, connections: o.connections, script })
     const [stats1, cpu1, fleetCpu1] = await Promise.all([fleet.request('stats'), balancer.request('cpu'), fleet.request('cpu')])
     const seconds = w.durationUs / 1e6
     return {
-      engine,
+      engine: arm,
       requests: w.requests,
       rps: w.requests / seconds,
       cpuPer10k: metrics.cpuPer10k(cpu0, cpu1, w.requests),
@@ -166,7 +183,7 @@ async function main () {
       for (const engine of order) {
         const run = await runOnce(engine, o, script, `r${r + 1}-${process.pid}`)
         runs.push({ round: r + 1, ...run })
-        console.log(`  round ${r + 1} ${engine.padEnd(12)} ${fmt(run.cpuPer10k, 3)} CPU-s/10k (user ${fmt(run.userPer10k, 3)} sys ${fmt(run.systemPer10k, 3)})  ${fmt(run.rps, 0)} req/s  ` +
+        console.log(`  round ${r + 1} ${engine.padEnd(14)} ${fmt(run.cpuPer10k, 3)} CPU-s/10k (user ${fmt(run.userPer10k, 3)} sys ${fmt(run.systemPer10k, 3)})  ${fmt(run.rps, 0)} req/s  ` +
           `hit ${fmt(run.hitRate, 3)}  p50 ${fmt(run.p50, 2)} ms  p99 ${fmt(run.p99, 2)} ms  balancer CPU ${fmt(run.balancerCpuShare * 100, 0)} %  errors ${run.errors + run.non2xx}`)
       }
     }
@@ -193,4 +210,4 @@ if (require.main === module) {
   })
 }
 
-module.exports = { parseArgs }
+module.exports = { parseArgs, splitArm }

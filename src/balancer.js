@@ -17,6 +17,9 @@ const { createAdminRouter } = require('./admin-router')
 const { createHealthChecker } = require('./health-checker')
 const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('./reconfigure')
 
+/** Engines that write the response through writeHead/write/end only, as the fast front's response takes it. */
+const FAST_FRONT_ENGINES = new Set(['direct', 'node-http', 'undici'])
+
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
 
@@ -48,6 +51,9 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
  * @property {number} [keepAliveTimeoutMs=5000] idle client connections are closed after this
  * @property {number} [maxHeaderSize=16384] bytes of request line and headers (else 431)
  * @property {number} [maxBodySize=1048576] bytes of request body (else 413); 0: no limit
+ * @property {'fast' | 'node'} [front='fast'] 'fast': simple GET/HEAD requests are parsed and answered by
+ *   src/fast-front.js, the rest by node:http (engines direct, node-http and undici; plain HTTP only);
+ *   'node': node:http for every request
  * @property {string | null} [tlsCert] PEM certificate file: with `tlsKey`, the front speaks HTTPS
  * @property {string | null} [tlsKey] PEM private key file
  * @property {string | null} [upstreamCa] PEM CA file https upstreams are verified against (default: Node's roots)
@@ -140,7 +146,11 @@ class Balancer {
       this.adminLifecycle = createLifecycle(this.adminServer, { name: 'admin listener' })
     }
 
-    this.server = createFrontServer((req, res) => this.handle(req, res), { ...limits, tls })
+    // the fast front answers simple requests itself; http-proxy streams into a real ServerResponse
+    const fast = FAST_FRONT_ENGINES.has(engine) && o.front === 'fast'
+      ? { accepts: (url) => !isAdminPath(url), closing: () => this.lifecycle.closing }
+      : null
+    this.server = createFrontServer((req, res) => this.handle(req, res), { ...limits, tls, fast })
     // HAProxy's rule: the listen queue as long as the connection limit (the kernel caps it at
     // net.core.somaxconn), so a burst of new connections is not left to SYN retransmits
     this.lifecycle = createLifecycle(this.server, { name: 'balancer', backlog: o.maxConnections })
@@ -453,7 +463,7 @@ class Balancer {
 /** The options of DEFAULTS that the balancer takes (the CLI's `graceMs` and `fleet` are not). */
 const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'engine', 'timeoutMs', 'tryTimeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs',
   'slowStartMs', 'healthCheck',
-  'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize',
+  'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize', 'front',
   'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
 
 /** Options with the defaults filled in (an explicit `undefined` takes the default too). */

@@ -58,6 +58,7 @@ function parseArgs (argv) {
     .option('request-timeout', { type: 'number', describe: 'ms a client gets to send its whole request, body included; then 408', defaultDescription: String(DEFAULTS.requestTimeoutMs) })
     .option('keep-alive-timeout', { type: 'number', describe: 'ms an idle client connection is kept open', defaultDescription: String(DEFAULTS.keepAliveTimeoutMs) })
     .option('max-header-size', { type: 'number', describe: 'bytes of request line and headers; beyond, 431', defaultDescription: String(DEFAULTS.maxHeaderSize) })
+    .option('front', { type: 'string', describe: 'client side: fast (simple GET/HEAD requests parsed and answered by polistes, the rest by node:http) or node (node:http for all)', defaultDescription: DEFAULTS.front })
     .option('max-body-size', { type: 'number', describe: 'bytes of request body; beyond, 413 (0: no limit)', defaultDescription: String(DEFAULTS.maxBodySize) })
     .option('tls-cert', { type: 'string', describe: 'PEM certificate (chain) file: with --tls-key, serve HTTPS' })
     .option('tls-key', { type: 'string', describe: 'PEM private key file of --tls-cert' })
@@ -109,7 +110,7 @@ function parseArgs (argv) {
     'slow-start': 'slowStartMs',
     workers: 'workers'
   }
-  const stringFlags = { algo: 'algo', host: 'host', backends: 'backends', 'tls-cert': 'tlsCert', 'tls-key': 'tlsKey', 'upstream-ca': 'upstreamCa', 'admin-host': 'adminHost', engine: 'engine' }
+  const stringFlags = { algo: 'algo', host: 'host', backends: 'backends', 'tls-cert': 'tlsCert', 'tls-key': 'tlsKey', 'upstream-ca': 'upstreamCa', 'admin-host': 'adminHost', engine: 'engine', front: 'front' }
   const flags = {}
   for (const [flag, key] of Object.entries(numberFlags)) {
     if (argvParsed[flag] !== undefined) flags[key] = requireNumber(flag, argvParsed[flag])

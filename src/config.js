@@ -8,7 +8,7 @@ const { policyNames, createPolicy } = require('./policies')
 const { parseBackends } = require('./backend-spec')
 
 /** The client side: limits, TLS and the admin listener. */
-const FRONT_KEYS = ['maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize',
+const FRONT_KEYS = ['front', 'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize',
   'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
 /** Keys a config file may hold. `address`, `strategy` and `receiver_addresses` are the seed's shape. */
 const FILE_KEYS = new Set(['address', 'host', 'port', 'strategy', 'algo', 'backends', 'receiver_addresses',

@@ -32,6 +32,7 @@ const DEFAULTS = Object.freeze({
   keepAliveTimeoutMs: 5000,
   maxHeaderSize: 16384,
   maxBodySize: 1048576,
+  front: 'fast', // simple requests parsed and answered by src/fast-front.js; 'node': node:http for all
   // TLS: file paths (PEM), read at start
   tlsCert: null,
   tlsKey: null,
@@ -69,6 +70,7 @@ const RULES = {
   keepAliveTimeoutMs: (v) => checkPositive('keepAliveTimeoutMs', v),
   maxHeaderSize: (v) => checkInteger('maxHeaderSize', v, 1024, 1_048_576),
   maxBodySize: (v) => checkInteger('maxBodySize', v, 0, Number.MAX_SAFE_INTEGER),
+  front: (v) => { if (v !== 'fast' && v !== 'node') throw new ERR_POLISTES_BAD_OPTION(`front must be "fast" or "node", got ${JSON.stringify(v)}`) },
   tlsCert: (v) => checkPath('tlsCert', v),
   tlsKey: (v) => checkPath('tlsKey', v),
   upstreamCa: (v) => checkPath('upstreamCa', v),

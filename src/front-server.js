@@ -2,6 +2,7 @@
 
 const http = require('node:http')
 const https = require('node:https')
+const { attachFastFront } = require('./fast-front')
 
 /**
  * How often Node looks for requests past `headersTimeoutMs`/`requestTimeoutMs`. Node's default,
@@ -38,11 +39,14 @@ const ANSWERS = {
  * Create the server clients talk to: http, or https when `tls` holds a certificate and key, with
  * the client-side limits set. Not listening yet: give it to createLifecycle.
  *
+ * With `fast` (plain HTTP only), simple requests are parsed and answered by src/fast-front.js and
+ * the rest by node:http; the handler sees the same request/response surface either way.
+ *
  * @param {(req: http.IncomingMessage, res: http.ServerResponse) => void} handler
- * @param {FrontLimits & { tls?: { cert: Buffer, key: Buffer } | null }} options
+ * @param {FrontLimits & { tls?: { cert: Buffer, key: Buffer } | null, fast?: { accepts: (url: string) => boolean, closing: () => boolean } | null }} options
  * @returns {http.Server | https.Server}
  */
-function createFrontServer (handler, { tls = null, maxConnections, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxHeaderSize }) {
+function createFrontServer (handler, { tls = null, fast = null, maxConnections, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxHeaderSize }) {
   const options = {
     maxHeaderSize,
     headersTimeout: headersTimeoutMs,
@@ -54,6 +58,9 @@ function createFrontServer (handler, { tls = null, maxConnections, headersTimeou
     : http.createServer(options, handler)
   server.keepAliveTimeout = keepAliveTimeoutMs
   server.maxConnections = maxConnections
+  if (fast && !tls) {
+    attachFastFront(server, { keepAliveTimeoutMs, headersTimeoutMs, maxHeaderSize, accepts: fast.accepts, closing: fast.closing, refuse })
+  }
   server.on('clientError', (err, socket) => refuse(socket, ANSWERS[err.code]))
   // CONNECT asks for a forward proxy, which polistes is not: refuse it, as nginx does
   server.on('connect', (req, socket) => refuse(socket))

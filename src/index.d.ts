@@ -72,6 +72,8 @@ export interface BalancerOptions {
   maxHeaderSize?: number
   /** bytes of request body; beyond, 413 (default 1048576; 0: no limit) */
   maxBodySize?: number
+  /** 'fast' (default): simple GET/HEAD requests parsed and answered by polistes' own front, the rest by node:http; 'node': node:http for all */
+  front?: 'fast' | 'node'
   /** PEM certificate (chain) file; with `tlsKey` the balancer serves HTTPS (default null) */
   tlsCert?: string | null
   /** PEM private key file of `tlsCert` (default null) */

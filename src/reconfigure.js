@@ -16,7 +16,7 @@ const { createProxyEngine, checkEngineTargets } = require('./proxy-engine')
  */
 
 /** Settings that cannot change on a running balancer. */
-const RESTART_ONLY = ['host', 'port', 'engine', 'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs',
+const RESTART_ONLY = ['host', 'port', 'engine', 'front', 'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs',
   'maxHeaderSize', 'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
 
 /**
