@@ -320,8 +320,12 @@ class FastConnection {
   }
 
   serve ({ method, url, headers, close }) {
-    this.fresh = false
-    this.socket.setTimeout(0)
+    if (this.fresh) {
+      // from now on the keep-alive timeout: every read and write re-arms it, and while a request
+      // is in flight its 'timeout' is ignored, so no timer is touched per request
+      this.fresh = false
+      this.socket.setTimeout(this.front.keepAliveTimeoutMs)
+    }
     const req = new FastRequest(this.socket, method, url, headers)
     const res = new FastResponse(this, req, !close)
     this.current = res
@@ -338,7 +342,6 @@ class FastConnection {
       return
     }
     if (this.socket.destroyed) return
-    this.socket.setTimeout(this.front.keepAliveTimeoutMs)
     if (this.pending !== null) {
       const rest = this.pending
       this.pending = null

@@ -47,6 +47,7 @@ function createDirectEngine ({ keepAlive, timeoutMs, ca = null, idleTimeoutMs = 
         secure,
         ca,
         keepAlive,
+        timeoutMs,
         idleTimeoutMs,
         maxIdle
       })
@@ -120,7 +121,7 @@ class Exchange {
   /** Write the request on `conn`, which now belongs to this exchange. */
   send (conn) {
     this.conn = conn
-    conn.attach(this, this.timeoutMs)
+    conn.attach(this)
     const socket = conn.socket
     if (!this.sendBody) {
       socket.write(this.head, 'latin1')

@@ -37,6 +37,8 @@ class UpstreamConnection {
     this.error = null
     /** whether any byte arrived since the current request took the connection */
     this.answered = false
+    /** the origin's sweep tick when the connection went idle */
+    this.idleTick = 0
     this.parser = new ResponseParser(this)
 
     socket.setNoDelay(true)
@@ -55,7 +57,8 @@ class UpstreamConnection {
       if (err !== null) this.broken(err)
     })
     socket.on('timeout', () => {
-      this.timedOut = this.user !== null
+      if (this.user === null) return // idle: the origin's sweep decides
+      this.timedOut = true
       socket.destroy()
     })
     socket.on('error', (err) => { this.error = err })
@@ -69,16 +72,17 @@ class UpstreamConnection {
   }
 
   /**
-   * Give the connection to a request.
+   * Give the connection to a request. The socket's inactivity timeout (`timeoutMs`, set once at
+   * connect) runs all along: every read and write re-arms it, and while the connection is idle a
+   * 'timeout' is ignored (the origin's sweep closes idle connections), so no timer is touched per
+   * request.
    * @param {ConnectionUser & { headed: boolean }} user
-   * @param {number} timeoutMs inactivity timeout while the request is in flight
    */
-  attach (user, timeoutMs) {
+  attach (user) {
     this.user = user
     this.timedOut = false
     this.answered = false
     this.parser.reset()
-    this.socket.setTimeout(timeoutMs)
   }
 
   /** The request is done with the connection (it may be pooled or destroyed next). */
@@ -127,21 +131,29 @@ class Origin {
    * @param {boolean} options.secure TLS (https upstream), verified against `host`
    * @param {Buffer | null} options.ca trusted CA certificates (PEM) instead of Node's bundled roots
    * @param {boolean} options.keepAlive pool connections between requests
+   * @param {number} options.timeoutMs inactivity timeout of a connection carrying a request
    * @param {number} options.idleTimeoutMs
    * @param {number} options.maxIdle
    */
-  constructor ({ authority, host, port, secure, ca, keepAlive, idleTimeoutMs, maxIdle }) {
+  constructor ({ authority, host, port, secure, ca, keepAlive, timeoutMs, idleTimeoutMs, maxIdle }) {
     this.authority = authority
     this.host = host
     this.port = port
     this.secure = secure
     this.ca = ca
     this.keepAlive = keepAlive
+    this.timeoutMs = timeoutMs
     this.idleTimeoutMs = idleTimeoutMs
     this.maxIdle = maxIdle
-    /** @type {UpstreamConnection[]} */
+    /** @type {UpstreamConnection[]} oldest first */
     this.idle = []
     this.closed = false
+    // idle connections are closed by a sweep every `sweepMs` (a quarter of the idle timeout, at
+    // most a second), which counts ticks instead of reading a clock per request
+    this.sweepMs = Math.max(5, Math.min(1000, Math.floor(idleTimeoutMs / 4)))
+    this.tick = 0
+    /** @type {NodeJS.Timeout | null} */
+    this.sweeper = null
   }
 
   /** @returns {UpstreamConnection | null} an idle connection, most recently used first */
@@ -165,6 +177,7 @@ class Origin {
         ...(this.ca ? { ca: this.ca } : {})
       })
       : net.connect({ host: this.host, port: this.port })
+    socket.setTimeout(this.timeoutMs)
     return new UpstreamConnection(socket, this)
   }
 
@@ -180,8 +193,27 @@ class Origin {
       return
     }
     if (conn.socket.isPaused()) conn.socket.resume() // paused for a slow client whose response is now all buffered
-    conn.socket.setTimeout(this.idleTimeoutMs)
+    conn.idleTick = this.tick
     this.idle.push(conn)
+    if (this.sweeper === null) {
+      this.sweeper = setInterval(() => this.sweep(), this.sweepMs)
+      this.sweeper.unref()
+    }
+  }
+
+  /** Close the connections idle for `idleTimeoutMs` or more; stop sweeping when none is left. */
+  sweep () {
+    this.tick++
+    const ticks = Math.ceil(this.idleTimeoutMs / this.sweepMs)
+    let old = 0
+    while (old < this.idle.length && this.tick - this.idle[old].idleTick >= ticks) old++
+    if (old > 0) for (const conn of this.idle.splice(0, old)) conn.socket.destroy()
+    if (this.idle.length === 0) this.stopSweep()
+  }
+
+  stopSweep () {
+    if (this.sweeper !== null) clearInterval(this.sweeper)
+    this.sweeper = null
   }
 
   /** @param {UpstreamConnection} conn a connection that closed */
@@ -193,6 +225,7 @@ class Origin {
   /** Close the idle connections; connections in use close when their request ends. */
   close () {
     this.closed = true
+    this.stopSweep()
     for (const conn of this.idle.splice(0)) conn.socket.destroy()
   }
 }
