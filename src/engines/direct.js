@@ -197,6 +197,8 @@ class Exchange {
       this.conn.socket.pause()
       res.once('drain', this.onDrain)
     }
+    // queued, not written through: the chunk's bytes must outlive the connection's read buffer
+    if (res.writableLength !== 0) this.conn.retainRead()
   }
 
   onComplete () {

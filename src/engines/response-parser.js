@@ -53,7 +53,7 @@ const DONE = 7 // a message completed; any further byte is unsolicited
  *   a final (non-1xx) response head; `rawHeaders` flat `[name, value, ...]` as received; return
  *   true when the response has no body to read whatever its headers say (the answer to HEAD)
  * @property {(chunk: Buffer) => void} onBody a piece of the body, framing removed (a view of the
- *   bytes passed to execute(): valid until execute() returns unless copied or written away)
+ *   bytes passed to execute(), which the caller may reuse for its next read: write it on or copy it)
  * @property {() => void} onComplete the message ended
  */
 
@@ -145,7 +145,7 @@ class ResponseParser {
         case CHUNK_DATA_END:
           if (end - pos < 2) {
             if (buf[pos] !== CR) return this.fail('HPE_STRICT', 'Expected LF after chunk data')
-            this.pending = buf.subarray(pos)
+            this.pending = Buffer.from(buf.subarray(pos))
             pos = end
           } else {
             if (buf.readUInt16LE(pos) !== CRLF) return this.fail('HPE_STRICT', 'Expected LF after chunk data')
@@ -181,10 +181,13 @@ class ResponseParser {
     return -1
   }
 
-  /** Keep bytes of a line or head that has not ended yet; -1 when it grows beyond `limit`. */
+  /**
+   * Keep bytes of a line or head that has not ended yet (a copy: the caller may reuse `buf` for
+   * its next read); -1 when they grow beyond `limit`.
+   */
   keep (buf, pos, limit, code, message) {
     if (buf.length - pos > limit) return this.fail(code, message)
-    this.pending = buf.subarray(pos)
+    this.pending = Buffer.from(buf.subarray(pos))
     return buf.length
   }
 
