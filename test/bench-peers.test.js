@@ -32,7 +32,7 @@ describe('bench peers runner, without the programs', () => {
   test('the parent pid is field 4 of /proc/<pid>/stat, after a name with spaces and parentheses', () => {
     expect(parsePpid('4242 (nginx: worker (x)) S 4200 4200 1 0 -1')).toBe(4200)
     expect(() => parsePpid('1 (x)')).toThrow(/unreadable/)
-    expect(parsePpid(fs.readFileSync('/proc/self/stat', 'utf8'))).toBe(process.pid)
+    expect(parsePpid(fs.readFileSync('/proc/self/stat', 'utf8'))).toBe(process.ppid)
   })
 
   test('CPU of a process tree: the process, its waited-for children and its live children, nothing else', () => {
@@ -132,6 +132,26 @@ describe.each(['haproxy', 'nginx'])('bench peer %s', (program) => {
         await peer.close()
       }
       for (const pid of pids) expect(alive(pid)).toBe(false)
+    })
+
+    test('killed with SIGKILL, the peer takes its worker processes with it (they would keep the port)', async () => {
+      const peer = new PeerProcess(`${program}-uri`)
+      try {
+        const info = await peer.start({ backends: fleet.backends.map(({ id, url }) => ({ id, url })), workers: 2 })
+        const workers = program === 'nginx' ? 2 : 0
+        for (let i = 0; i < 40 && childPids(info.pid).length < workers; i++) await new Promise((resolve) => setTimeout(resolve, 25))
+        const pids = treeCpu(info.pid).pids
+        expect(pids).toHaveLength(1 + workers)
+        const exited = new Promise((resolve) => peer.child.once('exit', resolve))
+        peer.kill('SIGKILL')
+        await exited
+        // gone, or a zombie waiting for init to reap it (which holds no port)
+        const running = (pid) => { try { return !/^[ZX]$/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1][0]) } catch { return false } }
+        for (let i = 0; i < 40 && pids.some(running); i++) await new Promise((resolve) => setTimeout(resolve, 25))
+        expect(pids.filter(running)).toEqual([])
+      } finally {
+        await peer.close()
+      }
     })
   })
 })
