@@ -51,6 +51,7 @@ function parser (argv) {
     .option('engine', { type: 'string', default: DEFAULT_ENGINE, describe: `balancer proxy engine: ${ENGINES.join(', ')}` })
     .option('policy-options', { type: 'string', describe: 'JSON object passed to the policy, e.g. \'{"xi":10}\'' })
     .option('workers', { type: 'number', default: 1, describe: 'balancer processes on one port (node:cluster, like polistes --workers); CPU is summed over them' })
+    .option('peer-workers', { type: 'number', describe: 'HAProxy threads (nbthread) and nginx worker processes (worker_processes) of the peer arms; CPU is summed over them (default: --workers)' })
     .option('seed', { type: 'number', default: 1, describe: 'seed of the page sequence' })
     .option('out', { type: 'string', describe: 'JSON result path (default bench/results/<timestamp>-<scenario>.json)' })
     .option('results-dir', { type: 'string', default: RESULTS_DIR, defaultDescription: 'bench/results', describe: 'where JSON, CSV and HTML go' })
@@ -165,6 +166,7 @@ function parseOptions (argv) {
   if (!ENGINES.includes(args.engine)) throw bad(`unknown --engine "${args.engine}"; expected one of: ${ENGINES.join(', ')}`)
   const workers = number(args.workers, 'workers', { min: 1, integer: true })
   if (workers > 64) throw bad(`--workers must be at most 64, got ${workers}`)
+  const peerWorkers = number(args['peer-workers'] ?? workers, 'peer-workers', { min: 1, max: 64, integer: true })
 
   let policyOptions = {}
   if (args['policy-options'] !== undefined) {
@@ -193,7 +195,7 @@ function parseOptions (argv) {
   }
   const notes = []
   for (const label of peerArms(args.peers, scenario, notes)) {
-    arms.push({ label, algo: label, keepAlive: true, peer: PEER_ARMS[label].peer, mode: PEER_ARMS[label].mode })
+    arms.push({ label, algo: label, keepAlive: true, peer: PEER_ARMS[label].peer, mode: PEER_ARMS[label].mode, workers: peerWorkers })
   }
   const load = loadGenerator(args.load, { rate, sources: Math.max(sources, ...arms.map((a) => a.sources || 0)), peers: arms.some((a) => a.peer), popularity, notes })
   if (requests !== undefined && load !== 'node') throw bad(`--requests counts requests of the closed-loop Node generator (--load node, or --sources); this run uses ${load}`)
@@ -233,6 +235,7 @@ function parseOptions (argv) {
     engine: args.engine,
     seed,
     workers,
+    peerWorkers,
     fleet,
     out: args.out === undefined ? undefined : path.resolve(args.out),
     resultsDir: path.resolve(args['results-dir']),

@@ -3,8 +3,9 @@
 /**
  * Run a peer (HAProxy or nginx) in front of the bench's fleet: write its configuration into a
  * temporary directory, start it in the foreground as a child process, wait for its port, read its
- * CPU time from /proc/<pid>/stat, and stop it and remove the directory afterwards (also when
- * anything fails, and on exit of the bench).
+ * CPU time from /proc/<pid>/stat (with nginx's worker processes, the master's and every worker's),
+ * and stop it and remove the directory afterwards (also when anything fails, and on exit of the
+ * bench).
  *
  * {@link PeerProcess} answers the same requests as the balancer child (bench/child.js `Child`):
  * `start`, `cpu`, `close`, so bench/trial.js runs a peer arm like a polistes arm.
@@ -93,6 +94,59 @@ function procCpu (pid, options) {
   return parseProcStat(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'), clkTck(), options)
 }
 
+/**
+ * The parent pid of a process, from its /proc/<pid>/stat text (field 4).
+ * @param {string} statText
+ * @returns {number}
+ */
+function parsePpid (statText) {
+  const ppid = Number(statText.slice(statText.lastIndexOf(')') + 2).trim().split(/\s+/)[1])
+  if (!Number.isInteger(ppid)) throw new Error('unreadable /proc/<pid>/stat')
+  return ppid
+}
+
+/**
+ * The live child processes of a process (Linux, by the parent pid in every /proc/<pid>/stat).
+ * @param {number} pid
+ * @param {{ procDir?: string }} [options]
+ * @returns {number[]}
+ */
+function childPids (pid, { procDir = '/proc' } = {}) {
+  const out = []
+  for (const name of fs.readdirSync(procDir)) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      if (parsePpid(fs.readFileSync(path.join(procDir, name, 'stat'), 'utf8')) === pid) out.push(Number(name))
+    } catch {} // gone meanwhile
+  }
+  return out.sort((a, b) => a - b)
+}
+
+/**
+ * CPU time of a process tree of depth one: the process, its children that have ended and been
+ * waited for, and its live children (nginx's master and worker processes).
+ * @param {number} pid
+ * @param {{ procDir?: string, ticksPerSecond?: number }} [options]
+ * @returns {{ user: number, system: number, pids: number[] }} microseconds, and the pids read
+ */
+function treeCpu (pid, { procDir = '/proc', ticksPerSecond = clkTck() } = {}) {
+  const read = (p, opts) => parseProcStat(fs.readFileSync(path.join(procDir, String(p), 'stat'), 'utf8'), ticksPerSecond, opts)
+  const own = read(pid)
+  const reaped = read(pid, { children: true })
+  let user = own.user + reaped.user
+  let system = own.system + reaped.system
+  const pids = [pid]
+  for (const child of childPids(pid, { procDir })) {
+    try {
+      const c = read(child)
+      user += c.user
+      system += c.system
+      pids.push(child)
+    } catch {} // ended between the listing and the read
+  }
+  return { user, system, pids }
+}
+
 /** A TCP port free a moment ago on host. */
 async function freePort (host) {
   const server = net.createServer()
@@ -121,7 +175,7 @@ function killAllOnExit () {
   exitHook = true
   const cleanup = () => {
     for (const peer of live) {
-      try { peer.child.kill('SIGKILL') } catch {}
+      peer.kill('SIGKILL')
       try { fs.rmSync(peer.dir, { recursive: true, force: true }) } catch {}
     }
     live.clear()
@@ -173,10 +227,11 @@ class PeerProcess {
 
   /**
    * Write the configuration, start the peer and wait until its port accepts connections.
-   * @param {{ backends: Array<{ id?: string, url: string }>, host?: string, timeoutMs?: number }} params
+   * @param {{ backends: Array<{ id?: string, url: string }>, host?: string, workers?: number, timeoutMs?: number }} params
+   *   workers: HAProxy threads or nginx worker processes (default 1)
    * @returns {Promise<{ url: string, port: number, pid: number, version: string, config: string }>}
    */
-  async start ({ backends, host = '127.0.0.1', timeoutMs = 10000 }) {
+  async start ({ backends, host = '127.0.0.1', workers = 1, timeoutMs = 10000 }) {
     if (!this.binary) throw new Error(`${this.arm.peer} not found on PATH (install: ${INSTALL[this.arm.peer]})`)
     killAllOnExit()
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), `polistes-peer-${this.arm.peer}-`))
@@ -184,11 +239,13 @@ class PeerProcess {
     const port = await freePort(host)
     let file, args, config
     if (this.arm.peer === 'haproxy') {
-      config = haproxyConfig({ mode: this.arm.mode, backends, host, port })
+      config = haproxyConfig({ mode: this.arm.mode, backends, host, port, workers, tuning: this.arm.tuning })
       file = path.join(this.dir, 'haproxy.cfg')
       args = ['-db', '-f', file]
     } else {
-      config = nginxConfig({ mode: this.arm.mode, backends, host, port, dir: this.dir })
+      // as root, nginx's workers would drop to nobody, who cannot write in the directory
+      const user = process.getuid && process.getuid() === 0 ? os.userInfo().username : undefined
+      config = nginxConfig({ mode: this.arm.mode, backends, host, port, dir: this.dir, workers, user, tuning: this.arm.tuning })
       file = path.join(this.dir, 'nginx.conf')
       args = ['-p', this.dir, '-e', path.join(this.dir, 'error.log'), '-c', file]
     }
@@ -218,14 +275,32 @@ class PeerProcess {
     return text.trim().split('\n').slice(-3).join(' | ') || 'no message'
   }
 
-  /** @returns {{ user: number, system: number }} CPU time of the peer process, microseconds */
+  /**
+   * CPU time of the peer, microseconds: of its process (HAProxy's threads are all in it) and of
+   * its worker processes (nginx with a master), live or waited for.
+   * @returns {{ user: number, system: number }}
+   */
   cpu () {
     if (!this.child || this.exited) throw new Error(`${this.name} is not running`)
-    return procCpu(this.child.pid)
+    const { user, system } = treeCpu(this.child.pid)
+    return { user, system }
   }
 
   /**
-   * Stop the peer (SIGTERM, SIGKILL after the grace period) and remove its directory.
+   * Send a signal to the peer and to its worker processes, which would outlive a master killed
+   * with SIGKILL and keep the port.
+   * @param {NodeJS.Signals} signal
+   */
+  kill (signal) {
+    if (!this.child || this.exited) return
+    let children = []
+    try { children = childPids(this.child.pid) } catch {}
+    try { this.child.kill(signal) } catch {}
+    for (const pid of children) try { process.kill(pid, signal) } catch {}
+  }
+
+  /**
+   * Stop the peer (SIGTERM, SIGKILL to it and its workers after the grace period) and remove its directory.
    * @param {number} [graceMs]
    */
   async close (graceMs = 3000) {
@@ -233,7 +308,7 @@ class PeerProcess {
       if (this.child && !this.exited) {
         const exited = once(this.child, 'exit')
         this.child.kill('SIGTERM')
-        const timer = setTimeout(() => { if (!this.exited) this.child.kill('SIGKILL') }, graceMs)
+        const timer = setTimeout(() => { if (!this.exited) this.kill('SIGKILL') }, graceMs)
         await exited
         clearTimeout(timer)
       }
@@ -256,4 +331,4 @@ function availablePeers (names) {
   return { found, missing }
 }
 
-module.exports = { PeerProcess, findBinary, parseProcStat, procCpu, availablePeers, peerVersion, INSTALL }
+module.exports = { PeerProcess, findBinary, parseProcStat, parsePpid, childPids, treeCpu, procCpu, availablePeers, peerVersion, INSTALL }

@@ -8,6 +8,17 @@
 const fmt = (digits) => (x) => (typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : '-')
 const ms = fmt(2)
 
+/**
+ * How the peers ran, in words: threads and processes, and whose CPU the "balancer" column holds.
+ * @param {number} n HAProxy threads and nginx worker processes (`--peer-workers`)
+ * @returns {string}
+ */
+function peerThreads (n) {
+  if (n <= 1) return 'one thread / one process each (HAProxy nbthread 1, nginx master_process off), like one polistes process; their "balancer" CPU is the peer process\'s'
+  return `HAProxy nbthread ${n} (one process), nginx a master and worker_processes ${n}, like polistes --workers ${n}; ` +
+    'their "balancer" CPU is the sum over the peer\'s threads and processes'
+}
+
 /** Known columns; a scenario lists the ones it shows. `ratio` adds a column "x<baseline>". */
 const COLUMNS = {
   rps: { header: 'req/s', get: (s) => s.rps, format: fmt(1), ratio: 'rps' },
@@ -80,8 +91,7 @@ function formatTable (doc, columns) {
   const peers = Object.entries(doc.summary).filter(([, s]) => s.peer)
   if (peers.length) {
     const versions = [...new Set(peers.map(([, s]) => s.peer.version).filter(Boolean))]
-    out.push(`peers (${versions.join(', ')}): one thread / one process each (HAProxy nbthread 1, nginx master_process off), like one polistes process; ` +
-      'their "balancer" CPU is the peer process\'s')
+    out.push(`peers (${versions.join(', ')}): ${peerThreads(doc.settings.peerWorkers || 1)}`)
   }
 
   if (doc.targets && doc.targets.length) {
@@ -154,4 +164,4 @@ function createProgress (stream, { quiet = false } = {}) {
   }
 }
 
-module.exports = { formatTable, createProgress, loadLine, COLUMNS }
+module.exports = { formatTable, createProgress, loadLine, peerThreads, COLUMNS }

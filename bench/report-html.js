@@ -6,6 +6,8 @@
  * curves, mean over trials with each trial faint), latency percentiles, per-backend distribution.
  */
 
+const { peerThreads } = require('./report-console')
+
 const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf']
 const W = 760
 const H = 260
@@ -209,7 +211,7 @@ th:first-child,td:first-child{text-align:left}figure{margin:1.5em 0}figcaption{f
 ${doc.settings.warmup} s learning phase, then ${doc.settings.requests ? `${doc.settings.requests} requests` : `${doc.settings.duration} s`} measured. ${doc.settings.connections} connections,
 ${esc(doc.settings.popularity)} page popularity over ${doc.settings.pages} pages${doc.settings.rate ? `, open loop at ${doc.settings.rate} req/s (latency from the intended send time)` : ', closed loop'},
 load from ${esc(doc.settings.load || 'autocannon')} (its CPU share per arm: column "load cpu", in cores).
-${(doc.settings.peers || []).length ? `Peers ${esc(doc.settings.peers.join(', '))} run single-threaded (HAProxy nbthread 1, nginx one process), like one polistes process, in front of the same fresh fleet; their CPU is the peer process's.` : ''}
+${(doc.settings.peers || []).length ? `Peers ${esc(doc.settings.peers.join(', '))} in front of the same fresh fleet: ${esc(peerThreads(doc.settings.peerWorkers || 1))}.` : ''}
 Node ${esc(doc.machine.node)}, ${doc.machine.cpus} CPU(s), load average at the end ${esc(doc.machine.loadavg.join(' '))}. ${esc(doc.startedAt)}.</p>
 <h2>Summary (medians over trials, measured window)</h2>
 ${summaryTable(doc)}

@@ -141,6 +141,7 @@ function buildDocument (settings, runs, { startedAt, finishedAt }) {
       policyOptions: settings.policyOptions,
       seed: settings.seed,
       workers: settings.workers,
+      peerWorkers: settings.peerWorkers ?? settings.workers,
       fleet: settings.fleet
     },
     revision: revision(),

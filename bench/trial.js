@@ -56,7 +56,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
     const { backends } = await fleet.request('start', { fleet: settings.fleet, pages: settings.pages, host: HOST })
     const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
     const { url, version } = await balancer.request('start', {
-      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, retryOn: arm.retryOn, tryTimeoutMs: arm.tryTimeoutMs, host: HOST, workers: settings.workers, engine: arm.engine, balancerOptions: settings.balancerOptions
+      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, retryOn: arm.retryOn, tryTimeoutMs: arm.tryTimeoutMs, host: HOST, workers: arm.workers ?? settings.workers, engine: arm.engine, balancerOptions: settings.balancerOptions
     })
 
     const snapshot = async () => {
@@ -147,7 +147,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       ...(arm.tryTimeoutMs ? { tryTimeoutMs: arm.tryTimeoutMs } : {}),
       ...(settings.requests ? { seconds: round(seconds, 3) } : {}),
       ...(arm.peer ? { peer: { name: arm.peer, mode: arm.mode, version } } : {}),
-      workers: settings.workers,
+      workers: arm.workers ?? settings.workers,
       trial,
       requests: m.requests,
       rps: round(m.rps, 2),

@@ -66,6 +66,9 @@ describe('bench options', () => {
     })
     expect(s.fleet).toMatchObject({ count: 7, cachePages: 4, missMs: 20 })
     expect(parseOptions(['--workers', '4']).workers).toBe(4)
+    expect(parseOptions(['--peers', 'none']).peerWorkers).toBe(1)
+    expect(parseOptions(['--workers', '4', '--peers', 'none']).peerWorkers).toBe(4)
+    expect(parseOptions(['--workers', '4', '--peer-workers', '2', '--peers', 'none'])).toMatchObject({ workers: 4, peerWorkers: 2 })
   })
 
   test.each(scenarioNames())('scenario %s parses, its baseline among its algorithms, with its own keep-alive variants', (name) => {
@@ -114,6 +117,9 @@ describe('bench options', () => {
     [['--load', 'wrk', '--popularity', 'zipf:1'], 'ERR_POLISTES_BAD_OPTION', /uniform popularity only/],
     [['--workers', '0'], 'ERR_POLISTES_BAD_OPTION', /--workers/],
     [['--workers', '65'], 'ERR_POLISTES_BAD_OPTION', /--workers/],
+    [['--peer-workers', '0'], 'ERR_POLISTES_BAD_OPTION', /--peer-workers must be at least 1/],
+    [['--peer-workers', '1.5'], 'ERR_POLISTES_BAD_OPTION', /--peer-workers must be an integer/],
+    [['--peer-workers', '65'], 'ERR_POLISTES_BAD_OPTION', /--peer-workers must be at most 64/],
     [['--engine', 'nginx'], 'ERR_POLISTES_BAD_OPTION', /unknown --engine "nginx"/]
   ])('%j is rejected with %s', (argv, code, message) => {
     expect(() => parseOptions(argv)).toThrow(expect.objectContaining({ code, message: expect.stringMatching(message) }))
@@ -153,12 +159,18 @@ describe('bench options', () => {
       const s = parseOptions(['--algos', 'wasp', '--peers', 'nginx,haproxy-uri'])
       expect(s.arms).toEqual([
         { label: 'wasp', algo: 'wasp', keepAlive: true, engine: DEFAULT_ENGINE },
-        { label: 'haproxy-uri', algo: 'haproxy-uri', keepAlive: true, peer: 'haproxy', mode: 'uri' },
-        { label: 'nginx-uri', algo: 'nginx-uri', keepAlive: true, peer: 'nginx', mode: 'uri' },
-        { label: 'nginx-rr', algo: 'nginx-rr', keepAlive: true, peer: 'nginx', mode: 'rr' }
+        { label: 'haproxy-uri', algo: 'haproxy-uri', keepAlive: true, peer: 'haproxy', mode: 'uri', workers: 1 },
+        { label: 'nginx-uri', algo: 'nginx-uri', keepAlive: true, peer: 'nginx', mode: 'uri', workers: 1 },
+        { label: 'nginx-rr', algo: 'nginx-rr', keepAlive: true, peer: 'nginx', mode: 'rr', workers: 1 }
       ])
       expect(s.load).toBe('wrk')
       expect(parseOptions(['--algos', 'wasp', '--peers', 'haproxy', '--load', 'autocannon']).load).toBe('autocannon')
+      // the peers get as many threads / worker processes as polistes has workers, unless told otherwise
+      const two = parseOptions(['--algos', 'wasp', '--peers', 'haproxy-uri,nginx-uri', '--workers', '2'])
+      expect(two).toMatchObject({ workers: 2, peerWorkers: 2 })
+      expect(two.arms.filter((a) => a.peer).map((a) => a.workers)).toEqual([2, 2])
+      const own = parseOptions(['--algos', 'wasp', '--peers', 'nginx-uri', '--workers', '2', '--peer-workers', '1'])
+      expect(own.arms.map((a) => [a.label, a.workers])).toEqual([['wasp', undefined], ['nginx-uri', 1]])
       // the default cache scenario includes every installed peer
       expect(parseOptions([]).peers).toEqual(['haproxy-uri', 'haproxy-uri-bounded', 'haproxy-rr', 'nginx-uri', 'nginx-rr'])
     })

@@ -9,7 +9,7 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { PeerProcess, findBinary, parseProcStat, procCpu } = require('../bench/peers')
+const { PeerProcess, findBinary, parseProcStat, parsePpid, childPids, treeCpu, procCpu } = require('../bench/peers')
 const { parseOptions } = require('../bench/options')
 const { runOnce } = require('../bench/trial')
 const { startFleet } = require('../servers/fleet')
@@ -27,6 +27,32 @@ describe('bench peers runner, without the programs', () => {
     expect(() => parseProcStat('1 (x) S', 100)).toThrow(/unreadable/)
     const self = procCpu('self')
     expect(self.user + self.system).toBeGreaterThan(0)
+  })
+
+  test('the parent pid is field 4 of /proc/<pid>/stat, after a name with spaces and parentheses', () => {
+    expect(parsePpid('4242 (nginx: worker (x)) S 4200 4200 1 0 -1')).toBe(4200)
+    expect(() => parsePpid('1 (x)')).toThrow(/unreadable/)
+    expect(parsePpid(fs.readFileSync('/proc/self/stat', 'utf8'))).toBe(process.ppid)
+  })
+
+  test('CPU of a process tree: the process, its waited-for children and its live children, nothing else', () => {
+    const proc = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-proc-test-'))
+    // pid ppid utime stime cutime cstime, in ticks of 100 per second
+    const stat = (pid, ppid, ut, st, cut, cst) => `${pid} (nginx: x) S ${ppid} 1 1 0 -1 0 0 0 0 0 ${ut} ${st} ${cut} ${cst} 20 0 1 0`
+    try {
+      for (const [pid, text] of [[100, stat(100, 1, 10, 5, 3, 1)], [101, stat(101, 100, 200, 100, 0, 0)], [102, stat(102, 100, 50, 20, 0, 0)],
+        [103, stat(103, 1, 999, 999, 0, 0)], [104, stat(104, 101, 7, 7, 0, 0)]]) {
+        fs.mkdirSync(path.join(proc, String(pid)))
+        fs.writeFileSync(path.join(proc, String(pid), 'stat'), text)
+      }
+      fs.mkdirSync(path.join(proc, 'self'))
+      fs.mkdirSync(path.join(proc, '105')) // gone: no stat
+      expect(childPids(100, { procDir: proc })).toEqual([101, 102])
+      expect(treeCpu(100, { procDir: proc, ticksPerSecond: 100 })).toEqual({ user: (10 + 3 + 200 + 50) * 1e4, system: (5 + 1 + 100 + 20) * 1e4, pids: [100, 101, 102] })
+      expect(treeCpu(103, { procDir: proc, ticksPerSecond: 100 })).toEqual({ user: 999e4, system: 999e4, pids: [103] })
+    } finally {
+      fs.rmSync(proc, { recursive: true, force: true })
+    }
   })
 
   test('programs are found on PATH and in sbin, and only when executable', () => {
@@ -82,6 +108,50 @@ describe.each(['haproxy', 'nginx'])('bench peer %s', (program) => {
       }
       expect(alive(info.pid)).toBe(false)
       expect(fs.existsSync(peer.dir)).toBe(false)
+    })
+
+    test('with 2 workers: HAProxy one process of 2 threads, nginx a master and 2 workers, whose CPU is all counted', async () => {
+      const peer = new PeerProcess(`${program}-uri`)
+      let info, pids
+      try {
+        info = await peer.start({ backends: fleet.backends.map(({ id, url }) => ({ id, url })), workers: 2 })
+        for (let i = 0; i < 20; i++) expect((await request(`${info.url}/page${(i % 3) + 1}.html`)).status).toBe(200)
+        if (program === 'haproxy') {
+          expect(info.config).toMatch(/nbthread 2/)
+          expect(fs.readdirSync(`/proc/${info.pid}/task`)).toHaveLength(2)
+        } else {
+          expect(info.config).toMatch(/worker_processes 2;/)
+          for (let i = 0; i < 40 && childPids(info.pid).length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 25))
+        }
+        pids = treeCpu(info.pid).pids
+        expect(pids).toHaveLength(program === 'haproxy' ? 1 : 3)
+        const sum = pids.map((p) => procCpu(p)).reduce((a, c) => a + c.user + c.system, 0)
+        const cpu = peer.cpu()
+        expect(cpu.user + cpu.system).toBeGreaterThanOrEqual(sum) // the workers', read a moment later
+      } finally {
+        await peer.close()
+      }
+      for (const pid of pids) expect(alive(pid)).toBe(false)
+    })
+
+    test('killed with SIGKILL, the peer takes its worker processes with it (they would keep the port)', async () => {
+      const peer = new PeerProcess(`${program}-uri`)
+      try {
+        const info = await peer.start({ backends: fleet.backends.map(({ id, url }) => ({ id, url })), workers: 2 })
+        const workers = program === 'nginx' ? 2 : 0
+        for (let i = 0; i < 40 && childPids(info.pid).length < workers; i++) await new Promise((resolve) => setTimeout(resolve, 25))
+        const pids = treeCpu(info.pid).pids
+        expect(pids).toHaveLength(1 + workers)
+        const exited = new Promise((resolve) => peer.child.once('exit', resolve))
+        peer.kill('SIGKILL')
+        await exited
+        // gone, or a zombie waiting for init to reap it (which holds no port)
+        const running = (pid) => { try { return !/^[ZX]$/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1][0]) } catch { return false } }
+        for (let i = 0; i < 40 && pids.some(running); i++) await new Promise((resolve) => setTimeout(resolve, 25))
+        expect(pids.filter(running)).toEqual([])
+      } finally {
+        await peer.close()
+      }
     })
   })
 })

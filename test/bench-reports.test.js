@@ -113,6 +113,10 @@ describe('bench reports', () => {
     expect(csv[2][col('p999')]).toBe('31')
     expect(csv[2][col('peer')]).toBe('haproxy uri (HAProxy version 2.6.12)')
     expect(csv[1][col('lagP99')]).toBe('2.5')
-    expect(formatHtml(openDoc)).toMatch(/Peers haproxy-uri run single-threaded/)
+    expect(formatHtml(openDoc)).toMatch(/Peers haproxy-uri in front of the same fresh fleet: one thread \/ one process each/)
+    const two = { ...openDoc, settings: { ...openDoc.settings, peerWorkers: 2 } }
+    expect(formatTable(two, open.columns)).toMatch(/peers \(HAProxy version 2\.6\.12\): HAProxy nbthread 2 \(one process\), nginx a master and worker_processes 2, like polistes --workers 2; their "balancer" CPU is the sum/)
+    expect(formatHtml(two)).toMatch(/HAProxy nbthread 2/)
+    expect(openDoc.settings.peerWorkers).toBe(open.peerWorkers)
   })
 })
