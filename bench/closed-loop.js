@@ -30,6 +30,8 @@ const { mulberry32 } = require('../src/prng')
 const DEFAULTS = Object.freeze({
   upstreams: 7, // a number (ids u0..u{n-1}) or an array of ids
   cacheSize: 4, // pages per upstream LRU; or an array, one size per upstream (in the order of `upstreams`)
+  cacheBytes: undefined, // bytes per upstream LRU instead of pages (a number, or an array per upstream); needs pageBytes
+  pageBytes: undefined, // with cacheBytes: the size of each key, an array in key order (/page1 first)
   weights: undefined, // optional array, one `weight` per upstream (in the order of `upstreams`), shown to the policy
   keys: 25, // distinct pages, named /page1 .. /pageK
   popularity: 'uniform', // or { zipf: s }
@@ -115,6 +117,10 @@ function createModel (options = {}) {
     : o.upstreams
   const keyNames = Array.from({ length: o.keys }, (_, i) => `/page${i + 1}`)
   const perm = keyNames.map((_, i) => i) // rank -> key index
+  if (o.cacheBytes !== undefined && (!Array.isArray(o.pageBytes) || o.pageBytes.length !== o.keys)) {
+    throw new TypeError('createModel: cacheBytes needs pageBytes, one size per key')
+  }
+  const keySize = o.cacheBytes === undefined ? null : new Map(keyNames.map((k, i) => [k, o.pageBytes[i]]))
   let cumulative = null // null = uniform
 
   /** The option value of upstream `id`: `value` itself, or its entry when `value` is an array. */
@@ -128,7 +134,7 @@ function createModel (options = {}) {
     if (servers.has(id) && lists[0].some((u) => u.id === id)) return
     const weight = perUpstream(o.weights, id, undefined)
     const views = policies.map(() => (weight === undefined ? { id, inflight: 0 } : { id, inflight: 0, weight }))
-    servers.set(id, { views, cache: new Map(), busy: 0, queue: [], cacheSize: perUpstream(o.cacheSize, id, DEFAULTS.cacheSize) })
+    servers.set(id, { views, cache: new Map(), busy: 0, queue: [], cacheSize: perUpstream(o.cacheSize, id, DEFAULTS.cacheSize), cacheBytes: perUpstream(o.cacheBytes, id, undefined), bytes: 0 })
     lists = lists.map((list, c) => [...list, views[c]])
   }
 
@@ -201,8 +207,9 @@ function createModel (options = {}) {
     if (o.recordPicks) picks.push(up.id)
     const hit = server.cache.has(key)
     if (hit) { // LRU touch
+      const value = server.cache.get(key)
       server.cache.delete(key)
-      server.cache.set(key, true)
+      server.cache.set(key, value)
     }
     win.record(up.id, key, hit)
     const job = { ctx, hit, start: now, colony }
@@ -210,16 +217,31 @@ function createModel (options = {}) {
     else server.queue.push(job)
   }
 
+  /** Put a page in a server's LRU cache, evicting the least recently used beyond its bound. */
+  function store (server, key) {
+    const cache = server.cache
+    if (keySize === null) {
+      cache.delete(key)
+      cache.set(key, true)
+      if (cache.size > server.cacheSize) cache.delete(cache.keys().next().value)
+      return
+    }
+    const size = keySize.get(key)
+    if (cache.has(key) || size > server.cacheBytes) return // as lru-cache: a page larger than the cache is not kept
+    cache.set(key, size)
+    server.bytes += size
+    while (server.bytes > server.cacheBytes) {
+      const [oldest, bytes] = cache.entries().next().value
+      cache.delete(oldest)
+      server.bytes -= bytes
+    }
+  }
+
   function complete (ev) {
     now = ev.time
     const { server, job } = ev
     server.busy--
-    if (!job.hit) {
-      const cache = server.cache
-      cache.delete(job.ctx.key)
-      cache.set(job.ctx.key, true)
-      if (cache.size > server.cacheSize) cache.delete(cache.keys().next().value)
-    }
+    if (!job.hit) store(server, job.ctx.key)
     const up = server.views[job.colony]
     up.inflight--
     inflightTotal--
@@ -359,6 +381,12 @@ function cli (argv) {
     .option('seeds', { type: 'number', default: 5, describe: 'seeds 1..N, averaged' })
     .option('assign', { type: 'string', choices: ['round-robin', 'random'], default: 'round-robin', describe: 'which colony takes the next request' })
     .option('policy-options', { type: 'string', default: '{}', describe: 'wasp options as JSON' })
+    .option('pages', { type: 'number', describe: 'workload: distinct pages (100 to 100000); with any workload option the table shows each policy against the static optimum' })
+    .option('popularity', { type: 'string', describe: 'workload: uniform | zipf:<s> (default zipf:1)' })
+    .option('cache-pages', { type: 'number', describe: 'workload: pages each upstream caches (default: 12 % of the pages over 7 upstreams)' })
+    .option('cache-bytes', { type: 'string', describe: 'workload: bytes each upstream caches instead of pages, e.g. 1m (LRU by size)' })
+    .option('page-size', { type: 'string', describe: 'workload: fixed:BYTES | lognormal:MEDIAN,SIGMA (default fixed:62000)' })
+    .option('churn', { type: 'boolean', describe: 'workload: one upstream down for the middle third of the measured window' })
     .strict().help().version(false)
     .fail((msg, err) => { process.stderr.write(`bench:model: ${err ? err.message : msg}\n`); process.exit(2) })
     .parse()
@@ -376,6 +404,9 @@ function cli (argv) {
   }
   const seeds = Array.from({ length: args.seeds }, (_, i) => i + 1)
   const avg = (runs, f) => runs.reduce((a, r) => a + f(r), 0) / runs.length
+  if (['pages', 'popularity', 'cache-pages', 'cache-bytes', 'page-size', 'churn'].some((k) => args[k] !== undefined)) {
+    return workloadCli(args, seeds, waspOptions)
+  }
   const label = (p) => p === 'uniform' ? 'uniform' : `zipf(${p.zipf})`
   const head = `7 upstreams x LRU 4 pages, 25 keys, 32 in flight; mean of seeds 1-${args.seeds}; 5,000 warm-up, 5,000 measured`
   if (args.colonies === undefined) {
@@ -428,6 +459,44 @@ function cli (argv) {
   }
   console.log(`${head}\nhit rate with K independent colonies (requests to colonies ${args.assign}); mean (worst seed)`)
   console.log(`wasp options: K = 1 ${JSON.stringify(waspFor(1))}; K > 1 ${JSON.stringify(waspFor(2))} (as with polistes --workers K)`)
+  console.table(rows)
+}
+
+/** `bench:model` with workload options: wasp, chash-bounded and round-robin against the static optimum. */
+function workloadCli (args, seeds, waspOptions) {
+  const { parseWorkload } = require('./workload-options')
+  const { runWorkload } = require('./model-workload')
+  const { createRoundRobin } = require('../src/policies/round-robin')
+  const { createChashBounded } = require('../src/policies/chash-bounded')
+  const { createWasp } = require('../src/policies/wasp')
+  let w
+  try {
+    w = parseWorkload(args)
+  } catch (err) {
+    process.stderr.write(`bench:model: ${err.message}\n`)
+    process.exit(2)
+  }
+  const policies = {
+    wasp: (random) => createWasp(waspOptions, { random }),
+    'chash-bounded': (random) => createChashBounded({}, { random }),
+    'round-robin': (random) => createRoundRobin({}, { random })
+  }
+  const median = (xs) => { const a = [...xs].sort((x, y) => x - y); const m = a.length >> 1; return a.length % 2 ? a[m] : (a[m - 1] + a[m]) / 2 }
+  const rows = []
+  let optimum
+  for (const [name, make] of Object.entries(policies)) {
+    const runs = seeds.map((seed) => runWorkload(make, w, { seed }))
+    optimum = median(runs.map((r) => r.optimum))
+    rows.push({
+      policy: name,
+      'hit rate (median)': median(runs.map((r) => r.hitRate)).toFixed(3),
+      'per seed': runs.map((r) => r.hitRate.toFixed(3)).join(' '),
+      'distance to optimum': median(runs.map((r) => r.distance)).toFixed(3),
+      'balance (max/mean)': median(runs.map((r) => r.balance)).toFixed(2)
+    })
+  }
+  console.log(`workload: ${w.describe}; seeds 1-${seeds.length}; 20,000 warm-up, 30,000 measured requests`)
+  console.log(`static optimum (the hottest pages that fit in the fleet's cache${w.churn ? ', time-averaged over the churn' : ''}): ${optimum.toFixed(3)}`)
   console.table(rows)
 }
 

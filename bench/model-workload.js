@@ -1,0 +1,84 @@
+'use strict'
+
+/**
+ * One policy on one workload in the closed-loop model (bench/closed-loop.js), with the workload's
+ * static optimum (bench/optimum.js) as the reference line: pages, popularity, page sizes, caches in
+ * pages or bytes, and churn (one upstream removed a third into the measured window and back two
+ * thirds in). Pure: no I/O.
+ */
+
+const { createModel } = require('./closed-loop')
+const { probabilities } = require('./popularity')
+const { pageSizes } = require('./page-sizes')
+const { staticOptimum, timeAveragedOptimum } = require('./optimum')
+const { mulberry32 } = require('../src/prng')
+
+/**
+ * @typedef {object} Workload
+ * @property {number} pages distinct pages
+ * @property {import('./popularity').Popularity} popularity
+ * @property {number} upstreams
+ * @property {number} [cachePages] pages per upstream cache (default when cacheBytes is not given)
+ * @property {number} [cacheBytes] bytes per upstream cache instead of pages
+ * @property {import('./page-sizes').PageSizes} [pageSizes] needed with cacheBytes
+ * @property {boolean} [churn] one upstream down for the middle third of the measured window
+ * @property {number} [inflight=32]
+ */
+
+/**
+ * The static optimum of a workload, time-averaged over its churn.
+ * @param {Workload} w
+ * @param {number} [seed=1] seed of the page sizes
+ * @returns {number}
+ */
+function workloadOptimum (w, seed = 1) {
+  const probs = probabilities(w.popularity, w.pages)
+  const capacity = (n) => w.cacheBytes !== undefined
+    ? { bytes: n * w.cacheBytes, sizes: pageSizes(w.pageSizes, w.pages, seed) }
+    : { pages: n * (w.cachePages ?? 4) }
+  if (!w.churn) return staticOptimum(probs, capacity(w.upstreams))
+  return timeAveragedOptimum(probs, [
+    { fraction: 2 / 3, capacity: capacity(w.upstreams) },
+    { fraction: 1 / 3, capacity: capacity(w.upstreams - 1) }
+  ])
+}
+
+/**
+ * Run `makePolicy(random)` on workload `w`: `warmup` requests, then `measure` requests (in thirds
+ * around the churn).
+ * @param {(random: () => number) => object} makePolicy
+ * @param {Workload} w
+ * @param {{ seed?: number, warmup?: number, measure?: number }} [options]
+ * @returns {{ hitRate: number, optimum: number, distance: number, balance: number }}
+ */
+function runWorkload (makePolicy, w, { seed = 1, warmup = 20000, measure = 30000 } = {}) {
+  const model = createModel({
+    policy: makePolicy(mulberry32(seed * 7919 + 17)),
+    seed,
+    upstreams: w.upstreams,
+    keys: w.pages,
+    popularity: w.popularity.kind === 'zipf' ? { zipf: w.popularity.s } : 'uniform',
+    inflight: w.inflight ?? 32,
+    ...(w.cacheBytes !== undefined
+      ? { cacheBytes: w.cacheBytes, pageBytes: pageSizes(w.pageSizes, w.pages, seed) }
+      : { cacheSize: w.cachePages ?? 4 })
+  })
+  model.run(warmup)
+  let windows
+  if (w.churn) {
+    const third = Math.round(measure / 3)
+    const first = model.run(third)
+    model.removeUpstream('u0')
+    const second = model.run(third)
+    model.addUpstream('u0')
+    windows = [first, second, model.run(measure - 2 * third)]
+  } else {
+    windows = [model.run(measure)]
+  }
+  const total = windows.reduce((a, x) => a + x.requests, 0)
+  const hitRate = windows.reduce((a, x) => a + x.hitRate * x.requests, 0) / total
+  const optimum = workloadOptimum(w, seed)
+  return { hitRate, optimum, distance: optimum - hitRate, balance: windows[windows.length - 1].balance }
+}
+
+module.exports = { runWorkload, workloadOptimum }
