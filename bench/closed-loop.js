@@ -387,6 +387,8 @@ function cli (argv) {
     .option('cache-bytes', { type: 'string', describe: 'workload: bytes each upstream caches instead of pages, e.g. 1m (LRU by size)' })
     .option('page-size', { type: 'string', describe: 'workload: fixed:BYTES | lognormal:MEDIAN,SIGMA (default fixed:62000)' })
     .option('churn', { type: 'boolean', describe: 'workload: one upstream down for the middle third of the measured window' })
+    .option('warmup', { type: 'number', describe: 'workload: requests before the measured window (default: 100 per page, at least 20,000)' })
+    .option('measure', { type: 'number', describe: 'workload: measured requests (default 30,000)' })
     .strict().help().version(false)
     .fail((msg, err) => { process.stderr.write(`bench:model: ${err ? err.message : msg}\n`); process.exit(2) })
     .parse()
@@ -404,7 +406,7 @@ function cli (argv) {
   }
   const seeds = Array.from({ length: args.seeds }, (_, i) => i + 1)
   const avg = (runs, f) => runs.reduce((a, r) => a + f(r), 0) / runs.length
-  if (['pages', 'popularity', 'cache-pages', 'cache-bytes', 'page-size', 'churn'].some((k) => args[k] !== undefined)) {
+  if (['pages', 'popularity', 'cache-pages', 'cache-bytes', 'page-size', 'churn', 'warmup', 'measure'].some((k) => args[k] !== undefined)) {
     return workloadCli(args, seeds, waspOptions)
   }
   const label = (p) => p === 'uniform' ? 'uniform' : `zipf(${p.zipf})`
@@ -482,10 +484,18 @@ function workloadCli (args, seeds, waspOptions) {
     'round-robin': (random) => createRoundRobin({}, { random })
   }
   const median = (xs) => { const a = [...xs].sort((x, y) => x - y); const m = a.length >> 1; return a.length % 2 ? a[m] : (a[m - 1] + a[m]) / 2 }
+  const warmup = args.warmup ?? Math.max(20000, 100 * w.pages)
+  const measure = args.measure ?? 30000
+  for (const [flag, n] of [['warmup', warmup], ['measure', measure]]) {
+    if (!Number.isInteger(n) || n < (flag === 'warmup' ? 0 : 3)) {
+      process.stderr.write(`bench:model: --${flag} must be a ${flag === 'warmup' ? 'non-negative' : 'positive'} integer of requests, got ${n}\n`)
+      process.exit(2)
+    }
+  }
   const rows = []
   let optimum
   for (const [name, make] of Object.entries(policies)) {
-    const runs = seeds.map((seed) => runWorkload(make, w, { seed }))
+    const runs = seeds.map((seed) => runWorkload(make, w, { seed, warmup, measure }))
     optimum = median(runs.map((r) => r.optimum))
     rows.push({
       policy: name,
@@ -495,7 +505,7 @@ function workloadCli (args, seeds, waspOptions) {
       'balance (max/mean)': median(runs.map((r) => r.balance)).toFixed(2)
     })
   }
-  console.log(`workload: ${w.describe}; seeds 1-${seeds.length}; 20,000 warm-up, 30,000 measured requests`)
+  console.log(`workload: ${w.describe}; seeds 1-${seeds.length}; ${warmup} warm-up, ${measure} measured requests`)
   console.log(`static optimum (the hottest pages that fit in the fleet's cache${w.churn ? ', time-averaged over the churn' : ''}): ${optimum.toFixed(3)}`)
   console.table(rows)
 }
