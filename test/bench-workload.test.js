@@ -107,3 +107,11 @@ describe('the model with caches in bytes', () => {
     expect(wasp.distance).toBeLessThan(rr.distance / 4)
   })
 })
+
+describe('bench:memory', () => {
+  test.each([[['--keys', '0'], /--keys must be an integer/], [['--keys', '10', '--baseline', '20'], /--baseline must be below --keys/], [['--nope', '1'], /unknown option/]])('refuses %j with exit 2', async (args, message) => {
+    const { code, stderr } = await runNode(require('node:path').join(__dirname, '..', 'bench', 'memory.js'), args, { timeoutMs: 10000 })
+    expect(code).toBe(2)
+    expect(stderr).toMatch(message)
+  })
+})
