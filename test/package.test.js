@@ -13,28 +13,34 @@ const cjs = `
 const { createWasp, defaults } = require('polistes/wasp')
 const wasp = createWasp({}, { random: () => 0.5 })
 const ups = [{ id: 'a', inflight: 0 }, { id: 'b', inflight: 1 }]
-console.log(JSON.stringify({ name: wasp.name, picked: wasp.pick(ups, { key: '/x' }).id, rounds: defaults.rounds, empty: wasp.pick([], { key: '/x' }) === undefined }))
+const { PolicyDispatcher } = require('polistes/undici')
+const dispatcher = new PolicyDispatcher(['http://127.0.0.1:9/x'])
+console.log(JSON.stringify({ name: wasp.name, picked: wasp.pick(ups, { key: '/x' }).id, rounds: defaults.rounds, empty: wasp.pick([], { key: '/x' }) === undefined, undici: dispatcher.upstreams[0], policy: dispatcher.policy.name }))
+dispatcher.close()
 `
 const mjs = `
 import { createWasp } from 'polistes/wasp'
+import { PolicyDispatcher } from 'polistes/undici'
 const wasp = createWasp({}, { random: () => 0.5 })
 const ups = [{ id: 'a', inflight: 0 }, { id: 'b', inflight: 1 }]
-console.log(JSON.stringify({ name: wasp.name, picked: wasp.pick(ups, { key: '/x' }).id, rounds: createWasp.defaults.rounds, empty: wasp.pick([], { key: '/x' }) === undefined }))
+const dispatcher = new PolicyDispatcher(['http://127.0.0.1:9/x'])
+console.log(JSON.stringify({ name: wasp.name, picked: wasp.pick(ups, { key: '/x' }).id, rounds: createWasp.defaults.rounds, empty: wasp.pick([], { key: '/x' }) === undefined, undici: dispatcher.upstreams[0], policy: dispatcher.policy.name }))
+dispatcher.close()
 `
 
-test('a consumer installs the packed tarball and uses polistes/wasp from require and import', () => {
+test('a consumer installs the packed tarball and uses polistes/wasp and polistes/undici from require and import', () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-pack-'))
   try {
     const packed = JSON.parse(run(['pack', '--json', '--pack-destination', tmp], root))
     const tarball = path.join(tmp, packed[0].filename)
-    expect(packed[0].files.map((f) => f.path)).toEqual(expect.arrayContaining(['bin/polistes.js', 'src/policies/wasp.js', 'src/policies/wasp.d.ts']))
+    expect(packed[0].files.map((f) => f.path)).toEqual(expect.arrayContaining(['bin/polistes.js', 'src/policies/wasp.js', 'src/policies/wasp.d.ts', 'src/adapters/undici.js', 'src/adapters/undici.d.ts']))
     const project = path.join(tmp, 'consumer')
     fs.mkdirSync(project)
     run(['init', '-y'], project)
     run(['install', tarball, '--prefer-offline', '--no-audit', '--no-fund'], project)
     fs.writeFileSync(path.join(project, 'use.cjs'), cjs)
     fs.writeFileSync(path.join(project, 'use.mjs'), mjs)
-    const expected = { name: 'wasp', picked: 'a', rounds: 8, empty: true }
+    const expected = { name: 'wasp', picked: 'a', rounds: 8, empty: true, undici: 'http://127.0.0.1:9', policy: 'wasp' }
     for (const file of ['use.cjs', 'use.mjs']) {
       const out = execFileSync(process.execPath, [file], { cwd: project, encoding: 'utf8' })
       expect(JSON.parse(out)).toEqual(expected)
