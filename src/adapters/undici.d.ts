@@ -1,32 +1,12 @@
 import { Dispatcher, Pool } from 'undici'
-import type { Policy, Upstream } from '../policies/types'
+import type { Policy } from '../policies/types'
+import type { PolicyMember, PolicyRouterOptions, UpstreamSpec } from './policy-router'
 
-/** An upstream: its URL (the origin is used), and optionally an id and a weight shown to the policy. */
-export interface UpstreamSpec {
-  url: string
-  id?: string
-  weight?: number
-}
+export type { PolicyMember, UpstreamSpec } from './policy-router'
 
-export interface PolicyDispatcherOptions {
-  /** a policy name ('wasp', the default, 'round-robin', 'chash-bounded', ...) or a policy object */
-  policy?: string | Policy
-  /** options of a named policy */
-  policyOptions?: Record<string, unknown>
-  /** the key a request is routed by; default: the path without its query string */
-  routingKey?: (path: string) => string
+export interface PolicyDispatcherOptions extends PolicyRouterOptions {
   /** options of each upstream's undici Pool */
   poolOptions?: Pool.Options
-  /** injected into a named policy */
-  random?: () => number
-  /** clock in ms (default performance.now) */
-  now?: () => number
-}
-
-/** An upstream as the policy sees it. */
-export interface PolicyMember extends Upstream {
-  origin: string
-  pool: Pool
 }
 
 /**

@@ -1,8 +1,7 @@
 'use strict'
 
 const { Dispatcher, Pool } = require('undici')
-const { createPolicy } = require('../policies')
-const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+const { PolicyRouter, pathKey } = require('./policy-router')
 
 /**
  * `polistes/undici`: an undici Dispatcher, like undici's BalancedPool, whose upstream choice is a
@@ -18,27 +17,32 @@ const { ERR_POLISTES_BAD_OPTION } = require('../errors')
 class PolicyDispatcher extends Dispatcher {
   /**
    * @param {Array<string | { url: string, id?: string, weight?: number }>} upstreams origins, e.g. 'http://10.0.0.1:8080'
-   * @param {object} [options]
-   * @param {string | object} [options.policy='wasp'] a policy name (src/policies) or a policy object
-   * @param {object} [options.policyOptions] options of a named policy
-   * @param {(path: string) => string} [options.routingKey] the key a request is routed by (default: path without query)
-   * @param {object} [options.poolOptions] options of each upstream's undici Pool
-   * @param {() => number} [options.random] injected into a named policy
-   * @param {() => number} [options.now] clock in ms (default performance.now)
+   * @param {object} [options] those of src/adapters/policy-router.js (`policy`, `policyOptions`,
+   *   `routingKey`, `random`, `now`), and `poolOptions`, the options of each upstream's undici Pool
    */
-  constructor (upstreams, { policy = 'wasp', policyOptions = {}, routingKey = pathKey, poolOptions = {}, random = Math.random, now = () => performance.now() } = {}) {
+  constructor (upstreams, options = {}) {
     super()
-    if (!Array.isArray(upstreams) || upstreams.length === 0) throw new ERR_POLISTES_BAD_OPTION('PolicyDispatcher needs at least one upstream URL')
-    if (typeof routingKey !== 'function') throw new ERR_POLISTES_BAD_OPTION('routingKey must be a function of the request path')
-    this.policy = typeof policy === 'string' ? createPolicy(policy, policyOptions, { random, now }) : policy
-    if (!this.policy || typeof this.policy.pick !== 'function') throw new ERR_POLISTES_BAD_OPTION('policy must be a policy name or an object with pick()')
-    this.routingKey = routingKey
-    this.poolOptions = poolOptions
-    this.now = now
-    /** @type {Array<{ id: string, origin: string, inflight: number, weight?: number, pool: Pool }>} */
-    this.members = []
+    this.router = new PolicyRouter(upstreams, options)
+    this.poolOptions = options.poolOptions || {}
+    /** @type {Map<string, Pool>} by origin */
+    this.pools = new Map()
+    for (const m of this.router.members) this.pools.set(m.origin, new Pool(m.origin, this.poolOptions))
     this.closed = false
-    for (const u of upstreams) this.addUpstream(u)
+  }
+
+  /** @returns {object} the policy that picks */
+  get policy () {
+    return this.router.policy
+  }
+
+  /** @returns {Array<{ id: string, origin: string, inflight: number }>} the upstreams as the policy sees them */
+  get members () {
+    return this.router.members
+  }
+
+  /** @returns {string[]} the upstreams' origins */
+  get upstreams () {
+    return this.router.members.map((m) => m.origin)
   }
 
   /**
@@ -47,18 +51,8 @@ class PolicyDispatcher extends Dispatcher {
    * @returns {this}
    */
   addUpstream (upstream) {
-    const spec = typeof upstream === 'string' ? { url: upstream } : upstream
-    let origin
-    try {
-      origin = new URL(spec.url).origin
-    } catch {
-      throw new ERR_POLISTES_BAD_OPTION(`upstream must be an http(s) URL, got ${JSON.stringify(spec && spec.url)}`)
-    }
-    if (!/^https?:/.test(origin)) throw new ERR_POLISTES_BAD_OPTION(`upstream must be an http(s) URL, got ${JSON.stringify(spec.url)}`)
-    if (this.members.some((m) => m.origin === origin)) return this
-    const member = { id: spec.id || origin, origin, inflight: 0, pool: new Pool(origin, this.poolOptions) }
-    if (spec.weight !== undefined) member.weight = spec.weight
-    this.members = [...this.members, member]
+    const member = this.router.add(upstream)
+    if (member) this.pools.set(member.origin, new Pool(member.origin, this.poolOptions))
     return this
   }
 
@@ -68,18 +62,13 @@ class PolicyDispatcher extends Dispatcher {
    * @returns {this}
    */
   removeUpstream (url) {
-    const origin = new URL(url).origin
-    const member = this.members.find((m) => m.origin === origin)
+    const member = this.router.remove(url)
     if (member) {
-      this.members = this.members.filter((m) => m !== member)
-      member.pool.close().catch(() => {})
+      const pool = this.pools.get(member.origin)
+      this.pools.delete(member.origin)
+      pool.close().catch(() => {})
     }
     return this
-  }
-
-  /** @returns {string[]} the upstreams' origins */
-  get upstreams () {
-    return this.members.map((m) => m.origin)
   }
 
   /**
@@ -89,46 +78,28 @@ class PolicyDispatcher extends Dispatcher {
    * @returns {boolean}
    */
   dispatch (opts, handler) {
-    const path = typeof opts.path === 'string' ? opts.path : '/'
-    const ctx = { key: this.routingKey(path), method: opts.method }
-    const member = this.closed ? undefined : this.policy.pick(this.members, ctx)
-    if (!member) {
+    const ticket = this.closed ? null : this.router.start(typeof opts.path === 'string' ? opts.path : '/', opts.method)
+    if (ticket === null) {
       const err = new Error(this.closed ? 'PolicyDispatcher is closed' : 'no upstream available')
       err.code = 'ERR_POLISTES_NO_UPSTREAM'
       fail(handler, err)
       return false
     }
-    member.inflight++
-    if (this.policy.onStart) this.policy.onStart(member, ctx)
-    const t0 = this.now()
-    let reported = false
-    const report = (statusCode, cache, error) => {
-      if (reported) return
-      reported = true
-      member.inflight--
-      if (this.policy.onEnd) this.policy.onEnd(member, ctx, { latencyMs: this.now() - t0, statusCode, cache, error })
-    }
-    const wrapped = typeof handler.onRequestStart === 'function' ? new ControllerFeedback(handler, report) : new CallbackFeedback(handler, report)
-    return member.pool.dispatch(opts, wrapped)
+    const wrapped = typeof handler.onRequestStart === 'function' ? new ControllerFeedback(handler, ticket.end) : new CallbackFeedback(handler, ticket.end)
+    return this.pools.get(ticket.member.origin).dispatch(opts, wrapped)
   }
 
   /** @returns {Promise<void>} once every pool has closed (requests under way end first) */
   async close () {
     this.closed = true
-    await Promise.all(this.members.map((m) => m.pool.close()))
+    await Promise.all([...this.pools.values()].map((p) => p.close()))
   }
 
   /** @returns {Promise<void>} every pool destroyed, requests under way aborted */
   async destroy (err) {
     this.closed = true
-    await Promise.all(this.members.map((m) => m.pool.destroy(err)))
+    await Promise.all([...this.pools.values()].map((p) => p.destroy(err)))
   }
-}
-
-/** The default routing key: the path without its query string. */
-function pathKey (path) {
-  const q = path.indexOf('?')
-  return q === -1 ? path : path.slice(0, q)
 }
 
 /** Report an error to a handler of either interface. */

@@ -1,0 +1,45 @@
+import type { Policy, Upstream } from '../policies/types'
+
+/** An upstream: its URL (the origin is used), and optionally an id and a weight shown to the policy. */
+export interface UpstreamSpec {
+  url: string
+  id?: string
+  weight?: number
+}
+
+export interface PolicyRouterOptions {
+  /** a policy name ('wasp', the default, 'round-robin', 'chash-bounded', ...) or a policy object */
+  policy?: string | Policy
+  /** options of a named policy */
+  policyOptions?: Record<string, unknown>
+  /** the key a request is routed by; default: the path without its query string */
+  routingKey?: (path: string) => string
+  /** injected into a named policy */
+  random?: () => number
+  /** clock in ms (default performance.now) */
+  now?: () => number
+}
+
+/** An upstream as the policy sees it. */
+export interface PolicyMember extends Upstream {
+  origin: string
+}
+
+/** One request's pick, and the report of its outcome (once). */
+export interface Ticket {
+  member: PolicyMember
+  end (statusCode?: number, cache?: string, error?: string): void
+}
+
+/** The upstreams as a policy sees them, the pick per request and the feedback when it ends. */
+export declare class PolicyRouter {
+  constructor (upstreams: Array<string | UpstreamSpec>, options?: PolicyRouterOptions)
+  readonly policy: Policy
+  readonly members: PolicyMember[]
+  add (upstream: string | UpstreamSpec): PolicyMember | null
+  remove (url: string): PolicyMember | null
+  start (path: string, method?: string): Ticket | null
+}
+
+/** The default routing key: the path without its query string. */
+export declare function pathKey (path: string): string

@@ -1,0 +1,114 @@
+'use strict'
+
+const { createPolicy } = require('../policies')
+const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+
+/**
+ * The part every adapter shares: a list of upstreams as a policy sees them (id, origin, in-flight
+ * count), the pick of one per request, and the feedback when the request ends (latency, status, the
+ * upstream's `X-Cache`). Adapters (src/adapters/*.js) only wire it to a library's hooks. No I/O.
+ */
+class PolicyRouter {
+  /**
+   * @param {Array<string | { url: string, id?: string, weight?: number }>} upstreams origins
+   * @param {object} [options]
+   * @param {string | object} [options.policy='wasp'] a policy name (src/policies) or a policy object
+   * @param {object} [options.policyOptions] options of a named policy
+   * @param {(path: string) => string} [options.routingKey] the key a request is routed by (default: path without query)
+   * @param {() => number} [options.random] injected into a named policy
+   * @param {() => number} [options.now] clock in ms (default performance.now)
+   */
+  constructor (upstreams, { policy = 'wasp', policyOptions = {}, routingKey = pathKey, random = Math.random, now = () => performance.now() } = {}) {
+    if (!Array.isArray(upstreams) || upstreams.length === 0) throw new ERR_POLISTES_BAD_OPTION('a policy router needs at least one upstream URL')
+    if (typeof routingKey !== 'function') throw new ERR_POLISTES_BAD_OPTION('routingKey must be a function of the request path')
+    this.policy = typeof policy === 'string' ? createPolicy(policy, policyOptions, { random, now }) : policy
+    if (!this.policy || typeof this.policy.pick !== 'function') throw new ERR_POLISTES_BAD_OPTION('policy must be a policy name or an object with pick()')
+    this.routingKey = routingKey
+    this.now = now
+    /** @type {Array<{ id: string, origin: string, inflight: number, weight?: number }>} */
+    this.members = []
+    for (const u of upstreams) this.add(u)
+  }
+
+  /**
+   * Add an upstream; returns the new member, or null when its origin is a member already.
+   * @param {string | { url: string, id?: string, weight?: number }} upstream
+   * @returns {{ id: string, origin: string, inflight: number, weight?: number } | null}
+   */
+  add (upstream) {
+    const spec = typeof upstream === 'string' ? { url: upstream } : (upstream || {})
+    let origin
+    try {
+      origin = new URL(spec.url).origin
+    } catch {
+      origin = ''
+    }
+    if (!/^https?:\/\//.test(origin)) throw new ERR_POLISTES_BAD_OPTION(`upstream must be an http(s) URL, got ${JSON.stringify(spec.url)}`)
+    if (this.members.some((m) => m.origin === origin)) return null
+    const member = { id: spec.id || origin, origin, inflight: 0 }
+    if (spec.weight !== undefined) member.weight = spec.weight
+    this.members = [...this.members, member]
+    return member
+  }
+
+  /**
+   * Remove an upstream (its requests under way still report); returns the member, or null.
+   * @param {string} url
+   */
+  remove (url) {
+    const origin = new URL(url).origin
+    const member = this.members.find((m) => m.origin === origin)
+    if (!member) return null
+    this.members = this.members.filter((m) => m !== member)
+    return member
+  }
+
+  /**
+   * Pick the upstream of one request and count it in flight.
+   * @param {string} path the request target (its query string is not part of the default key)
+   * @param {string} [method]
+   * @returns {{ member: { id: string, origin: string }, end: (statusCode?: number, cache?: string, error?: string) => void } | null}
+   *   null when no upstream is left; `end` reports the outcome to the policy, once (later calls are ignored)
+   */
+  start (path, method = 'GET') {
+    const ctx = { key: this.routingKey(path), method }
+    const member = this.policy.pick(this.members, ctx)
+    if (!member) return null
+    member.inflight++
+    if (this.policy.onStart) this.policy.onStart(member, ctx)
+    const t0 = this.now()
+    let ended = false
+    const end = (statusCode, cache, error) => {
+      if (ended) return
+      ended = true
+      member.inflight--
+      if (this.policy.onEnd) this.policy.onEnd(member, ctx, { latencyMs: this.now() - t0, statusCode, cache, error })
+    }
+    return { member, end }
+  }
+}
+
+/** The default routing key: the path without its query string. */
+function pathKey (path) {
+  const q = path.indexOf('?')
+  return q === -1 ? path : path.slice(0, q)
+}
+
+/** The first value of a header as Node gives it (string, array or undefined). */
+function headerValue (value) {
+  return Array.isArray(value) ? value[0] : value
+}
+
+/**
+ * `options` with the PolicyRouter as a non-enumerable `policyRouter`, so that spreading the options
+ * into a library's own does not hand it an option it does not know.
+ * @template T
+ * @param {PolicyRouter} router
+ * @param {T} options
+ * @returns {T & { policyRouter: PolicyRouter }}
+ */
+function withRouter (router, options) {
+  return Object.defineProperty(options, 'policyRouter', { value: router, enumerable: false })
+}
+
+module.exports = { PolicyRouter, pathKey, headerValue, withRouter }
