@@ -381,7 +381,7 @@ function cli (argv) {
     .option('seeds', { type: 'number', default: 5, describe: 'seeds 1..N, averaged' })
     .option('assign', { type: 'string', choices: ['round-robin', 'random'], default: 'round-robin', describe: 'which colony takes the next request' })
     .option('policy-options', { type: 'string', default: '{}', describe: 'wasp options as JSON' })
-    .option('pages', { type: 'number', describe: 'workload: distinct pages (100 to 100000); with any workload option the table shows each policy against the static optimum' })
+    .option('pages', { type: 'number', describe: 'workload: distinct pages (2 to 100000); with any workload option the table shows each policy against the static optimum' })
     .option('popularity', { type: 'string', describe: 'workload: uniform | zipf:<s> (default zipf:1)' })
     .option('cache-pages', { type: 'number', describe: 'workload: pages each upstream caches (default: 12 % of the pages over 7 upstreams)' })
     .option('cache-bytes', { type: 'string', describe: 'workload: bytes each upstream caches instead of pages, e.g. 1m (LRU by size)' })
