@@ -122,3 +122,33 @@ describe('polistes/undici: a Dispatcher whose upstream choice is a policy', () =
     expect(() => new PolicyDispatcher(['http://127.0.0.1:1'], { policy: 'telepathy' })).toThrow(/telepathy/)
   })
 })
+
+describe('polistes/undici as the dispatcher of @fastify/reply-from', () => {
+  test('Fastify forwards through it; the policy picks and hears each request end with status and X-Cache', async () => {
+    const Fastify = require('fastify')
+    const fleet = await startFleet({ count: 3, cachePages: 4, missMs: 2, basePort: 0, host: '127.0.0.1' })
+    const policy = createPolicy('round-robin', {}, {})
+    const ends = []
+    policy.onEnd = (u, ctx, outcome) => ends.push({ id: u.id, key: ctx.key, ...outcome })
+    const dispatcher = new PolicyDispatcher(fleet.backends.map((b) => ({ url: b.url, id: b.id })), { policy })
+    const app = Fastify()
+    await app.register(require('@fastify/reply-from'), { base: 'http://upstreams.invalid', undici: dispatcher })
+    app.get('/*', (request, reply) => reply.from(request.url))
+    const url = await app.listen({ port: 0, host: '127.0.0.1' })
+    try {
+      const servers = []
+      for (let i = 0; i < 3; i++) {
+        const res = await request(`${url}/page5.html`)
+        expect(res.statusCode).toBe(200)
+        expect((await res.body.text()).length).toBeGreaterThan(1000)
+        servers.push(res.headers['x-server'])
+      }
+      expect(servers.sort()).toEqual(fleet.backends.map((b) => b.id).sort()) // round-robin over the three
+      expect(ends.map((e) => [e.key, e.statusCode, e.cache])).toEqual([['/page5.html', 200, 'MISS'], ['/page5.html', 200, 'MISS'], ['/page5.html', 200, 'MISS']])
+    } finally {
+      await app.close()
+      await dispatcher.close()
+      await fleet.close()
+    }
+  })
+})

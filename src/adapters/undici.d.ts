@@ -12,7 +12,7 @@ export interface PolicyDispatcherOptions extends PolicyRouterOptions {
 /**
  * An undici Dispatcher whose upstream choice is a polistes policy (wasp by default); it reports
  * latency, status and `X-Cache` back to the policy by itself. Use it as the `dispatcher` of undici's
- * `fetch`/`request` (and, untested, of @fastify/reply-from).
+ * `fetch`/`request` and of @fastify/reply-from (`undici: dispatcher`).
  */
 export declare class PolicyDispatcher extends Dispatcher {
   constructor (upstreams: Array<string | UpstreamSpec>, options?: PolicyDispatcherOptions)

@@ -9,7 +9,7 @@ const { PolicyRouter, pathKey } = require('./policy-router')
  * policy from its routing key (the path without its query string), counted in flight on its
  * upstream, and reported back when it ends: latency, status, and the upstream's `X-Cache` header,
  * which is what lets wasp learn which upstream holds which page. Usable as the `dispatcher` of
- * undici's `fetch` and `request` (and, not tested yet, of @fastify/reply-from).
+ * undici's `fetch` and `request`, and of @fastify/reply-from (`undici: dispatcher`).
  *
  * Handlers of both undici handler interfaces are served (the controller one, `onRequestStart` ...,
  * and the callback one, `onConnect`/`onHeaders` ...): the feedback wrapper takes the caller's.
