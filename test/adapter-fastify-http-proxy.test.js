@@ -25,7 +25,7 @@ describe('polistes/fastify-http-proxy: a policy picks the upstream of @fastify/h
   test('wasp specializes the pages through the real library: mean hit rate of 3 runs >= 0.95 after warm-up', async () => {
     const rates = await hitRates((k) => startProxy(fleet.backends.map((b) => b.url), { random: mulberry32(7 + k) }))
     expectSpecialized(rates)
-  }, 60000)
+  }, 120000)
 
   test('the policy hears each request end with status and X-Cache; a refused upstream is an error answered 5xx', async () => {
     const port = await closedPort()

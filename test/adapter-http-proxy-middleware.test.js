@@ -32,7 +32,7 @@ describe('polistes/http-proxy-middleware: a policy as the router of http-proxy-m
   test('wasp specializes the pages through the real library: mean hit rate of 3 runs >= 0.95 after warm-up', async () => {
     const rates = await hitRates((k) => startProxy('wasp', 7 + k, fleet.backends.map((b) => b.url)))
     expectSpecialized(rates)
-  }, 90000)
+  }, 120000)
 
   test('a refused upstream is a 502, reported to the policy; the options spread without a policyRouter key', async () => {
     const port = await closedPort()

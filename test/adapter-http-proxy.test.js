@@ -32,7 +32,7 @@ describe('polistes/http-proxy: a policy in front of node-http-proxy', () => {
   test('wasp specializes the pages through the real library: mean hit rate of 3 runs >= 0.95 after warm-up', async () => {
     const rates = await hitRates((k) => startProxy(fleet.backends.map((b) => b.url), { random: mulberry32(7 + k) }))
     expectSpecialized(rates)
-  }, 60000)
+  }, 120000)
 
   test('the policy hears each request end with its status and X-Cache; a refused upstream is a 502 and an error', async () => {
     const port = await closedPort()

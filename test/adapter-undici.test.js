@@ -47,7 +47,7 @@ describe('polistes/undici: a Dispatcher whose upstream choice is a policy', () =
       expect(d.policy.snapshot().keys).toBe(PAGES)
       expect(d.members.every((m) => m.inflight === 0)).toBe(true)
     }
-  }, 60000)
+  }, 120000)
 
   test('with round-robin the same load spreads every page over every cache (the policy is what decides)', async () => {
     const dispatcher = new PolicyDispatcher(fleet.backends.map((b) => b.url), { policy: 'round-robin' })
