@@ -34,23 +34,46 @@ describe('polistes/http-proxy: a policy in front of node-http-proxy', () => {
     expectSpecialized(rates)
   }, 120000)
 
-  test('the policy hears each request end with its status and X-Cache; a refused upstream is a 502 and an error', async () => {
+  test('the policy hears each request end with its status and X-Cache; a GET to a refused upstream goes to another, which then serves alone', async () => {
     const port = await closedPort()
     const policy = createPolicy('round-robin', {}, {})
     const ends = []
     policy.onEnd = (u, ctx, outcome) => ends.push({ id: u.id, key: ctx.key, ...outcome })
-    const proxy = await startProxy([fleet.backends[0].url, `http://127.0.0.1:${port}`], { policy })
+    const live = new URL(fleet.backends[0].url).origin
+    const proxy = await startProxy([live, `http://127.0.0.1:${port}`], { policy })
     try {
       const ok = await request(`${proxy.url}/page2.html?x=1`)
       expect(ok.status).toBe(200)
-      const refused = await request(`${proxy.url}/page2.html`)
-      expect(refused.status).toBe(502)
-      expect(ends[0]).toMatchObject({ key: '/page2.html', statusCode: 200, error: undefined })
+      const retried = await request(`${proxy.url}/page2.html`) // round-robin's turn of the refusing one
+      expect(retried.status).toBe(200)
+      expect(ends[0]).toMatchObject({ id: live, key: '/page2.html', statusCode: 200, error: undefined })
       expect(['HIT', 'MISS']).toContain(ends[0].cache) // the fleet is shared with the test before
       expect(ends[1].error).toMatch(/ECONNREFUSED/)
+      expect(ends[2]).toMatchObject({ id: live, statusCode: 200 })
+      for (let i = 0; i < 3; i++) expect((await request(`${proxy.url}/page3.html`)).status).toBe(200)
+      expect(ends.slice(3).map((e) => e.id)).toEqual([live, live, live]) // left out for failTimeoutMs
       expect(proxy.routed.router.members.every((m) => m.inflight === 0)).toBe(true)
     } finally {
       await proxy.close()
+    }
+  })
+
+  test('what cannot be retried is a 502 and an error: a POST with a body, or no other upstream', async () => {
+    const port = await closedPort()
+    const policy = createPolicy('round-robin', {}, {})
+    const ends = []
+    policy.onEnd = (u, ctx, outcome) => ends.push(outcome)
+    const alone = await startProxy([`http://127.0.0.1:${port}`], { policy })
+    const pair = await startProxy([`http://127.0.0.1:${port}`, fleet.backends[0].url], { policy: 'round-robin' })
+    try {
+      expect((await request(`${alone.url}/page1.html`)).status).toBe(502)
+      expect(ends[0].error).toMatch(/ECONNREFUSED/)
+      const post = await request(`${pair.url}/page1.html`, { method: 'POST', body: 'x=1', headers: { 'content-type': 'text/plain' } })
+      expect(post.status).toBe(502)
+      expect(() => withPolicy(httpProxy.createProxyServer({}), [fleet.backends[0].url], { retries: 1.5 })).toThrow(/retries must be an integer/)
+    } finally {
+      await alone.close()
+      await pair.close()
     }
   })
 })

@@ -92,6 +92,57 @@ describe('polistes/undici: a Dispatcher whose upstream choice is a policy', () =
     }
   })
 
+  test('a request to an upstream that refuses goes to another one; the refuser is left out for failTimeoutMs (both handler interfaces)', async () => {
+    const dead = `http://127.0.0.1:${await closedPort()}`
+    const live = fleet.backends[0].url
+    const policy = createPolicy('round-robin', {}, {})
+    const ends = []
+    policy.onEnd = (u, ctx, outcome) => ends.push({ id: u.id, ...outcome })
+    let t = 0
+    const dispatcher = new PolicyDispatcher([dead, live], { policy, now: () => t, failTimeoutMs: 1000 })
+    try {
+      // round-robin picks the dead upstream first: the request is answered by the live one all the same
+      const first = await request('http://polistes.test/page1.html', { dispatcher })
+      expect(first.statusCode).toBe(200)
+      expect(first.headers['x-server']).toBe(fleet.backends[0].id)
+      await first.body.dump()
+      expect(ends.map((e) => [e.id, e.statusCode, Boolean(e.error)])).toEqual([[new URL(dead).origin, undefined, true], [new URL(live).origin, 200, false]])
+      // while it is left out, round-robin has only the live one (fetch: the controller interface)
+      for (let i = 0; i < 3; i++) {
+        const res = await fetch('http://polistes.test/page2.html', { dispatcher })
+        expect(res.status).toBe(200)
+        await res.arrayBuffer()
+      }
+      expect(ends.slice(2).map((e) => e.id)).toEqual(Array(3).fill(new URL(live).origin))
+      // after failTimeoutMs it is offered again, fails, and the request is retried once more
+      t = 1001
+      const again = await fetch('http://polistes.test/page3.html', { dispatcher })
+      expect(again.status).toBe(200)
+      await again.arrayBuffer()
+      expect(ends.slice(5).map((e) => [e.id, e.statusCode])).toEqual([[new URL(dead).origin, undefined], [new URL(live).origin, 200]])
+      expect(dispatcher.members.map((m) => m.inflight)).toEqual([0, 0])
+    } finally {
+      await dispatcher.destroy()
+    }
+  })
+
+  test('retries: 0 gives the error to the caller; a streamed body is never sent twice', async () => {
+    const dead = `http://127.0.0.1:${await closedPort()}`
+    const live = fleet.backends[0].url
+    const none = new PolicyDispatcher([dead, live], { policy: 'round-robin', retries: 0 })
+    const streamed = new PolicyDispatcher([dead, live], { policy: 'round-robin' })
+    try {
+      await expect(request('http://polistes.test/page1.html', { dispatcher: none })).rejects.toThrow(/ECONNREFUSED/)
+      const { Readable } = require('node:stream')
+      await expect(request('http://polistes.test/page1.html', { dispatcher: streamed, method: 'PUT', body: Readable.from(['x']) })).rejects.toThrow(/ECONNREFUSED/)
+      expect(() => new PolicyDispatcher([live], { retries: -1 })).toThrow(/retries must be an integer/)
+      expect(() => new PolicyDispatcher([live], { maxFails: 0 })).toThrow(/maxFails must be an integer/)
+    } finally {
+      await none.destroy()
+      await streamed.destroy()
+    }
+  })
+
   test('removeUpstream takes a member out of the choice; a dispatcher with none left answers with an error', async () => {
     const urls = fleet.backends.slice(0, 2).map((b) => b.url)
     const dispatcher = new PolicyDispatcher(urls, { policy: 'round-robin' })

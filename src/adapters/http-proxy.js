@@ -1,22 +1,32 @@
 'use strict'
 
 const { PolicyRouter, headerValue } = require('./policy-router')
+const { DEFAULTS, validateOptions } = require('../defaults')
+const { hasBody } = require('../body-limit')
+
+/** Methods whose requests may be sent again (RFC 9110 §9.2.2), as the balancer's retries. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
 
 /**
  * `polistes/http-proxy`: a polistes policy in front of node-http-proxy (`http-proxy`, or its
  * API-compatible successor `http-proxy-3`). `withPolicy(proxy, upstreams)` returns a `web(req, res)`
  * that picks the target with the policy, proxies, and reports latency, status and the upstream's
- * `X-Cache` back when the response ends. A failed attempt (refused, reset) is reported as an error
- * and answered 502, or handed to your callback.
+ * `X-Cache` back when the response ends. A failed attempt (refused, reset) is reported as an error;
+ * an idempotent request without a body is then sent to another upstream (at most `retries` more,
+ * never once the response has begun), as the balancer does, and the failing upstream is left out by
+ * passive health (`maxFails`, `failTimeoutMs`). What cannot be retried is answered 502, or handed to
+ * your callback.
  *
  * @param {{ web: Function, on: Function }} proxy a proxy server of http-proxy's `createProxyServer()`
  * @param {Array<string | { url: string, id?: string, weight?: number }>} upstreams origins
  * @param {object} [options] those of src/adapters/policy-router.js: `policy` (default 'wasp'),
- *   `policyOptions`, `routingKey`, `random`, `now`
+ *   `policyOptions`, `routingKey`, `random`, `now`, `maxFails`, `failTimeoutMs`; and `retries` (default 2)
  * @returns {{ router: PolicyRouter, web: (req: import('http').IncomingMessage, res: import('http').ServerResponse, options?: object, callback?: (err: Error, req: object, res: object) => void) => void }}
  */
-function withPolicy (proxy, upstreams, options) {
-  const router = new PolicyRouter(upstreams, options)
+function withPolicy (proxy, upstreams, options = {}) {
+  const { retries = DEFAULTS.retries, ...routerOptions } = options
+  validateOptions({ retries })
+  const router = new PolicyRouter(upstreams, routerOptions)
   /** @type {WeakMap<object, { end: Function }>} the request's pick, for the proxy's 'proxyRes' */
   const tickets = new WeakMap()
   proxy.on('proxyRes', (proxyRes, req) => {
@@ -25,13 +35,22 @@ function withPolicy (proxy, upstreams, options) {
   })
 
   function web (req, res, webOptions = {}, callback) {
-    const ticket = router.start(req.url, req.method)
+    attempt(req, res, webOptions, callback, undefined)
+  }
+
+  function attempt (req, res, webOptions, callback, tried) {
+    const ticket = router.start(req.url, req.method, tried)
     if (ticket === null) return unavailable(res)
     tickets.set(req, ticket)
     // the target as a URL object and `toProxy` (the request target goes upstream verbatim): else
     // http-proxy 1.18 runs both through the deprecated url.parse() (DEP0169)
     proxy.web(req, res, { toProxy: true, ...webOptions, target: targetOf(ticket.member) }, (err, ...rest) => {
       ticket.end(undefined, undefined, err.message)
+      if (!res.headersSent && !res.destroyed && IDEMPOTENT.has(req.method) && !hasBody(req)) {
+        const failed = new Set(tried)
+        failed.add(ticket.member)
+        if (failed.size <= retries && router.pool.eligible().some((m) => !failed.has(m))) return attempt(req, res, webOptions, callback, failed)
+      }
       if (callback) return callback(err, ...rest)
       badGateway(res)
     })

@@ -18,6 +18,10 @@ export interface PolicyRouterOptions {
   random?: () => number
   /** clock in ms (default performance.now) */
   now?: () => number
+  /** connection-level failures in a row that leave an upstream out of the choice (default 1) */
+  maxFails?: number
+  /** how long such an upstream is left out, in ms (default 5000) */
+  failTimeoutMs?: number
 }
 
 /** An upstream as the policy sees it. */
@@ -36,9 +40,12 @@ export declare class PolicyRouter {
   constructor (upstreams: Array<string | UpstreamSpec>, options?: PolicyRouterOptions)
   readonly policy: Policy
   readonly members: PolicyMember[]
+  /** membership and passive health: the balancer's pool */
+  readonly pool: { eligible (): PolicyMember[] }
   add (upstream: string | UpstreamSpec): PolicyMember | null
   remove (url: string): PolicyMember | null
-  start (path: string, method?: string): Ticket | null
+  /** `tried`: members not to pick (this request's failed attempts) */
+  start (path: string, method?: string, tried?: Set<PolicyMember>): Ticket | null
 }
 
 /** The default routing key: the path without its query string. */

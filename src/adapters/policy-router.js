@@ -1,12 +1,19 @@
 'use strict'
 
 const { createPolicy } = require('../policies')
+const { Pool } = require('../pool')
+const { DEFAULTS, validateOptions } = require('../defaults')
 const { ERR_POLISTES_BAD_OPTION } = require('../errors')
 
 /**
  * The part every adapter shares: a list of upstreams as a policy sees them (id, origin, in-flight
  * count), the pick of one per request, and the feedback when the request ends (latency, status, the
  * upstream's `X-Cache`). Adapters (src/adapters/*.js) only wire it to a library's hooks. No I/O.
+ *
+ * Membership and passive health are the balancer's own pool (src/pool.js): an upstream whose
+ * attempts fail at the connection level (refused, reset, no response) `maxFails` times in a row is
+ * left out of the choice for `failTimeoutMs`, as nginx's `max_fails` / `fail_timeout`; when every
+ * upstream is out, all are offered again (a blackout helps nobody).
  */
 class PolicyRouter {
   /**
@@ -17,17 +24,24 @@ class PolicyRouter {
    * @param {(path: string) => string} [options.routingKey] the key a request is routed by (default: path without query)
    * @param {() => number} [options.random] injected into a named policy
    * @param {() => number} [options.now] clock in ms (default performance.now)
+   * @param {number} [options.maxFails=1] connection-level failures in a row that leave an upstream out
+   * @param {number} [options.failTimeoutMs=5000] how long it is left out
    */
-  constructor (upstreams, { policy = 'wasp', policyOptions = {}, routingKey = pathKey, random = Math.random, now = () => performance.now() } = {}) {
+  constructor (upstreams, { policy = 'wasp', policyOptions = {}, routingKey = pathKey, random = Math.random, now = () => performance.now(), maxFails = DEFAULTS.maxFails, failTimeoutMs = DEFAULTS.failTimeoutMs } = {}) {
     if (!Array.isArray(upstreams) || upstreams.length === 0) throw new ERR_POLISTES_BAD_OPTION('a policy router needs at least one upstream URL')
     if (typeof routingKey !== 'function') throw new ERR_POLISTES_BAD_OPTION('routingKey must be a function of the request path')
+    validateOptions({ maxFails, failTimeoutMs })
     this.policy = typeof policy === 'string' ? createPolicy(policy, policyOptions, { random, now }) : policy
     if (!this.policy || typeof this.policy.pick !== 'function') throw new ERR_POLISTES_BAD_OPTION('policy must be a policy name or an object with pick()')
     this.routingKey = routingKey
     this.now = now
-    /** @type {Array<{ id: string, origin: string, inflight: number, weight?: number }>} */
-    this.members = []
+    this.pool = new Pool([], { maxFails, failTimeoutMs, now, random })
     for (const u of upstreams) this.add(u)
+  }
+
+  /** @returns {Array<import('../pool').Upstream & { origin: string }>} every upstream, in the order added */
+  get members () {
+    return this.pool.all()
   }
 
   /**
@@ -45,9 +59,10 @@ class PolicyRouter {
     }
     if (!/^https?:\/\//.test(origin)) throw new ERR_POLISTES_BAD_OPTION(`upstream must be an http(s) URL, got ${JSON.stringify(spec.url)}`)
     if (this.members.some((m) => m.origin === origin)) return null
-    const member = { id: spec.id || origin, origin, inflight: 0 }
-    if (spec.weight !== undefined) member.weight = spec.weight
-    this.members = [...this.members, member]
+    const id = spec.id || origin
+    if (this.pool.get(id) !== undefined) throw new ERR_POLISTES_BAD_OPTION(`duplicate upstream id ${JSON.stringify(id)}`)
+    const member = this.pool.add({ id, url: origin, weight: spec.weight })
+    member.origin = origin
     return member
   }
 
@@ -59,29 +74,37 @@ class PolicyRouter {
     const origin = new URL(url).origin
     const member = this.members.find((m) => m.origin === origin)
     if (!member) return null
-    this.members = this.members.filter((m) => m !== member)
+    this.pool.remove(member.id)
     return member
   }
 
   /**
-   * Pick the upstream of one request and count it in flight.
+   * Pick the upstream of one request among those not left out by their failures, and count it in
+   * flight.
    * @param {string} path the request target (its query string is not part of the default key)
    * @param {string} [method]
+   * @param {Set<object>} [tried] members not to pick (the attempts of this request that failed)
    * @returns {{ member: { id: string, origin: string }, end: (statusCode?: number, cache?: string, error?: string) => void } | null}
-   *   null when no upstream is left; `end` reports the outcome to the policy, once (later calls are ignored)
+   *   null when no upstream is left; `end` reports the outcome to the policy, once (later calls are
+   *   ignored). An `error` with no `statusCode` is a connection-level failure, counted for passive
+   *   health; any status clears the member's record.
    */
-  start (path, method = 'GET') {
+  start (path, method = 'GET', tried) {
     const ctx = { key: this.routingKey(path), method }
-    const member = this.policy.pick(this.members, ctx)
+    let list = this.pool.eligible()
+    if (tried !== undefined && tried.size > 0) list = list.filter((m) => !tried.has(m))
+    const member = this.policy.pick(list, ctx)
     if (!member) return null
-    member.inflight++
+    this.pool.acquire(member)
     if (this.policy.onStart) this.policy.onStart(member, ctx)
     const t0 = this.now()
     let ended = false
     const end = (statusCode, cache, error) => {
       if (ended) return
       ended = true
-      member.inflight--
+      this.pool.release(member)
+      if (error !== undefined && statusCode === undefined) this.pool.fail(member)
+      else this.pool.succeed(member)
       if (this.policy.onEnd) this.policy.onEnd(member, ctx, { latencyMs: this.now() - t0, statusCode, cache, error })
     }
     return { member, end }

@@ -7,6 +7,8 @@ export type { PolicyMember, UpstreamSpec } from './policy-router'
 export interface PolicyDispatcherOptions extends PolicyRouterOptions {
   /** options of each upstream's undici Pool */
   poolOptions?: Pool.Options
+  /** other upstreams tried for a request that could not be sent (refused, unreachable); default 2 */
+  retries?: number
 }
 
 /**

@@ -2,6 +2,7 @@
 
 const { Dispatcher, Pool } = require('undici')
 const { PolicyRouter, pathKey } = require('./policy-router')
+const { DEFAULTS, validateOptions } = require('../defaults')
 
 /**
  * `polistes/undici`: an undici Dispatcher, like undici's BalancedPool, whose upstream choice is a
@@ -13,17 +14,27 @@ const { PolicyRouter, pathKey } = require('./policy-router')
  *
  * Handlers of both undici handler interfaces are served (the controller one, `onRequestStart` ...,
  * and the callback one, `onConnect`/`onHeaders` ...): the feedback wrapper takes the caller's.
+ *
+ * A failed upstream is not a lost request: an attempt that fails before undici started sending it
+ * (refused, unreachable, connect timeout: nothing reached the upstream, so any method is safe) is
+ * sent again to another upstream, up to `retries` times, when its body can be sent twice (none, a
+ * string or bytes). The failing upstream is left out by passive health (`maxFails`, `failTimeoutMs`).
  */
 class PolicyDispatcher extends Dispatcher {
   /**
    * @param {Array<string | { url: string, id?: string, weight?: number }>} upstreams origins, e.g. 'http://10.0.0.1:8080'
    * @param {object} [options] those of src/adapters/policy-router.js (`policy`, `policyOptions`,
-   *   `routingKey`, `random`, `now`), and `poolOptions`, the options of each upstream's undici Pool
+   *   `routingKey`, `random`, `now`, `maxFails`, `failTimeoutMs`), `retries` (default 2: other
+   *   upstreams tried for a request that could not be sent) and `poolOptions`, the options of each
+   *   upstream's undici Pool
    */
   constructor (upstreams, options = {}) {
     super()
-    this.router = new PolicyRouter(upstreams, options)
-    this.poolOptions = options.poolOptions || {}
+    const { retries = DEFAULTS.retries, poolOptions, ...routerOptions } = options
+    validateOptions({ retries })
+    this.retries = retries
+    this.router = new PolicyRouter(upstreams, routerOptions)
+    this.poolOptions = poolOptions || {}
     /** @type {Map<string, Pool>} by origin */
     this.pools = new Map()
     for (const m of this.router.members) this.pools.set(m.origin, new Pool(m.origin, this.poolOptions))
@@ -78,14 +89,35 @@ class PolicyDispatcher extends Dispatcher {
    * @returns {boolean}
    */
   dispatch (opts, handler) {
-    const ticket = this.closed ? null : this.router.start(typeof opts.path === 'string' ? opts.path : '/', opts.method)
+    return this.attempt(opts, handler, typeof opts.path === 'string' ? opts.path : '/', undefined)
+  }
+
+  /**
+   * One attempt of a request: pick among the upstreams not tried yet, send through its pool.
+   * @param {import('undici').Dispatcher.DispatchOptions} opts
+   * @param {object} handler the caller's
+   * @param {string} path
+   * @param {Set<object> | undefined} tried the members whose attempts failed
+   * @returns {boolean}
+   */
+  attempt (opts, handler, path, tried) {
+    const ticket = this.closed ? null : this.router.start(path, opts.method, tried)
     if (ticket === null) {
       const err = new Error(this.closed ? 'PolicyDispatcher is closed' : 'no upstream available')
       err.code = 'ERR_POLISTES_NO_UPSTREAM'
       fail(handler, err)
       return false
     }
-    const wrapped = typeof handler.onRequestStart === 'function' ? new ControllerFeedback(handler, ticket.end) : new CallbackFeedback(handler, ticket.end)
+    // called when the attempt failed before the handler heard of it: true if it went elsewhere
+    const retry = () => {
+      if (this.closed || !resendable(opts.body)) return false
+      const failed = new Set(tried)
+      failed.add(ticket.member)
+      if (failed.size > this.retries || !this.router.pool.eligible().some((m) => !failed.has(m))) return false
+      this.attempt(opts, handler, path, failed)
+      return true
+    }
+    const wrapped = typeof handler.onRequestStart === 'function' ? new ControllerFeedback(handler, ticket.end, retry) : new CallbackFeedback(handler, ticket.end, retry)
     return this.pools.get(ticket.member.origin).dispatch(opts, wrapped)
   }
 
@@ -102,6 +134,11 @@ class PolicyDispatcher extends Dispatcher {
   }
 }
 
+/** Whether a request body can be sent again: none, a string or bytes (not a stream or iterable). */
+function resendable (body) {
+  return body === undefined || body === null || typeof body === 'string' || body instanceof Uint8Array
+}
+
 /** Report an error to a handler of either interface. */
 function fail (handler, err) {
   if (typeof handler.onResponseError === 'function') handler.onResponseError(null, err)
@@ -110,14 +147,20 @@ function fail (handler, err) {
 
 /** Feedback around a handler of the controller interface (`onRequestStart`, `onResponseStart`, ...). */
 class ControllerFeedback {
-  constructor (handler, report) {
+  constructor (handler, report, retry) {
     this.handler = handler
     this.report = report
+    this.retry = retry
+    this.started = false
     this.statusCode = undefined
     this.cache = undefined
   }
 
-  onRequestStart (controller, context) { return this.handler.onRequestStart(controller, context) }
+  onRequestStart (controller, context) {
+    this.started = true
+    return this.handler.onRequestStart(controller, context)
+  }
+
   onRequestUpgrade (controller, statusCode, headers, socket) {
     this.report(statusCode, undefined, undefined)
     return this.handler.onRequestUpgrade?.(controller, statusCode, headers, socket)
@@ -140,20 +183,27 @@ class ControllerFeedback {
 
   onResponseError (controller, err) {
     this.report(this.statusCode, this.cache, err.message)
+    if (!this.started && this.retry()) return
     return this.handler.onResponseError?.(controller, err)
   }
 }
 
 /** Feedback around a handler of the callback interface (`onConnect`, `onHeaders`, ...). */
 class CallbackFeedback {
-  constructor (handler, report) {
+  constructor (handler, report, retry) {
     this.handler = handler
     this.report = report
+    this.retry = retry
+    this.started = false
     this.statusCode = undefined
     this.cache = undefined
   }
 
-  onConnect (abort, context) { return this.handler.onConnect?.(abort, context) }
+  onConnect (abort, context) {
+    this.started = true
+    return this.handler.onConnect?.(abort, context)
+  }
+
   onUpgrade (statusCode, rawHeaders, socket) {
     this.report(statusCode, undefined, undefined)
     return this.handler.onUpgrade?.(statusCode, rawHeaders, socket)
@@ -181,6 +231,7 @@ class CallbackFeedback {
 
   onError (err) {
     this.report(this.statusCode, this.cache, err.message)
+    if (!this.started && this.retry()) return
     return this.handler.onError?.(err)
   }
 

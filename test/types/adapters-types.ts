@@ -7,7 +7,7 @@ import { policyProxyOptions } from 'polistes/fastify-http-proxy'
 import type { PolicyRouting } from 'polistes/http-proxy-middleware'
 
 const proxy = httpProxy.createProxyServer({})
-const routed = withPolicy(proxy, ['http://127.0.0.1:9101'], { policy: 'wasp' })
+const routed = withPolicy(proxy, ['http://127.0.0.1:9101'], { policy: 'wasp', retries: 0, failTimeoutMs: 1000 })
 createServer((req, res) => routed.web(req, res))
 const members: number = routed.router.members.length
 const routing: PolicyRouting = policyRouting([{ url: 'http://127.0.0.1:9101', id: 'a' }])

@@ -3,7 +3,7 @@ import { request } from 'undici'
 import { PolicyDispatcher, createPolicyDispatcher, pathKey } from 'polistes/undici'
 import type { PolicyDispatcherOptions } from 'polistes/undici'
 
-const options: PolicyDispatcherOptions = { policy: 'wasp', policyOptions: { maxKeys: 1000 }, routingKey: (path) => path }
+const options: PolicyDispatcherOptions = { policy: 'wasp', policyOptions: { maxKeys: 1000 }, routingKey: (path) => path, retries: 1, maxFails: 2, failTimeoutMs: 10000 }
 const dispatcher = new PolicyDispatcher(['http://127.0.0.1:9101', { url: 'http://127.0.0.1:9102', id: 'b', weight: 2 }], options)
 const same: PolicyDispatcher = createPolicyDispatcher(['http://127.0.0.1:9101'])
 const origins: string[] = dispatcher.upstreams
