@@ -141,14 +141,11 @@ class FastResponse extends EventEmitter {
    */
   writeHead (statusCode, message, headers) {
     if (this.head !== null) throw new Error('writeHead called twice')
-    this.headersSent = true
     if (typeof message !== 'string') {
       headers = message
       message = undefined
     }
-    this.statusCode = statusCode
-    this.statusMessage = message || STATUS_CODES[statusCode] || 'unknown'
-    let head = 'HTTP/1.1 ' + statusCode + ' ' + this.statusMessage + '\r\n'
+    let head = ''
     let length = false
     let date = false
     const add = (name, value) => {
@@ -167,16 +164,44 @@ class FastResponse extends EventEmitter {
     } else if (headers) {
       for (const name in headers) add(name, headers[name])
     }
+    return this.setHead(statusCode, message, head, length, date)
+  }
+
+  /**
+   * writeHead for a relayed upstream head whose headers are known already (the direct engine):
+   * `raw` is sent as it is, so it must hold no Transfer-Encoding and only string values.
+   * @param {number} statusCode
+   * @param {string} message reason phrase ('' for the default)
+   * @param {string[]} raw flat `[name, value, ...]`
+   * @param {Record<string, string | string[]>} headers the same by lower-case name
+   * @returns {this}
+   */
+  writeRelayedHead (statusCode, message, raw, headers) {
+    if (this.head !== null) throw new Error('writeHead called twice')
+    let head = ''
+    for (let i = 0; i < raw.length; i += 2) head += raw[i] + ': ' + raw[i + 1] + '\r\n'
+    return this.setHead(statusCode, message, head, headers['content-length'] !== undefined, headers.date !== undefined)
+  }
+
+  /** The head: status line, `fields` (CRLF-ended lines), then Date, framing and Connection as needed. */
+  setHead (statusCode, message, fields, length, date) {
+    this.headersSent = true
+    this.statusCode = statusCode
+    this.statusMessage = message || STATUS_CODES[statusCode] || 'unknown'
+    let head = 'HTTP/1.1 ' + statusCode + ' ' + this.statusMessage + '\r\n' + fields
     if (statusCode === 204 || statusCode === 304) this.noBody = true
     if (!date) head += 'Date: ' + httpDate() + '\r\n'
     if (!length && !this.noBody) {
       this.chunked = true
       head += 'Transfer-Encoding: chunked\r\n'
     }
-    head += this.shouldKeepAlive && !this.conn.front.closing()
-      ? 'Connection: keep-alive\r\n' + this.conn.front.keepAliveHeader
-      : 'Connection: close\r\n'
-    if (!this.shouldKeepAlive || this.conn.front.closing()) this.shouldKeepAlive = false
+    const front = this.conn.front
+    if (this.shouldKeepAlive && !front.closing()) {
+      head += 'Connection: keep-alive\r\n' + front.keepAliveHeader
+    } else {
+      head += 'Connection: close\r\n'
+      this.shouldKeepAlive = false
+    }
     this.head = head + '\r\n'
     return this
   }

@@ -173,7 +173,7 @@ class Exchange {
   onHead (statusCode, statusMessage, rawHeaders, keepAlive) {
     this.headed = true
     this.keepAlive = keepAlive
-    const head = responseHead(rawHeaders)
+    const head = responseHead(rawHeaders, this.origin.names)
     if (this.hold !== null && this.hold.has(statusCode) && this.handlers.discard(statusCode, head.headers)) {
       this.ended = true
       this.discarding = true // read and drop the body: the connection stays usable
@@ -184,7 +184,9 @@ class Exchange {
       this.discarding = true
       return this.skipBody
     }
-    this.res.writeHead(statusCode, statusMessage, head.raw)
+    // the fast front takes the head as it is, without checking each name for framing again
+    if (this.res.writeRelayedHead !== undefined) this.res.writeRelayedHead(statusCode, statusMessage, head.raw, head.headers)
+    else this.res.writeHead(statusCode, statusMessage, head.raw)
     return this.skipBody
   }
 

@@ -104,34 +104,64 @@ function hostPort (host, encrypted) {
 }
 
 /**
+ * The lower-case header names of an upstream's last response, by position: an upstream sends the
+ * same names in the same order response after response, so a name equal to the one at its place
+ * last time takes that one's lower-case form (already hashed) instead of a new string.
+ */
+class HeaderNames {
+  constructor () {
+    /** @type {string[]} names as received */
+    this.raw = []
+    /** @type {string[]} the same, lower-cased */
+    this.lower = []
+  }
+
+  /**
+   * @param {string} name as received
+   * @param {number} at its index among the head's names
+   * @returns {string} lower-case
+   */
+  lowerAt (name, at) {
+    if (this.raw[at] === name) return this.lower[at]
+    const lower = name.toLowerCase()
+    this.raw[at] = name
+    this.lower[at] = lower
+    return lower
+  }
+}
+
+/**
  * Filter an upstream response's raw headers for the client.
  *
  * @param {string[]} raw flat `[name, value, ...]` as received (original case, duplicates separate)
+ * @param {HeaderNames} [names] the names of the responses before from the same upstream (a cache)
  * @returns {{ raw: string[], headers: Record<string, string | string[]> }} `raw`: what to pass to
  *   `res.writeHead` (original case kept); `headers`: the same, by lower-case name (repeated headers
  *   as arrays), for whoever reads a value
  */
-function responseHead (raw) {
+function responseHead (raw, names = new HeaderNames()) {
   let extra = null
+  const lower = new Array(raw.length >> 1)
   for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i].length === 10 && raw[i].toLowerCase() === 'connection') {
-      const names = connectionNames(raw[i + 1], RESPONSE_DROPPED)
-      if (names) extra = extra ? extra.concat(names) : names
+    const name = names.lowerAt(raw[i], i >> 1)
+    lower[i >> 1] = name
+    if (name.length === 10 && name === 'connection') {
+      const more = connectionNames(raw[i + 1], RESPONSE_DROPPED)
+      if (more) extra = extra ? extra.concat(more) : more
     }
   }
   const out = []
   const headers = {}
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]
+    const name = lower[i >> 1]
+    if (RESPONSE_DROPPED.has(name)) continue
+    if (extra !== null && extra.includes(name)) continue
     const value = raw[i + 1]
-    const lower = name.toLowerCase()
-    if (RESPONSE_DROPPED.has(lower)) continue
-    if (extra !== null && extra.includes(lower)) continue
-    out.push(name, value)
-    const seen = headers[lower]
-    headers[lower] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
+    out.push(raw[i], value)
+    const seen = headers[name]
+    headers[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
   }
   return { raw: out, headers }
 }
 
-module.exports = { requestHeaders, responseHead, connectionNames, via }
+module.exports = { requestHeaders, responseHead, HeaderNames, connectionNames, via }
