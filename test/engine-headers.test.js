@@ -1,6 +1,7 @@
 'use strict'
 
-const { responseHead, HeaderNames } = require('../src/engines/headers')
+const { responseHead } = require('../src/engines/headers')
+const { HeaderNames } = require('../src/header-names')
 
 describe('responseHead', () => {
   const heads = [
@@ -28,5 +29,22 @@ describe('responseHead', () => {
     for (let round = 0; round < 3; round++) {
       heads.forEach((raw, i) => expect(responseHead([...raw], names)).toEqual(want[i]))
     }
+  })
+})
+
+describe('hostPort (X-Forwarded-Port)', () => {
+  const { hostPort } = require('../src/engines/headers')
+  test.each([
+    ['a:8080', false, '8080'],
+    ['a', false, '80'],
+    ['a', true, '443'],
+    ['[::1]', false, '80'],
+    ['[::1]:9', true, '9'],
+    ['a:', false, '80'],
+    ['a:80x', false, '80'],
+    [undefined, true, '443'],
+    ['', false, '80']
+  ])('%s (tls %s): %s', (host, encrypted, port) => {
+    expect(hostPort(host, encrypted)).toBe(port)
   })
 })

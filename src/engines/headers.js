@@ -1,5 +1,7 @@
 'use strict'
 
+const { HeaderNames } = require('../header-names')
+
 /**
  * The header rules the node-http and undici engines share (the http-proxy engine gets the same
  * effect from the library's passes plus its own stripping). Pure functions over header data;
@@ -97,44 +99,22 @@ function append (existing, value) {
 /** The port the client addressed: from its Host header, else the scheme's default. */
 function hostPort (host, encrypted) {
   if (host) {
-    const m = /:(\d+)$/.exec(host)
-    if (m) return m[1]
+    const colon = host.lastIndexOf(':')
+    let digits = colon !== -1 && colon < host.length - 1
+    for (let i = colon + 1; digits && i < host.length; i++) {
+      const c = host.charCodeAt(i)
+      digits = c >= 48 && c <= 57
+    }
+    if (digits) return host.slice(colon + 1)
   }
   return encrypted ? '443' : '80'
-}
-
-/**
- * The lower-case header names of an upstream's last response, by position: an upstream sends the
- * same names in the same order response after response, so a name equal to the one at its place
- * last time takes that one's lower-case form (already hashed) instead of a new string.
- */
-class HeaderNames {
-  constructor () {
-    /** @type {string[]} names as received */
-    this.raw = []
-    /** @type {string[]} the same, lower-cased */
-    this.lower = []
-  }
-
-  /**
-   * @param {string} name as received
-   * @param {number} at its index among the head's names
-   * @returns {string} lower-case
-   */
-  lowerAt (name, at) {
-    if (this.raw[at] === name) return this.lower[at]
-    const lower = name.toLowerCase()
-    this.raw[at] = name
-    this.lower[at] = lower
-    return lower
-  }
 }
 
 /**
  * Filter an upstream response's raw headers for the client.
  *
  * @param {string[]} raw flat `[name, value, ...]` as received (original case, duplicates separate)
- * @param {HeaderNames} [names] the names of the responses before from the same upstream (a cache)
+ * @param {HeaderNames} [names] the names of the responses before from the same upstream (src/header-names.js)
  * @returns {{ raw: string[], headers: Record<string, string | string[]> }} `raw`: what to pass to
  *   `res.writeHead` (original case kept); `headers`: the same, by lower-case name (repeated headers
  *   as arrays), for whoever reads a value
@@ -164,4 +144,4 @@ function responseHead (raw, names = new HeaderNames()) {
   return { raw: out, headers }
 }
 
-module.exports = { requestHeaders, responseHead, HeaderNames, connectionNames, via }
+module.exports = { requestHeaders, responseHead, connectionNames, via, hostPort }

@@ -3,7 +3,7 @@
 const net = require('node:net')
 const tls = require('node:tls')
 const { ResponseParser } = require('./response-parser')
-const { HeaderNames } = require('./headers')
+const { HeaderNames } = require('../header-names')
 
 /** Bytes of one read from an upstream socket (Node's own default read size). */
 const READ_SIZE = 65536
