@@ -121,10 +121,8 @@ function hostPort (host, encrypted) {
  */
 function responseHead (raw, names = new HeaderNames()) {
   let extra = null
-  const lower = new Array(raw.length >> 1)
   for (let i = 0; i < raw.length; i += 2) {
     const name = names.lowerAt(raw[i], i >> 1)
-    lower[i >> 1] = name
     if (name.length === 10 && name === 'connection') {
       const more = connectionNames(raw[i + 1], RESPONSE_DROPPED)
       if (more) extra = extra ? extra.concat(more) : more
@@ -133,7 +131,7 @@ function responseHead (raw, names = new HeaderNames()) {
   const out = []
   const headers = {}
   for (let i = 0; i < raw.length; i += 2) {
-    const name = lower[i >> 1]
+    const name = names.lower[i >> 1] // lowerAt put it there in the loop above
     if (RESPONSE_DROPPED.has(name)) continue
     if (extra !== null && extra.includes(name)) continue
     const value = raw[i + 1]
