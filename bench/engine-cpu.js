@@ -88,7 +88,7 @@ function parseArgs (argv) {
     const flag = argv[i]
     const value = argv[i + 1]
     if (flag === '--help' || flag === '-h') {
-      console.log('npm run bench:engine -- [--engines direct,direct:node,undici] [--algo wasp] [--rounds 3] [--duration 15] [--warmup 5] [--connections 32] [--profile DIR] [--json FILE]')
+      console.log('npm run bench:engine -- [--engines direct,direct:node,undici,direct@DIR] [--algo wasp] [--rounds 3] [--duration 15] [--warmup 5] [--connections 32] [--profile DIR] [--json FILE]')
       process.exit(0)
     }
     if (!flag.startsWith('--') || value === undefined) usage(`unexpected argument "${flag}"`)
