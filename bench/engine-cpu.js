@@ -15,7 +15,9 @@
  *
  * An arm is an engine, optionally with the front after a colon: `direct` runs on the default
  * front (`fast`: simple requests parsed by polistes, src/fast-front.js), `direct:node` on node:http's
- * server for every request. http-proxy always runs on node:http.
+ * server for every request. http-proxy always runs on node:http. `@DIR` after an arm runs the
+ * balancer of another polistes checkout (e.g. `git worktree add /tmp/base <commit>`), so that two
+ * versions of the code alternate in one run: `--engines direct,direct@/tmp/base`.
  *
  * --profile DIR runs every balancer with `node --cpu-prof` into DIR (summarize a profile with
  * `node bench/profile-summary.js DIR/<file>.cpuprofile`); profiling adds its own CPU, so figures
@@ -60,10 +62,15 @@ end
 
 const FRONTS = ['fast', 'node']
 
-/** "direct:node" -> { engine: 'direct', front: 'node' }; "direct" -> { engine: 'direct', front: undefined } */
+/**
+ * "direct:node" -> { engine: 'direct', front: 'node', dir: undefined }; "direct" -> { engine: 'direct' };
+ * "direct@/tmp/base" -> the direct engine of the polistes checkout in /tmp/base
+ */
 function splitArm (arm) {
-  const [engine, front] = arm.split(':')
-  return { engine, front }
+  const at = arm.indexOf('@')
+  const dir = at === -1 ? undefined : arm.slice(at + 1)
+  const [engine, front] = (at === -1 ? arm : arm.slice(0, at)).split(':')
+  return { engine, front, dir }
 }
 
 function usage (message) {
@@ -81,7 +88,7 @@ function parseArgs (argv) {
     const flag = argv[i]
     const value = argv[i + 1]
     if (flag === '--help' || flag === '-h') {
-      console.log('npm run bench:engine -- [--engines direct,direct:node,undici] [--algo wasp] [--rounds 3] [--duration 15] [--warmup 5] [--connections 32] [--profile DIR] [--json FILE]')
+      console.log('npm run bench:engine -- [--engines direct,direct:node,undici,direct@DIR] [--algo wasp] [--rounds 3] [--duration 15] [--warmup 5] [--connections 32] [--profile DIR] [--json FILE]')
       process.exit(0)
     }
     if (!flag.startsWith('--') || value === undefined) usage(`unexpected argument "${flag}"`)
@@ -101,6 +108,8 @@ function parseArgs (argv) {
     const { engine, front } = splitArm(arm)
     if (!ENGINES.includes(engine)) usage(`unknown engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
     if (front !== undefined && !FRONTS.includes(front)) usage(`unknown front "${front}" in "${arm}"; expected one of: ${FRONTS.join(', ')}`)
+    const { dir } = splitArm(arm)
+    if (dir !== undefined && !fs.existsSync(path.join(dir, 'bench', 'balancer-child.js'))) usage(`"${arm}": no polistes checkout in "${dir}" (bench/balancer-child.js not found)`)
   }
   if (!policyNames().includes(o.algo)) usage(`unknown algorithm "${o.algo}"`)
   return o
@@ -129,14 +138,14 @@ function wrk (url, { seconds, connections, script }) {
  * @returns {Promise<object>} figures of the measured window
  */
 async function runOnce (arm, o, script, tag) {
-  const { engine, front } = splitArm(arm)
+  const { engine, front, dir } = splitArm(arm)
   const execArgv = []
   if (o.profile) {
     fs.mkdirSync(o.profile, { recursive: true })
-    execArgv.push('--cpu-prof', `--cpu-prof-dir=${o.profile}`, `--cpu-prof-name=balancer-${arm.replace(':', '-')}-${tag}.cpuprofile`)
+    execArgv.push('--cpu-prof', `--cpu-prof-dir=${o.profile}`, `--cpu-prof-name=balancer-${arm.replace(/[:@/]/g, '-')}-${tag}.cpuprofile`)
   }
   const fleet = new Child(path.join(__dirname, 'fleet-child.js'), { name: 'fleet child' })
-  const balancer = new Child(path.join(__dirname, 'balancer-child.js'), { name: 'balancer child', execArgv })
+  const balancer = new Child(path.join(dir === undefined ? __dirname : path.resolve(dir, 'bench'), 'balancer-child.js'), { name: 'balancer child', execArgv })
   try {
     const { backends } = await fleet.request('start', { fleet: FLEET, pages: PAGES, host: HOST })
     const { url } = await balancer.request('start', { backends: backends.map((b) => ({ id: b.id, url: b.url })), algo: o.algo, host: HOST, engine, balancerOptions: front ? { front } : {} })

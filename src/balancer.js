@@ -282,116 +282,11 @@ class Balancer {
       res.shouldKeepAlive = false // the body is not read: the connection cannot carry another request
       return this.reply(res, 413, 'body-too-large', `request body larger than ${this.maxBodySize} bytes`)
     }
-    const t0 = this.now()
-    const bytes0 = req.socket.bytesWritten
-    const ctx = { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method }
-    const retryable = IDEMPOTENT.has(req.method) && !hasBody(req)
-    const tried = new Set()
-    let current = null
-    const canRetry = () => retryable && tried.size <= this.retries && !req.socket.destroyed && this.pool.eligible().some((u) => !tried.has(u.id))
-
-    const finish = (attempt, outcome) => {
-      if (attempt.done) return
-      attempt.done = true
-      clearTimeout(attempt.timer)
-      this.pool.release(attempt.upstream)
-      this.useEngine(attempt.engine, -1)
-      const latencyMs = this.now() - attempt.t0
-      if (attempt.policy.onEnd) attempt.policy.onEnd(attempt.upstream, ctx, { latencyMs, ...outcome })
-      if (this.debug) this.logger.debug({ method: req.method, url: req.url, upstream: attempt.upstream.id, status: outcome.statusCode, cache: outcome.cache, ms: Math.round(latencyMs * 100) / 100, error: outcome.error }, 'request')
-    }
-
-    res.on('close', () => {
-      this.observe(req, res, ctx.key, current, tried.size, this.now() - t0, req.socket.bytesWritten - bytes0)
-      if (!current || current.done) return
-      if (res.writableFinished) {
-        this.counters.responses++
-        finish(current, { statusCode: current.statusCode, cache: current.cache })
-      } else {
-        this.counters.clientAborts++
-        current.handle.abort()
-        finish(current, { statusCode: current.statusCode, cache: current.cache, error: 'client aborted' })
-      }
-    })
-
-    const dispatch = () => {
-      const eligible = this.pool.eligible()
-      const candidates = tried.size === 0 ? eligible : eligible.filter((u) => !tried.has(u.id))
-      const upstream = this.policy.pick(candidates, ctx)
-      if (!upstream) {
-        this.counters.noUpstream++
-        return this.reply(res, 503, 'no-upstream', 'no upstream available')
-      }
-      tried.add(upstream.id)
-      this.pool.acquire(upstream)
-      if (this.policy.onStart) this.policy.onStart(upstream, ctx)
-      const attempt = { upstream, policy: this.policy, engine: this.engine, t0: this.now(), done: false, statusCode: undefined, cache: undefined, handle: null, timer: undefined }
-      current = attempt
-      this.useEngine(attempt.engine, 1)
-      const onFailure = (err, kind) => {
-        if (attempt.done) return
-        this.counters.failures[kind]++
-        finish(attempt, { statusCode: attempt.statusCode, error: err.message })
-        if (kind !== 'stream') this.pool.fail(upstream)
-        this.logger.warn({ upstream: upstream.id, kind, err: err.message, method: req.method, url: req.url }, 'upstream failed')
-        // a timeout is retried only when asked (the upstream may have acted) and before any response byte
-        const retry = (kind !== 'timeout' || (this.retryOn.has('timeout') && attempt.statusCode === undefined)) && canRetry()
-        if (res.headersSent || res.destroyed) {
-          res.destroy() // the client must see a broken response, never a truncated one that looks whole
-        } else if (retry) {
-          this.counters.retries++
-          dispatch()
-        } else if (kind === 'timeout') {
-          this.reply(res, 504, 'timeout', `upstream ${upstream.id} timed out`)
-        } else {
-          this.reply(res, 502, 'connect', `upstream ${upstream.id} failed: ${err.code || err.message}`)
-        }
-      }
-      attempt.handle = attempt.engine.forward(req, res, upstream, {
-        onResponse: (statusCode, headers) => {
-          clearTimeout(attempt.timer)
-          attempt.statusCode = statusCode
-          attempt.cache = headers['x-cache']
-          this.pool.succeed(upstream)
-        },
-        onFailure,
-        discard: (statusCode, headers) => {
-          if (!canRetry()) return false // the last attempt's answer goes to the client as it is
-          this.counters.retries++
-          finish(attempt, { statusCode, cache: headers['x-cache'] })
-          dispatch()
-          return true
-        }
-      }, { replay: tried.size > 1, hold: retryable ? this.retryStatuses : undefined })
-      if (this.tryTimeoutMs !== null && !attempt.done) {
-        // the per-try timeout runs from when the request is sent: at once without a body, else from
-        // the end of the client's body (a slow upload is not the upstream's delay)
-        const ms = this.tryTimeoutMs
-        const arm = () => {
-          if (attempt.done || attempt.statusCode !== undefined) return
-          attempt.timer = setTimeout(() => {
-            attempt.handle.abort()
-            onFailure(new Error(`upstream sent no response head within ${ms} ms`), 'timeout')
-          }, ms)
-        }
-        if (!hasBody(req) || req.complete) arm()
-        else req.once('end', arm)
-      }
-    }
-    dispatch()
+    const run = new ProxiedRequest(this, req, res)
+    run.dispatch()
     // After dispatch, not before: a 'data' listener added first would start the body flowing before
     // the upstream request has its socket, and its headers would go out before the engine edits them.
-    watchBodySize(req, this.maxBodySize, () => {
-      if (res.writableEnded) return // answered already (503, or an upstream that did not wait for the body)
-      this.counters.bodyTooLarge++
-      if (current && !current.done) {
-        current.handle.abort()
-        finish(current, { statusCode: current.statusCode, error: 'request body too large' })
-      }
-      if (res.headersSent) return res.destroy()
-      req.resume() // read the rest and drop it (bounded by requestTimeoutMs), so that the client reads its 413
-      this.reply(res, 413, 'body-too-large', `request body larger than ${this.maxBodySize} bytes`)
-    })
+    if (hasBody(req)) watchBodySize(req, this.maxBodySize, () => run.bodyTooLarge())
   }
 
   /**
@@ -457,6 +352,205 @@ class Balancer {
     const cache = attempt ? attempt.cache : undefined
     this.telemetry.record(upstream, key, status, ms, cache, bytes)
     if (this.accessLog) this.accessLog.write(req.method, req.url, status, upstream, attempts, ms, cache, bytes)
+  }
+}
+
+/**
+ * One client request on its way through the balancer: its attempts (one per upstream tried), the
+ * retries, and what is recorded when it ends. Plain methods rather than closures per request.
+ */
+class ProxiedRequest {
+  /**
+   * @param {Balancer} lb
+   * @param {import('http').IncomingMessage} req
+   * @param {import('http').ServerResponse} res
+   */
+  constructor (lb, req, res) {
+    this.lb = lb
+    this.req = req
+    this.res = res
+    this.t0 = lb.now()
+    this.bytes0 = req.socket.bytesWritten
+    this.ctx = { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method }
+    this.retryable = IDEMPOTENT.has(req.method) && !hasBody(req)
+    /** @type {string[]} ids of the upstreams tried (each at most once) */
+    this.tried = []
+    /** @type {Attempt | null} */
+    this.current = null
+    res.on('close', () => this.closed())
+  }
+
+  canRetry () {
+    const lb = this.lb
+    return this.retryable && this.tried.length <= lb.retries && !this.req.socket.destroyed && lb.pool.eligible().some((u) => !this.tried.includes(u.id))
+  }
+
+  /**
+   * The attempt is over: its upstream and engine released, the policy told.
+   * @param {Attempt} attempt
+   * @param {{ latencyMs: number, statusCode?: number, cache?: string, error?: string }} outcome latencyMs is filled in here
+   */
+  finish (attempt, outcome) {
+    if (attempt.done) return
+    const lb = this.lb
+    attempt.done = true
+    if (attempt.timer !== undefined) clearTimeout(attempt.timer)
+    lb.pool.release(attempt.upstream)
+    lb.useEngine(attempt.engine, -1)
+    const latencyMs = lb.now() - attempt.t0
+    outcome.latencyMs = latencyMs
+    if (attempt.policy.onEnd) attempt.policy.onEnd(attempt.upstream, this.ctx, outcome)
+    if (lb.debug) lb.logger.debug({ method: this.req.method, url: this.req.url, upstream: attempt.upstream.id, status: outcome.statusCode, cache: outcome.cache, ms: Math.round(latencyMs * 100) / 100, error: outcome.error }, 'request')
+  }
+
+  /** The client's response closed, finished or not. */
+  closed () {
+    const lb = this.lb
+    const current = this.current
+    lb.observe(this.req, this.res, this.ctx.key, current, this.tried.length, lb.now() - this.t0, this.req.socket.bytesWritten - this.bytes0)
+    if (!current || current.done) return
+    if (this.res.writableFinished) {
+      lb.counters.responses++
+      this.finish(current, { latencyMs: 0, statusCode: current.statusCode, cache: current.cache })
+    } else {
+      lb.counters.clientAborts++
+      current.handle.abort()
+      this.finish(current, { latencyMs: 0, statusCode: current.statusCode, cache: current.cache, error: 'client aborted' })
+    }
+  }
+
+  /** Pick an upstream not tried yet and forward the request to it (or answer 503). */
+  dispatch () {
+    const lb = this.lb
+    const req = this.req
+    const eligible = lb.pool.eligible()
+    const tried = this.tried
+    const candidates = tried.length === 0 ? eligible : eligible.filter((u) => !tried.includes(u.id))
+    const upstream = lb.policy.pick(candidates, this.ctx)
+    if (!upstream) {
+      lb.counters.noUpstream++
+      return lb.reply(this.res, 503, 'no-upstream', 'no upstream available')
+    }
+    tried.push(upstream.id)
+    lb.pool.acquire(upstream)
+    if (lb.policy.onStart) lb.policy.onStart(upstream, this.ctx)
+    const attempt = new Attempt(this, upstream, lb.policy, lb.engine, lb.now())
+    this.current = attempt
+    lb.useEngine(attempt.engine, 1)
+    attempt.handle = attempt.engine.forward(req, this.res, upstream, attempt, { replay: tried.length > 1, hold: this.retryable ? lb.retryStatuses : undefined })
+    if (lb.tryTimeoutMs !== null && !attempt.done) {
+      // the per-try timeout runs from when the request is sent: at once without a body, else from
+      // the end of the client's body (a slow upload is not the upstream's delay)
+      const ms = lb.tryTimeoutMs
+      const arm = () => {
+        if (attempt.done || attempt.statusCode !== undefined) return
+        attempt.timer = setTimeout(() => {
+          attempt.handle.abort()
+          this.failed(attempt, new Error(`upstream sent no response head within ${ms} ms`), 'timeout')
+        }, ms)
+      }
+      if (!hasBody(req) || req.complete) arm()
+      else req.once('end', arm)
+    }
+  }
+
+  /**
+   * An attempt failed: count it, then retry elsewhere, or answer 502/504, or break the response.
+   * @param {Attempt} attempt
+   * @param {Error} err
+   * @param {import('./proxy-engine').FailureKind} kind
+   */
+  failed (attempt, err, kind) {
+    if (attempt.done) return
+    const lb = this.lb
+    const res = this.res
+    const upstream = attempt.upstream
+    lb.counters.failures[kind]++
+    this.finish(attempt, { latencyMs: 0, statusCode: attempt.statusCode, error: err.message })
+    if (kind !== 'stream') lb.pool.fail(upstream)
+    lb.logger.warn({ upstream: upstream.id, kind, err: err.message, method: this.req.method, url: this.req.url }, 'upstream failed')
+    // a timeout is retried only when asked (the upstream may have acted) and before any response byte
+    const retry = (kind !== 'timeout' || (lb.retryOn.has('timeout') && attempt.statusCode === undefined)) && this.canRetry()
+    if (res.headersSent || res.destroyed) {
+      res.destroy() // the client must see a broken response, never a truncated one that looks whole
+    } else if (retry) {
+      lb.counters.retries++
+      this.dispatch()
+    } else if (kind === 'timeout') {
+      lb.reply(res, 504, 'timeout', `upstream ${upstream.id} timed out`)
+    } else {
+      lb.reply(res, 502, 'connect', `upstream ${upstream.id} failed: ${err.code || err.message}`)
+    }
+  }
+
+  /**
+   * A held response status (retryOn): retry elsewhere while that is allowed.
+   * @returns {boolean} true: the response is dropped and the request sent elsewhere
+   */
+  discarded (attempt, statusCode, headers) {
+    if (!this.canRetry()) return false // the last attempt's answer goes to the client as it is
+    this.lb.counters.retries++
+    this.finish(attempt, { latencyMs: 0, statusCode, cache: headers['x-cache'] })
+    this.dispatch()
+    return true
+  }
+
+  /** The request body passed maxBodySize while streaming: 413, or a broken response. */
+  bodyTooLarge () {
+    const { lb, req, res, current } = this
+    if (res.writableEnded) return // answered already (503, or an upstream that did not wait for the body)
+    lb.counters.bodyTooLarge++
+    if (current && !current.done) {
+      current.handle.abort()
+      this.finish(current, { latencyMs: 0, statusCode: current.statusCode, error: 'request body too large' })
+    }
+    if (res.headersSent) return res.destroy()
+    req.resume() // read the rest and drop it (bounded by requestTimeoutMs), so that the client reads its 413
+    lb.reply(res, 413, 'body-too-large', `request body larger than ${lb.maxBodySize} bytes`)
+  }
+}
+
+/**
+ * One attempt of a request on one upstream; the engine's AttemptHandlers (src/proxy-engine.js).
+ */
+class Attempt {
+  /**
+   * @param {ProxiedRequest} run
+   * @param {import('./pool').Upstream} upstream
+   * @param {object} policy the policy that picked it (a reload may replace the balancer's)
+   * @param {import('./proxy-engine').ProxyEngine} engine
+   * @param {number} t0 when it started (ms)
+   */
+  constructor (run, upstream, policy, engine, t0) {
+    this.run = run
+    this.upstream = upstream
+    this.policy = policy
+    this.engine = engine
+    this.t0 = t0
+    this.done = false
+    /** @type {number | undefined} */
+    this.statusCode = undefined
+    /** @type {string | undefined} */
+    this.cache = undefined
+    /** @type {{ abort: () => void } | null} */
+    this.handle = null
+    /** @type {NodeJS.Timeout | undefined} */
+    this.timer = undefined
+  }
+
+  onResponse (statusCode, headers) {
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    this.statusCode = statusCode
+    this.cache = headers['x-cache']
+    this.run.lb.pool.succeed(this.upstream)
+  }
+
+  onFailure (err, kind) {
+    this.run.failed(this, err, kind)
+  }
+
+  discard (statusCode, headers) {
+    return this.run.discarded(this, statusCode, headers)
   }
 }
 

@@ -2,6 +2,7 @@
 
 const { EventEmitter } = require('node:events')
 const { STATUS_CODES } = require('node:http')
+const { HeaderNames } = require('./header-names')
 
 /**
  * The fast front: plain-HTTP client connections start here instead of in node:http's server. A
@@ -17,12 +18,18 @@ const { STATUS_CODES } = require('node:http')
  * Public APIs only: net sockets, EventEmitter, the http.Server's listeners.
  */
 
-/** A header line: token name, colon, value of visible ASCII, spaces and tabs. */
-const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[\t ]*((?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?)[\t ]*$/
+/**
+ * The header lines this front takes, at `lastIndex`: each a token name, a colon, and a value of
+ * visible ASCII, spaces and tabs (optional whitespace around it is trimmed), ending in CRLF or at
+ * the end of the text; one regex run checks every line of a head.
+ */
+const HEADER_LINES = /(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e]*(?:\r\n|$))*$/y
 /** The request line this front takes: GET or HEAD of an origin-form target, HTTP/1.1. */
 const REQUEST_LINE = /^(GET|HEAD) (\/[\x21-\x7e]*) HTTP\/1\.1$/
 /** Request headers that make a request not simple: a body, an upgrade, an expectation. */
 const NOT_SIMPLE = new Set(['content-length', 'transfer-encoding', 'upgrade', 'expect', 'http2-settings'])
+/** The end of a head. */
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1')
 
 const HANDOFF = null
 
@@ -31,11 +38,12 @@ const HANDOFF = null
  * @param {Buffer} buf
  * @param {number} start
  * @param {number} maxHeaderSize
+ * @param {HeaderNames} [names] the connection's header names so far (src/header-names.js)
  * @returns {{ method: string, url: string, headers: Record<string, string>, close: boolean, next: number } | 'partial' | null}
  *   'partial': no whole head yet; null: not simple (hand the connection to node:http)
  */
-function parseSimpleRequest (buf, start, maxHeaderSize) {
-  const stop = buf.indexOf('\r\n\r\n', start, 'latin1')
+function parseSimpleRequest (buf, start, maxHeaderSize, names = new HeaderNames()) {
+  const stop = buf.indexOf(HEAD_END, start)
   if (stop === -1) return buf.length - start > maxHeaderSize ? HANDOFF : 'partial'
   if (stop + 4 - start > maxHeaderSize) return HANDOFF
   const text = buf.toString('latin1', start, stop)
@@ -43,23 +51,31 @@ function parseSimpleRequest (buf, start, maxHeaderSize) {
   if (lineEnd === -1) lineEnd = text.length
   const line = REQUEST_LINE.exec(text.slice(0, lineEnd))
   if (line === null) return HANDOFF
+  let from = lineEnd + 2
+  if (from < text.length) {
+    HEADER_LINES.lastIndex = from
+    if (!HEADER_LINES.test(text)) return HANDOFF
+  }
   const headers = {}
   let close = false
   let host = false
-  let from = lineEnd + 2
+  let at = 0
   while (from < text.length) {
     let to = text.indexOf('\r\n', from)
     if (to === -1) to = text.length
-    const m = HEADER_LINE.exec(text.slice(from, to))
-    if (m === null) return HANDOFF
-    const name = m[1].toLowerCase()
+    const colon = text.indexOf(':', from)
+    const name = names.lowerAt(text.slice(from, colon), at++)
     if (headers[name] !== undefined || NOT_SIMPLE.has(name)) return HANDOFF
-    const value = m[2]
+    let v = colon + 1
+    let w = to
+    while (v < w && (text.charCodeAt(v) === 32 || text.charCodeAt(v) === 9)) v++
+    while (w > v && (text.charCodeAt(w - 1) === 32 || text.charCodeAt(w - 1) === 9)) w--
+    const value = text.slice(v, w)
     if (name === 'host') host = true
     else if (name === 'connection') {
-      const v = value.toLowerCase()
-      if (v === 'close') close = true
-      else if (v !== 'keep-alive') return HANDOFF
+      const lower = value.toLowerCase()
+      if (lower === 'close') close = true
+      else if (lower !== 'keep-alive') return HANDOFF
     }
     headers[name] = value
     from = to + 2
@@ -141,14 +157,11 @@ class FastResponse extends EventEmitter {
    */
   writeHead (statusCode, message, headers) {
     if (this.head !== null) throw new Error('writeHead called twice')
-    this.headersSent = true
     if (typeof message !== 'string') {
       headers = message
       message = undefined
     }
-    this.statusCode = statusCode
-    this.statusMessage = message || STATUS_CODES[statusCode] || 'unknown'
-    let head = 'HTTP/1.1 ' + statusCode + ' ' + this.statusMessage + '\r\n'
+    let head = ''
     let length = false
     let date = false
     const add = (name, value) => {
@@ -167,16 +180,44 @@ class FastResponse extends EventEmitter {
     } else if (headers) {
       for (const name in headers) add(name, headers[name])
     }
+    return this.setHead(statusCode, message, head, length, date)
+  }
+
+  /**
+   * writeHead for a relayed upstream head whose headers are known already (the direct engine):
+   * `raw` is sent as it is, so it must hold no Transfer-Encoding and only string values.
+   * @param {number} statusCode
+   * @param {string} message reason phrase ('' for the default)
+   * @param {string[]} raw flat `[name, value, ...]`
+   * @param {Record<string, string | string[]>} headers the same by lower-case name
+   * @returns {this}
+   */
+  writeRelayedHead (statusCode, message, raw, headers) {
+    if (this.head !== null) throw new Error('writeHead called twice')
+    let head = ''
+    for (let i = 0; i < raw.length; i += 2) head += raw[i] + ': ' + raw[i + 1] + '\r\n'
+    return this.setHead(statusCode, message, head, headers['content-length'] !== undefined, headers.date !== undefined)
+  }
+
+  /** The head: status line, `fields` (CRLF-ended lines), then Date, framing and Connection as needed. */
+  setHead (statusCode, message, fields, length, date) {
+    this.headersSent = true
+    this.statusCode = statusCode
+    this.statusMessage = message || STATUS_CODES[statusCode] || 'unknown'
+    let head = 'HTTP/1.1 ' + statusCode + ' ' + this.statusMessage + '\r\n' + fields
     if (statusCode === 204 || statusCode === 304) this.noBody = true
     if (!date) head += 'Date: ' + httpDate() + '\r\n'
     if (!length && !this.noBody) {
       this.chunked = true
       head += 'Transfer-Encoding: chunked\r\n'
     }
-    head += this.shouldKeepAlive && !this.conn.front.closing()
-      ? 'Connection: keep-alive\r\n' + this.conn.front.keepAliveHeader
-      : 'Connection: close\r\n'
-    if (!this.shouldKeepAlive || this.conn.front.closing()) this.shouldKeepAlive = false
+    const front = this.conn.front
+    if (this.shouldKeepAlive && !front.closing()) {
+      head += 'Connection: keep-alive\r\n' + front.keepAliveHeader
+    } else {
+      head += 'Connection: close\r\n'
+      this.shouldKeepAlive = false
+    }
     this.head = head + '\r\n'
     return this
   }
@@ -265,6 +306,8 @@ class FastConnection {
     /** @type {FastResponse | null} */
     this.current = null
     this.handedOff = false
+    /** the client's header names so far: lower-cased once per connection, not per request */
+    this.names = new HeaderNames()
     this.onData = (data) => this.receive(data)
     this.onDrain = () => { if (this.current !== null) this.current.emit('drain') }
     this.onClose = () => {
@@ -303,7 +346,7 @@ class FastConnection {
   parse (data) {
     let start = 0
     while (start < data.length) {
-      const r = parseSimpleRequest(data, start, this.front.maxHeaderSize)
+      const r = parseSimpleRequest(data, start, this.front.maxHeaderSize, this.names)
       if (r === null || r === 'partial' || (this.front.accepts !== null && !this.front.accepts(r.url))) {
         // a head in pieces, or not a simple request: node:http takes the connection, with its bytes
         return this.handOff(start === 0 ? data : data.subarray(start))

@@ -18,6 +18,23 @@ describe('parseSimpleRequest', () => {
     expect(parse('HEAD / HTTP/1.1\r\nHost: a\r\nConnection: Close\r\n\r\n')).toMatchObject({ method: 'HEAD', close: true })
   })
 
+  test('one connection\'s name cache: names that change case, order or number between requests still parse as without it', () => {
+    const { HeaderNames } = require('../src/header-names')
+    const names = new HeaderNames()
+    const heads = [
+      'GET /a HTTP/1.1\r\nHost: a\r\nX-One: 1\r\n\r\n',
+      'GET /b HTTP/1.1\r\nHOST: b\r\nx-one: 2\r\nX-Two: 3\r\n\r\n',
+      'GET /c HTTP/1.1\r\nX-Two: 4\r\nHost: c\r\n\r\n',
+      'GET /d HTTP/1.1\r\nHost: d\r\nHOST: e\r\n\r\n',
+      'GET /e HTTP/1.1\r\nhost: f\r\nConnection: close\r\n\r\n'
+    ]
+    for (let round = 0; round < 2; round++) {
+      for (const text of heads) expect(parseSimpleRequest(Buffer.from(text, 'latin1'), 0, 16384, names)).toEqual(parse(text))
+    }
+    expect(parse(heads[3])).toBeNull()
+    expect(parse(heads[1]).headers).toEqual({ host: 'b', 'x-one': '2', 'x-two': '3' })
+  })
+
   test('a head not whole yet is partial, unless it is already larger than maxHeaderSize', () => {
     expect(parse('GET / HTTP/1.1\r\nHost: a\r\n')).toBe('partial')
     expect(parse('GET / HTTP/1.1\r\nHost: ' + 'a'.repeat(2000), 1024)).toBeNull()

@@ -85,6 +85,17 @@ describe('the response parser', () => {
     expect(parse([bytes]).error).toBe(code)
   })
 
+  test.each([
+    ['a bad name after good lines', 'HTTP/1.1 200 OK\r\nX-A: 1\r\nX B: 2\r\n\r\n', 'Parse Error: Invalid header token'],
+    ['a line without a colon after good lines', 'HTTP/1.1 200 OK\r\nX-A: 1\r\nX-B\r\n\r\n', 'Parse Error: Invalid header token'],
+    ['a control character in the last value', 'HTTP/1.1 200 OK\r\nX-A: 1\r\nX-B: a\x01\r\n\r\n', 'Parse Error: Invalid header value char'],
+    ['a DEL in a value', 'HTTP/1.1 200 OK\r\nX-A: a\x7fb\r\nContent-Length: 0\r\n\r\n', 'Parse Error: Invalid header value char']
+  ])('says which: %s', (title, bytes, message) => {
+    const parser = new ResponseParser({ onHead () { throw new Error('no head expected') }, onBody () {}, onComplete () {} })
+    const err = parser.execute(Buffer.from(bytes, 'latin1'))
+    expect(err).toMatchObject({ code: 'HPE_INVALID_HEADER_TOKEN', message })
+  })
+
   test('a HEAD answer: the handler says there is no body, whatever Content-Length says', () => {
     const got = parse(['HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n'], { head: true })
     expect(got).toMatchObject({ error: null, complete: 1, text: '' })

@@ -65,13 +65,10 @@ function createDirectEngine ({ keepAlive, timeoutMs, ca = null, idleTimeoutMs = 
    * @param {{ replay?: boolean, hold?: Set<number> }} [options]
    * @returns {{ abort: () => void }}
    */
-  function forward (req, res, upstream, handlers, { replay = false, hold } = {}) {
-    const exchange = new Exchange(req, res, originFor(upstream), handlers, {
-      replay,
-      hold: hold && hold.size > 0 ? hold : null,
-      keepAlive,
-      timeoutMs
-    })
+  function forward (req, res, upstream, handlers, options) {
+    const replay = options !== undefined && options.replay === true
+    const hold = options !== undefined && options.hold !== undefined && options.hold.size > 0 ? options.hold : null
+    const exchange = new Exchange(req, res, originFor(upstream), handlers, replay, hold, keepAlive, timeoutMs)
     exchange.start()
     return exchange
   }
@@ -89,7 +86,7 @@ function createDirectEngine ({ keepAlive, timeoutMs, ca = null, idleTimeoutMs = 
  * Implements the connection's ConnectionUser contract.
  */
 class Exchange {
-  constructor (req, res, origin, handlers, { replay, hold, keepAlive, timeoutMs }) {
+  constructor (req, res, origin, handlers, replay, hold, keepAlive, timeoutMs) {
     this.req = req
     this.res = res
     this.origin = origin
@@ -107,9 +104,8 @@ class Exchange {
     this.keepAlive = false // the upstream allows another request on this connection
     this.skipBody = req.method === 'HEAD' ? 1 : 0
     this.replayed = false
-    this.onDrain = () => {
-      if (this.conn !== null) this.conn.socket.resume()
-    }
+    /** @type {(() => void) | null} made when a slow client first pauses the upstream */
+    this.onDrain = null
   }
 
   start () {
@@ -173,7 +169,7 @@ class Exchange {
   onHead (statusCode, statusMessage, rawHeaders, keepAlive) {
     this.headed = true
     this.keepAlive = keepAlive
-    const head = responseHead(rawHeaders)
+    const head = responseHead(rawHeaders, this.origin.names)
     if (this.hold !== null && this.hold.has(statusCode) && this.handlers.discard(statusCode, head.headers)) {
       this.ended = true
       this.discarding = true // read and drop the body: the connection stays usable
@@ -184,7 +180,9 @@ class Exchange {
       this.discarding = true
       return this.skipBody
     }
-    this.res.writeHead(statusCode, statusMessage, head.raw)
+    // the fast front takes the head as it is, without checking each name for framing again
+    if (this.res.writeRelayedHead !== undefined) this.res.writeRelayedHead(statusCode, statusMessage, head.raw, head.headers)
+    else this.res.writeHead(statusCode, statusMessage, head.raw)
     return this.skipBody
   }
 
@@ -195,6 +193,11 @@ class Exchange {
     // at once; only pause when something is actually left queued.
     if (!res.write(chunk) && res.writableLength !== 0) {
       this.conn.socket.pause()
+      if (this.onDrain === null) {
+        this.onDrain = () => {
+          if (this.conn !== null) this.conn.socket.resume()
+        }
+      }
       res.once('drain', this.onDrain)
     }
     // queued, not written through: the chunk's bytes must outlive the connection's read buffer

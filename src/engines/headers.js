@@ -1,5 +1,7 @@
 'use strict'
 
+const { HeaderNames } = require('../header-names')
+
 /**
  * The header rules the node-http and undici engines share (the http-proxy engine gets the same
  * effect from the library's passes plus its own stripping). Pure functions over header data;
@@ -97,8 +99,13 @@ function append (existing, value) {
 /** The port the client addressed: from its Host header, else the scheme's default. */
 function hostPort (host, encrypted) {
   if (host) {
-    const m = /:(\d+)$/.exec(host)
-    if (m) return m[1]
+    const colon = host.lastIndexOf(':')
+    let digits = colon !== -1 && colon < host.length - 1
+    for (let i = colon + 1; digits && i < host.length; i++) {
+      const c = host.charCodeAt(i)
+      digits = c >= 48 && c <= 57
+    }
+    if (digits) return host.slice(colon + 1)
   }
   return encrypted ? '443' : '80'
 }
@@ -107,31 +114,32 @@ function hostPort (host, encrypted) {
  * Filter an upstream response's raw headers for the client.
  *
  * @param {string[]} raw flat `[name, value, ...]` as received (original case, duplicates separate)
+ * @param {HeaderNames} [names] the names of the responses before from the same upstream (src/header-names.js)
  * @returns {{ raw: string[], headers: Record<string, string | string[]> }} `raw`: what to pass to
  *   `res.writeHead` (original case kept); `headers`: the same, by lower-case name (repeated headers
  *   as arrays), for whoever reads a value
  */
-function responseHead (raw) {
+function responseHead (raw, names = new HeaderNames()) {
   let extra = null
   for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i].length === 10 && raw[i].toLowerCase() === 'connection') {
-      const names = connectionNames(raw[i + 1], RESPONSE_DROPPED)
-      if (names) extra = extra ? extra.concat(names) : names
+    const name = names.lowerAt(raw[i], i >> 1)
+    if (name.length === 10 && name === 'connection') {
+      const more = connectionNames(raw[i + 1], RESPONSE_DROPPED)
+      if (more) extra = extra ? extra.concat(more) : more
     }
   }
   const out = []
   const headers = {}
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]
+    const name = names.lower[i >> 1] // lowerAt put it there in the loop above
+    if (RESPONSE_DROPPED.has(name)) continue
+    if (extra !== null && extra.includes(name)) continue
     const value = raw[i + 1]
-    const lower = name.toLowerCase()
-    if (RESPONSE_DROPPED.has(lower)) continue
-    if (extra !== null && extra.includes(lower)) continue
-    out.push(name, value)
-    const seen = headers[lower]
-    headers[lower] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
+    out.push(raw[i], value)
+    const seen = headers[name]
+    headers[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
   }
   return { raw: out, headers }
 }
 
-module.exports = { requestHeaders, responseHead, connectionNames, via }
+module.exports = { requestHeaders, responseHead, connectionNames, via, hostPort }

@@ -19,6 +19,8 @@
  */
 
 const CRLF = 0x0a0d // '\r\n' read as a little-endian uint16
+/** The end of a head. */
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1')
 const CR = 13
 const LF = 10
 
@@ -26,6 +28,12 @@ const LF = 10
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 /** Field values: no control characters but HTAB (obs-text, 0x80-0xff, is allowed). */
 const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/ // eslint-disable-line no-control-regex
+/**
+ * A whole block of header lines at `lastIndex`, each `token:value` (value without control
+ * characters but HTAB) ending in CRLF or at the end of the text: one regex run checks every line of
+ * a head at once; only a head it refuses is walked again line by line for the error to report.
+ */
+const FIELD_LINES = /(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\x00-\x08\x0a-\x1f\x7f]*(?:\r\n|$))*$/y // eslint-disable-line no-control-regex
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([^\x00-\x08\x0a-\x1f\x7f]*))?$/ // eslint-disable-line no-control-regex
 const DIGITS = /^\d{1,15}$/
 const HEX = /^[0-9A-Fa-f]{1,12}$/
@@ -192,7 +200,7 @@ class ResponseParser {
   }
 
   head (buf, pos) {
-    const stop = buf.indexOf('\r\n\r\n', pos, 'latin1')
+    const stop = buf.indexOf(HEAD_END, pos)
     if (stop === -1) return this.keep(buf, pos, this.maxHeaderSize, 'HPE_HEADER_OVERFLOW', 'Header overflow')
     if (stop - pos > this.maxHeaderSize) return this.fail('HPE_HEADER_OVERFLOW', 'Header overflow')
     const text = buf.toString('latin1', pos, stop)
@@ -210,19 +218,20 @@ class ResponseParser {
     let transferEncoding = null
     let close = false
     let start = lineEnd + 2
+    if (start < text.length) {
+      FIELD_LINES.lastIndex = start
+      if (!FIELD_LINES.test(text)) return this.fieldError(text, start)
+    }
     while (start < text.length) {
       let stopLine = text.indexOf('\r\n', start)
       if (stopLine === -1) stopLine = text.length
       const colon = text.indexOf(':', start)
-      if (colon === -1 || colon > stopLine) return this.fail('HPE_INVALID_HEADER_TOKEN', 'Invalid header token')
       const name = text.slice(start, colon)
-      if (!TOKEN.test(name)) return this.fail('HPE_INVALID_HEADER_TOKEN', 'Invalid header token')
       let from = colon + 1
       let to = stopLine
       while (from < to && (text.charCodeAt(from) === 32 || text.charCodeAt(from) === 9)) from++
       while (to > from && (text.charCodeAt(to - 1) === 32 || text.charCodeAt(to - 1) === 9)) to--
       const value = text.slice(from, to)
-      if (BAD_VALUE.test(value)) return this.fail('HPE_INVALID_HEADER_TOKEN', 'Invalid header value char')
       raw.push(name, value)
       switch (name.length) {
         case 14:
@@ -274,6 +283,24 @@ class ResponseParser {
       this.state = BODY_EOF
     }
     return next
+  }
+
+  /**
+   * The error in header lines FIELD_LINES refused: the first bad line, checked as llhttp reports it.
+   * @param {string} text the head
+   * @param {number} start where its header lines begin
+   * @returns {number} -1
+   */
+  fieldError (text, start) {
+    while (start < text.length) {
+      let stopLine = text.indexOf('\r\n', start)
+      if (stopLine === -1) stopLine = text.length
+      const colon = text.indexOf(':', start)
+      if (colon === -1 || colon > stopLine || !TOKEN.test(text.slice(start, colon))) return this.fail('HPE_INVALID_HEADER_TOKEN', 'Invalid header token')
+      if (BAD_VALUE.test(text.slice(colon + 1, stopLine))) return this.fail('HPE_INVALID_HEADER_TOKEN', 'Invalid header value char')
+      start = stopLine + 2
+    }
+    return this.fail('HPE_INVALID_HEADER_TOKEN', 'Invalid header token') // not reached: some line is bad
   }
 
   chunkSize (buf, pos) {

@@ -3,6 +3,7 @@
 const net = require('node:net')
 const tls = require('node:tls')
 const { ResponseParser } = require('./response-parser')
+const { HeaderNames } = require('../header-names')
 
 /** Bytes of one read from an upstream socket (Node's own default read size). */
 const READ_SIZE = 65536
@@ -167,6 +168,8 @@ class Origin {
     this.maxIdle = maxIdle
     /** @type {UpstreamConnection[]} oldest first */
     this.idle = []
+    /** the lower-case header names of this upstream's responses (src/engines/headers.js) */
+    this.names = new HeaderNames()
     this.closed = false
     // idle connections are closed by a sweep every `sweepMs` (a quarter of the idle timeout, at
     // most a second), which counts ticks instead of reading a clock per request
