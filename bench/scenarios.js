@@ -68,11 +68,12 @@ const scenarios = {
   // each, so --churn can SIGKILL one) caching 24 pages each. The hottest page takes 17 % of the
   // requests, more than one backend's seventh: it needs replicas.
   zipf: scenario({
-    description: 'issue 18: Zipf(1) over 200 pages of 20-80 KB, 7 backends (processes) caching 24 pages each, 20 ms per miss',
+    description: 'issue 18: Zipf(1) over 200 pages of 20-80 KB, 7 backends (processes) caching 12 % of the pages each (24 of 200), 20 ms per miss',
     pages: 200,
     popularity: 'zipf:1',
     pageSize: 'uniform:20k,80k',
-    fleet: { ...CACHE_FLEET, cachePages: 24, processes: true },
+    // no cachePages: 12 % of the pages each, as bench:model (24 of 200, 240 of 2,000)
+    fleet: { count: 7, missMs: 20, processes: true },
     connections: 32,
     algos: ['chash-bounded', 'wasp'],
     baseline: 'chash-bounded',
