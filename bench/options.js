@@ -210,6 +210,7 @@ function parseOptions (argv) {
     arms.push({ label, algo: label, keepAlive: true, peer: PEER_ARMS[label].peer, mode: PEER_ARMS[label].mode, workers: peerWorkers })
   }
   const load = loadGenerator(args.load, { rate, sources: Math.max(sources, ...arms.map((a) => a.sources || 0)), peers: arms.some((a) => a.peer), popularity, notes })
+  if (requests !== undefined && workload.churn) throw bad('--churn kills a backend a third into a window of --duration seconds; it cannot be timed in --requests')
   if (requests !== undefined && load !== 'node') throw bad(`--requests counts requests of the closed-loop Node generator (--load node, or --sources); this run uses ${load}`)
   const baseline = algos.includes(scenario.baseline) ? scenario.baseline : algos[0]
 

@@ -129,7 +129,8 @@ describe('bench options', () => {
     [['--cache-bytes', '1m', '--cache-pages', '4'], 'ERR_POLISTES_BAD_OPTION', /exclude each other/],
     [['--shift', '10'], 'ERR_POLISTES_BAD_OPTION', /--shift rotates the popularity ranking/],
     [['--scenario', 'zipf', '--shift', '0'], 'ERR_POLISTES_BAD_OPTION', /--shift must be SECONDS\[,STEP\]/],
-    [['--scenario', 'zipf', '--shift', '5,200'], 'ERR_POLISTES_BAD_OPTION', /STEP < pages \(200\)/]
+    [['--scenario', 'zipf', '--shift', '5,200'], 'ERR_POLISTES_BAD_OPTION', /STEP < pages \(200\)/],
+    [['--scenario', 'many-clients', '--churn'], 'ERR_POLISTES_BAD_OPTION', /--churn .* cannot be timed in --requests/]
   ])('%j is rejected with %s', (argv, code, message) => {
     expect(() => parseOptions(argv)).toThrow(expect.objectContaining({ code, message: expect.stringMatching(message) }))
   })

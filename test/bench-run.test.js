@@ -72,7 +72,7 @@ describe('bench end to end: the zipf scenario with byte-bounded caches and churn
   let out = ''
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-zipf-'))
-    const settings = parseOptions(['--scenario', 'zipf', '--pages', '40', '--cache-bytes', '400k', '--churn', '--algos', 'wasp', '--peers', 'none',
+    const settings = parseOptions(['--scenario', 'zipf', '--pages', '40', '--cache-bytes', '200k', '--churn', '--algos', 'wasp', '--peers', 'none',
       '--trials', '1', '--warmup', '1', '--duration', '3', '--jit-warmup', '0', '--connections', '8', '--results-dir', dir, '--out', path.join(dir, 'out.json'), '--quiet'])
     result = await bench(settings, { stdout: { isTTY: false, write: (t) => { out += t; return true } }, stderr: sink })
   })
@@ -89,7 +89,7 @@ describe('bench end to end: the zipf scenario with byte-bounded caches and churn
     expect(out).toMatch(new RegExp(`churn: failed requests over all trials \\(errors \\+ non-2xx, the kill included\\): wasp ${run.errors + run.non2xx}`))
   })
 
-  test('the static optimum of the run: the pages that fit in 7 x 400 KB, time-averaged over a third with 6', () => {
+  test('the static optimum of the run: the pages that fit in 7 x 200 KB (of about 2 MB), time-averaged over a third with 6', () => {
     const { runOptimum } = require('../bench/optimum')
     const { probabilities } = require('../bench/popularity')
     const [run] = result.doc.runs
@@ -98,7 +98,7 @@ describe('bench end to end: the zipf scenario with byte-bounded caches and churn
     const pageBytes = [] // the generated pages are the sizes the options drew
     const { pageSizes, parsePageSizes } = require('../bench/page-sizes')
     pageBytes.push(...pageSizes(parsePageSizes(sizes), 40, 1))
-    const expected = runOptimum(probabilities({ kind: 'zipf', s: 1 }, 40), new Array(7).fill({ bytes: 409600 }), pageBytes, { index: 0, fraction: 1 / 3 })
+    const expected = runOptimum(probabilities({ kind: 'zipf', s: 1 }, 40), new Array(7).fill({ bytes: 204800 }), pageBytes, { index: 0, fraction: 1 / 3 })
     expect(run.optimum).toBeCloseTo(expected, 4)
     expect(expected).toBeLessThan(1)
     expect(run.distance).toBeCloseTo(run.optimum - run.hitRate, 3)
