@@ -153,6 +153,17 @@ function createModel (options = {}) {
     for (let i = 0; i < cumulative.length; i++) cumulative[i] /= sum
   }
 
+  /**
+   * Rotate the popularity ranking by `step` places (--shift): the key at rank r moves to rank
+   * r - step, the hottest `step` keys go to the bottom.
+   * @param {number} step
+   */
+  function rotate (step) {
+    const k = ((step % perm.length) + perm.length) % perm.length
+    const rotated = perm.slice(k).concat(perm.slice(0, k))
+    for (let i = 0; i < perm.length; i++) perm[i] = rotated[i]
+  }
+
   /** Shuffle which key holds which popularity rank (Fisher-Yates with the model's random). */
   function permute () {
     for (let i = perm.length - 1; i > 0; i--) {
@@ -284,6 +295,7 @@ function createModel (options = {}) {
     removeUpstream,
     setPopularity,
     permute,
+    rotate,
     /** the upstream list colony 0 sees (the only one without colonies) */
     get upstreams () { return lists[0] },
     get now () { return now },
@@ -387,6 +399,7 @@ function cli (argv) {
     .option('cache-bytes', { type: 'string', describe: 'workload: bytes each upstream caches instead of pages, e.g. 1m (LRU by size)' })
     .option('page-size', { type: 'string', describe: 'workload: fixed:BYTES | lognormal:MEDIAN,SIGMA (default fixed:62000)' })
     .option('churn', { type: 'boolean', describe: 'workload: one upstream down for the middle third of the measured window' })
+    .option('shift', { type: 'string', describe: 'workload: SECONDS[,STEP]: the popularity ranking rotates by STEP places (default a tenth of the pages) every SECONDS of simulated time' })
     .option('warmup', { type: 'number', describe: 'workload: requests before the measured window (default: 100 per page, at least 20,000)' })
     .option('measure', { type: 'number', describe: 'workload: measured requests (default 30,000)' })
     .strict().help().version(false)
@@ -406,7 +419,7 @@ function cli (argv) {
   }
   const seeds = Array.from({ length: args.seeds }, (_, i) => i + 1)
   const avg = (runs, f) => runs.reduce((a, r) => a + f(r), 0) / runs.length
-  if (['pages', 'popularity', 'cache-pages', 'cache-bytes', 'page-size', 'churn', 'warmup', 'measure'].some((k) => args[k] !== undefined)) {
+  if (['pages', 'popularity', 'cache-pages', 'cache-bytes', 'page-size', 'churn', 'shift', 'warmup', 'measure'].some((k) => args[k] !== undefined)) {
     return workloadCli(args, seeds, waspOptions)
   }
   const label = (p) => p === 'uniform' ? 'uniform' : `zipf(${p.zipf})`

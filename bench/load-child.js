@@ -9,7 +9,8 @@
  * - node (`load: 'node'`): bench/open-loop.js's lanes without a rate, a closed loop whose
  *   connections can leave from `sources` distinct loopback addresses (so do the open loop's).
  *
- * A random page per request (uniform or zipf, seeded); the latency of every response is kept as a
+ * A random page per request (uniform or zipf, seeded; with a shift, the ranking rotates every
+ * shift.seconds, bench/popularity.js shiftedPage); the latency of every response is kept as a
  * float in milliseconds (autocannon measures it with process.hrtime; its own histogram would
  * round to whole ms).
  *
@@ -19,7 +20,7 @@
  * measured window is no time but that many requests sent after the learning phase: it ends when
  * the last of them is answered, and its length is measured.
  *
- * Request: `start { url, connections, rate?, load?, sources?, requests?, warmup, duration, pages, popularity, seed }` ->
+ * Request: `start { url, connections, rate?, load?, sources?, requests?, warmup, duration, pages, popularity, shift?, seed }` ->
  * `{ startedAt }`; `cpu` -> this process's CPU plus its generator's (wrk) in `process.cpuUsage()`
  * form. Pushed: `tick { bucket }` at each whole second, `done { result }` at the end.
  */
@@ -27,7 +28,7 @@
 const autocannon = require('autocannon')
 const { serve } = require('./child')
 const { summarize, percentile } = require('./stats')
-const { createSampler, pagePath } = require('./popularity')
+const { createSampler, shiftedPage, pagePath } = require('./popularity')
 const { mulberry32 } = require('../src/prng')
 const { runOpenLoop, loopbackSources } = require('./open-loop')
 const { startWrk } = require('./load-wrk')
@@ -192,9 +193,13 @@ function lanes ({ url, connections, rate, sources, requests, warmup, duration, t
   return { done: run.done.then((openLoop) => ({ openLoop })), stop: run.stop }
 }
 
-function start ({ url, connections, rate, load = 'autocannon', sources = 0, requests, warmup, duration, pages, popularity, seed = 1, timeout = 10 }) {
+function start ({ url, connections, rate, load = 'autocannon', sources = 0, requests, warmup, duration, pages, popularity, shift = null, seed = 1, timeout = 10 }) {
   if (requests !== undefined && (rate || load !== 'node')) throw new Error('requests needs the closed-loop node generator')
-  const sample = createSampler(popularity, pages, mulberry32(seed))
+  const rank = createSampler(popularity, pages, mulberry32(seed))
+  // with a shift, the ranking rotates every shift.seconds since the start of the learning phase
+  const sample = shift
+    ? () => shiftedPage(rank(), Math.floor((performance.now() - t0) / (shift.seconds * 1000)), shift, pages)
+    : rank
   const endMs = requests ? Infinity : (warmup + duration) * 1000
   const rec = createRecorder(warmup, requests ? Infinity : duration, Boolean(rate))
   let second = 0
@@ -204,7 +209,7 @@ function start ({ url, connections, rate, load = 'autocannon', sources = 0, requ
   if (rate || load === 'node') {
     generator = lanes({ url, connections, rate, sources, requests, warmup, duration, timeout, sample, rec })
   } else if (load === 'wrk') {
-    wrkRun = startWrk({ url, connections, warmup, duration, pages, popularity, seed, timeout })
+    wrkRun = startWrk({ url, connections, warmup, duration, pages, popularity, shift, seed, timeout })
     generator = wrkRun
     wrkDone = wrkRun.done
   } else {

@@ -4,7 +4,8 @@
  * Closed-loop load from wrk (a C client, about a third of autocannon's CPU per request here), for
  * rates where autocannon would take a core of its own. Used by the load child with `--load wrk`:
  * one wrk run for the learning phase, one for the measured window, 1 thread, the bench's
- * connections, a uniform random page per request (bench/wrk-pages.lua), and latency percentiles,
+ * connections, a random page per request, uniform or Zipf, with the popularity shift if any
+ * (bench/wrk-pages.lua), and latency percentiles,
  * request and error counts read from the script's final line.
  *
  * wrk cannot tell which backend served which page, so the client-side per-page attribution
@@ -57,6 +58,22 @@ function parseWrkResult (stdout, seconds) {
   }
 }
 
+/**
+ * The environment bench/wrk-pages.lua reads: pages, seed, Zipf exponent and popularity shift.
+ * Uniform popularity sets exactly what it always did (BENCH_PAGES, BENCH_SEED), so the default
+ * scenario's request sequence is unchanged.
+ * @param {{ pages: number, popularity?: { kind: string, s?: number }, shift?: { seconds: number, step: number } | null, seed: number, t0: number }} params
+ * @returns {Record<string, string>}
+ */
+function wrkEnv ({ pages, popularity, shift, seed, t0 }) {
+  const env = { BENCH_PAGES: String(pages), BENCH_SEED: String(seed) }
+  if (popularity && popularity.kind === 'zipf') {
+    env.BENCH_ZIPF = String(popularity.s)
+    if (shift) Object.assign(env, { BENCH_SHIFT_SECONDS: String(shift.seconds), BENCH_SHIFT_STEP: String(shift.step), BENCH_T0: String(t0) })
+  }
+  return env
+}
+
 function emptyPhase (seconds) {
   const latency = {}
   for (const k of ['mean', 'p50', 'p90', 'p95', 'p99', 'p999', 'max', 'min', 'stdev']) latency[k] = NaN
@@ -67,19 +84,20 @@ function emptyPhase (seconds) {
 
 /**
  * Run the learning phase and the measured window as two wrk runs.
- * @param {{ url: string, connections: number, warmup: number, duration: number, pages: number, popularity: { kind: string }, seed?: number, timeout?: number }} params
+ * @param {{ url: string, connections: number, warmup: number, duration: number, pages: number, popularity: { kind: string, s?: number },
+ *   shift?: { seconds: number, step: number } | null, seed?: number, timeout?: number }} params
  * @returns {{ done: Promise<{ learning: object, measured: object }>, stop: () => void, pid: () => number | undefined }}
  */
-function startWrk ({ url, connections, warmup, duration, pages, popularity, seed = 1, timeout = 10 }) {
-  if (popularity && popularity.kind !== 'uniform') throw new Error('--load wrk sends uniform popularity only')
+function startWrk ({ url, connections, warmup, duration, pages, popularity, shift, seed = 1, timeout = 10 }) {
   const binary = findBinary('wrk')
   if (!binary) throw new Error('wrk not found on PATH (install: apt-get install wrk)')
   let child
   let stopped = false
+  const t0 = Math.floor(Date.now() / 1000) // the shift's clock starts with the learning phase
   const run = (seconds) => new Promise((resolve, reject) => {
     if (stopped) return reject(new Error('wrk stopped'))
     const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', `${timeout}s`, '-s', SCRIPT, url]
-    child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, BENCH_PAGES: String(pages), BENCH_SEED: String(seed) } })
+    child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...wrkEnv({ pages, popularity, shift, seed, t0 }) } })
     let out = ''
     child.stdout.on('data', (d) => { out += d })
     child.stderr.on('data', (d) => { out += d })
@@ -102,4 +120,4 @@ function startWrk ({ url, connections, warmup, duration, pages, popularity, seed
   }
 }
 
-module.exports = { startWrk, parseWrkResult, SCRIPT }
+module.exports = { startWrk, parseWrkResult, wrkEnv, SCRIPT }

@@ -22,6 +22,8 @@ const { mulberry32 } = require('../src/prng')
  * @property {number} [cacheBytes] bytes per upstream cache instead of pages
  * @property {import('./page-sizes').PageSizes} [pageSizes] needed with cacheBytes
  * @property {boolean} [churn] one upstream down for the middle third of the measured window
+ * @property {{ seconds: number, step: number } | null} [shift] the ranking rotates by `step` every
+ *   `seconds` (of simulated time in the model, of wall time in the HTTP bench)
  * @property {number} [inflight=32]
  */
 
@@ -63,17 +65,30 @@ function runWorkload (makePolicy, w, { seed = 1, warmup = 20000, measure = 30000
       ? { cacheBytes: w.cacheBytes, pageBytes: pageSizes(w.pageSizes, w.pages, seed) }
       : { cacheSize: w.cachePages ?? 4 })
   })
-  model.run(warmup)
+  let epoch = 0
+  // with a shift, run in slices of at most 200 requests and rotate the ranking as simulated time
+  // crosses each epoch boundary
+  const run = (n) => {
+    if (!w.shift) return [model.run(n)]
+    const out = []
+    for (let left = n; left > 0; left -= 200) {
+      out.push(model.run(Math.min(200, left)))
+      const now = Math.floor(model.now / (w.shift.seconds * 1000))
+      for (; epoch < now; epoch++) model.rotate(w.shift.step)
+    }
+    return out
+  }
+  run(warmup)
   let windows
   if (w.churn) {
     const third = Math.round(measure / 3)
-    const first = model.run(third)
+    const first = run(third)
     model.removeUpstream('u0')
-    const second = model.run(third)
+    const second = run(third)
     model.addUpstream('u0')
-    windows = [first, second, model.run(measure - 2 * third)]
+    windows = [...first, ...second, ...run(measure - 2 * third)]
   } else {
-    windows = [model.run(measure)]
+    windows = run(measure)
   }
   const total = windows.reduce((a, x) => a + x.requests, 0)
   const hitRate = windows.reduce((a, x) => a + x.hitRate * x.requests, 0) / total

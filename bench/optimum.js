@@ -57,4 +57,46 @@ function timeAveragedOptimum (probabilities, phases) {
   return phases.reduce((a, p) => a + p.fraction * staticOptimum(probabilities, p.capacity), 0)
 }
 
-module.exports = { staticOptimum, timeAveragedOptimum }
+/**
+ * Each backend's cache capacity from the bench's fleet options (servers/fleet.js): `cacheBytes`
+ * (when > 0) or `cachePages`, each a scalar or one value per backend, `perBackend[i]` overriding.
+ * @param {{ count?: number, cachePages?: number | number[], cacheBytes?: number | number[], perBackend?: object[] }} fleet
+ * @returns {Array<{ pages: number } | { bytes: number }>}
+ */
+function fleetCapacities (fleet) {
+  const count = fleet.count ?? 7
+  const nth = (v, i) => (Array.isArray(v) ? (v.length === 1 ? v[0] : v[i]) : v)
+  const out = []
+  for (let i = 0; i < count; i++) {
+    const o = (fleet.perBackend && fleet.perBackend[i]) || {}
+    const bytes = o.cacheBytes ?? nth(fleet.cacheBytes, i) ?? 0
+    out.push(bytes > 0 ? { bytes } : { pages: o.cachePages ?? nth(fleet.cachePages, i) ?? 4 })
+  }
+  return out
+}
+
+/**
+ * The static optimum of a bench run: the fleet's pooled cache over the run's page probabilities,
+ * time-averaged over churn (one backend, `down.index`, out for `down.fraction` of the window).
+ * @param {number[]} probabilities of each page
+ * @param {Array<{ pages: number } | { bytes: number }>} capacities one per backend (fleetCapacities)
+ * @param {number[]} pageBytes bytes of each page (used when the caches are bounded in bytes)
+ * @param {{ index: number, fraction: number }} [down]
+ * @returns {number} NaN when the caches mix pages and bytes
+ */
+function runOptimum (probabilities, capacities, pageBytes, down) {
+  const kind = 'bytes' in capacities[0] ? 'bytes' : 'pages'
+  if (capacities.some((c) => !(kind in c))) return NaN
+  const pooled = (list) => {
+    const total = list.reduce((a, c) => a + c[kind], 0)
+    return kind === 'bytes' ? { bytes: total, sizes: pageBytes } : { pages: total }
+  }
+  if (!down || !(down.fraction > 0)) return staticOptimum(probabilities, pooled(capacities))
+  const fraction = Math.min(1, down.fraction)
+  return timeAveragedOptimum(probabilities, [
+    { fraction: 1 - fraction, capacity: pooled(capacities) },
+    { fraction, capacity: pooled(capacities.filter((_, i) => i !== down.index)) }
+  ])
+}
+
+module.exports = { staticOptimum, timeAveragedOptimum, fleetCapacities, runOptimum }

@@ -10,7 +10,8 @@ const yargs = require('yargs/yargs')
 const { PolistesError, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('../src/errors')
 const { policyNames } = require('../src/policies')
 const { DEFAULT_ENGINE, ENGINES } = require('../src/proxy-engine')
-const { parsePopularity } = require('./popularity')
+const { parseWorkload } = require('./workload-options')
+const { pageSizes } = require('./page-sizes')
 const { getScenario, scenarioNames } = require('./scenarios')
 const { PEER_ARMS, parsePeers } = require('./peer-configs')
 const { findBinary, INSTALL } = require('./peers')
@@ -36,10 +37,14 @@ function parser (argv) {
     .option('warmup', { type: 'number', default: 5, describe: 'learning phase before the window, seconds' })
     .option('jit-warmup', { type: 'number', default: 3, describe: 'untimed process warm-up before the first trial, seconds (0: none)' })
     .option('connections', { type: 'number', describe: 'concurrent client connections (default: the scenario\'s, 32)' })
-    .option('pages', { type: 'number', describe: 'distinct pages (default 25)' })
-    .option('cache-pages', { type: 'number', describe: 'pages each backend caches (default 4)' })
+    .option('pages', { type: 'number', describe: 'distinct pages, 1 to 100000, generated at start from --seed into a temporary directory (default: the scenario\'s, 25)' })
+    .option('cache-pages', { type: 'number', describe: 'pages each backend caches (default: the scenario\'s, 4)' })
+    .option('cache-bytes', { type: 'string', describe: 'bound each backend\'s cache in bytes instead of pages, e.g. 1.5m (LRU by size)' })
+    .option('page-size', { type: 'string', describe: 'page sizes: fixed:BYTES | lognormal:MEDIAN,SIGMA | uniform:MIN,MAX, drawn from --seed (default: the scenario\'s; the cache scenario: the ~60 KB lorem pages)' })
     .option('miss-ms', { type: 'number', describe: 'emulated cost of a cache miss, ms (default 20)' })
-    .option('popularity', { type: 'string', describe: 'uniform | zipf:<s> (default uniform)' })
+    .option('popularity', { type: 'string', describe: 'uniform | zipf:<s> (default: the scenario\'s, uniform)' })
+    .option('shift', { type: 'string', describe: 'SECONDS[,STEP]: the popularity ranking rotates by STEP places (default a tenth of the pages) every SECONDS (needs zipf)' })
+    .option('churn', { type: 'boolean', describe: 'SIGKILL one backend (a) a third into the measured window and restart it, cold, a third later (backends run as processes)' })
     .option('rate', { type: 'number', describe: 'open loop: requests/s at fixed intended send times, spread over the connections; latency counted from the intended time (default: closed loop, as fast as possible)' })
     .option('load', { type: 'string', default: 'auto', describe: 'closed-loop load generator: autocannon | wrk | node | auto (wrk when peers run and wrk is installed; node with --sources)' })
     .option('sources', { type: 'number', describe: 'spread the connections over this many loopback source addresses 127.0.1.1, 127.0.1.2, ... (Linux), so the balancer sees many clients (Node generator; default: the scenario\'s, else one)' })
@@ -83,9 +88,8 @@ function loadGenerator (value, { rate, sources, peers, popularity, notes }) {
     return 'node'
   }
   if (value === 'node') return 'node'
-  const wrkOk = popularity.kind === 'uniform'
+  const wrkOk = Boolean(popularity)
   if (value === 'wrk') {
-    if (!wrkOk) throw bad('--load wrk sends uniform popularity only')
     if (!findBinary('wrk')) throw bad('--load wrk: wrk not found on PATH (install: apt-get install wrk)')
     return 'wrk'
   }
@@ -151,10 +155,18 @@ function parseOptions (argv) {
   const warmup = number(args.warmup, 'warmup', { min: 0, integer: true })
   const jitWarmup = number(args['jit-warmup'], 'jit-warmup', { min: 0, integer: true })
   const connections = number(args.connections ?? scenario.connections, 'connections', { min: 1, integer: true })
-  const pages = number(args.pages ?? scenario.pages, 'pages', { min: 1, integer: true })
-  const cachePages = number(args['cache-pages'] ?? scenario.fleet.cachePages, 'cache-pages', { min: 0, integer: true })
+  const workload = parseWorkload({
+    pages: args.pages,
+    popularity: args.popularity,
+    'cache-pages': args['cache-pages'],
+    'cache-bytes': args['cache-bytes'],
+    'page-size': args['page-size'],
+    shift: args.shift,
+    churn: args.churn ?? scenario.churn
+  }, { pages: scenario.pages, popularity: scenario.popularity, pageSize: scenario.pageSize, cachePages: scenario.fleet.cachePages, minPages: 1, minCachePages: 0, upstreams: scenario.fleet.count })
+  const { pages, popularity } = workload
+  const cachePages = workload.cachePages ?? scenario.fleet.cachePages
   const missMs = number(args['miss-ms'] ?? scenario.fleet.missMs, 'miss-ms', { min: 0 })
-  const popularity = parsePopularity(args.popularity ?? scenario.popularity)
   const rateArg = args.rate ?? scenario.rate
   const rate = rateArg === undefined ? undefined : number(rateArg, 'rate', { min: 0, exclusiveMin: true, integer: true })
   const sources = number(args.sources ?? scenario.sources ?? 1, 'sources', { min: 1, max: 250 * 254, integer: true })
@@ -198,12 +210,18 @@ function parseOptions (argv) {
     arms.push({ label, algo: label, keepAlive: true, peer: PEER_ARMS[label].peer, mode: PEER_ARMS[label].mode, workers: peerWorkers })
   }
   const load = loadGenerator(args.load, { rate, sources: Math.max(sources, ...arms.map((a) => a.sources || 0)), peers: arms.some((a) => a.peer), popularity, notes })
+  if (requests !== undefined && workload.churn) throw bad('--churn kills a backend a third into a window of --duration seconds; it cannot be timed in --requests')
   if (requests !== undefined && load !== 'node') throw bad(`--requests counts requests of the closed-loop Node generator (--load node, or --sources); this run uses ${load}`)
   const baseline = algos.includes(scenario.baseline) ? scenario.baseline : algos[0]
 
   // Per-backend overrides in the scenario win over the global cache size and miss cost, as
   // startFleet() merges perBackend over the shared options.
   const fleet = { ...scenario.fleet, cachePages, missMs }
+  if (workload.cacheBytes !== undefined) fleet.cacheBytes = workload.cacheBytes
+  if (workload.churn && !fleet.processes) {
+    fleet.processes = true
+    notes.push('note: --churn runs each backend as a process of its own (to SIGKILL one)')
+  }
 
   return {
     scenario: args.scenario,
@@ -226,6 +244,9 @@ function parseOptions (argv) {
     cachePages,
     missMs,
     popularity,
+    workload,
+    // bytes of each page when generated with --page-size (else the fleet's own pages)
+    pageSizes: workload.pageSizes ? pageSizes(workload.pageSizes, pages, seed) : undefined,
     rate,
     load,
     sources,
@@ -273,7 +294,10 @@ function peerArms (value, scenario, notes) {
   if (value === undefined) {
     const labels = []
     for (const name of scenario.peers || []) {
-      if (findBinary(name)) labels.push(...parsePeers(name))
+      // a program (haproxy, nginx: its default arms) or one arm by name
+      const program = Object.hasOwn(PEER_ARMS, name) ? PEER_ARMS[name].peer : name
+      if (findBinary(program)) labels.push(...parsePeers(name).filter((l) => !labels.includes(l)))
+      else if (program !== name) notes.push(`note: ${program} not found on PATH, ${name} is left out (install: ${INSTALL[program]}; --peers none hides this note)`)
       else notes.push(`note: ${name} not found on PATH, its arms are left out (install: ${INSTALL[name]}; --peers none hides this note)`)
     }
     return labels

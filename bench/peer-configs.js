@@ -38,6 +38,11 @@ const HAPROXY_DEFAULTS = Object.freeze({
     mode: 'http',
     'option http-keep-alive': '', // keep both sides open between requests (HAProxy's default, said aloud)
     'http-reuse': 'always', // any idle server connection serves any client's request
+    // a server that refuses connections (killed by --churn) costs a request nothing: after the
+    // retries the request goes to another server, as nginx's proxy_next_upstream and polistes do
+    // (no effect while every server answers)
+    retries: 3,
+    'option redispatch': '',
     'timeout connect': '5s',
     'timeout client': '30s',
     'timeout server': '30s',
@@ -161,11 +166,14 @@ function directiveLines (directives, indent, terminator = '') {
 
 /**
  * haproxy.cfg for one arm.
- * @param {{ mode: 'uri' | 'uri-bounded' | 'rr', backends: Array<{ id?: string, url: string }>, host: string, port: number, workers?: number, tuning?: Tuning }} params
- *   workers: threads (`nbthread`), default 1
+ * @param {{ mode: 'uri' | 'uri-bounded' | 'rr', backends: Array<{ id?: string, url: string }>, host: string, port: number, workers?: number, tuning?: Tuning, healthChecks?: boolean }} params
+ *   workers: threads (`nbthread`), default 1; healthChecks (runs with --churn): a TCP connect check
+ *   of every server each second, and a server marked down at its first connection error (`observe
+ *   layer4 error-limit 1 on-error mark-down`, the passive check nginx and polistes have), so a killed
+ *   server does not cost each request sent to it HAProxy's one-second retry turn-around
  * @returns {string}
  */
-function haproxyConfig ({ mode, backends, host, port, workers = 1, tuning }) {
+function haproxyConfig ({ mode, backends, host, port, workers = 1, tuning, healthChecks = false }) {
   checkCommon({ backends, port, host, workers })
   const balance = {
     uri: ['balance uri', 'hash-type consistent'],
@@ -188,7 +196,7 @@ function haproxyConfig ({ mode, backends, host, port, workers = 1, tuning }) {
     '',
     'backend fleet',
     ...balance.map((l) => `  ${l}`),
-    ...backends.map((b, i) => `  server ${serverName(b, i)} ${hostPort(b.url)}`),
+    ...backends.map((b, i) => `  server ${serverName(b, i)} ${hostPort(b.url)}${healthChecks ? ' check inter 1s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down' : ''}`),
     ''
   ].join('\n')
 }

@@ -227,11 +227,12 @@ class PeerProcess {
 
   /**
    * Write the configuration, start the peer and wait until its port accepts connections.
-   * @param {{ backends: Array<{ id?: string, url: string }>, host?: string, workers?: number, timeoutMs?: number }} params
-   *   workers: HAProxy threads or nginx worker processes (default 1)
+   * @param {{ backends: Array<{ id?: string, url: string }>, host?: string, workers?: number, timeoutMs?: number, healthChecks?: boolean }} params
+   *   workers: HAProxy threads or nginx worker processes (default 1); healthChecks: HAProxy checks its
+   *   servers each second (runs with --churn; nginx marks a failed server down by itself)
    * @returns {Promise<{ url: string, port: number, pid: number, version: string, config: string }>}
    */
-  async start ({ backends, host = '127.0.0.1', workers = 1, timeoutMs = 10000 }) {
+  async start ({ backends, host = '127.0.0.1', workers = 1, timeoutMs = 10000, healthChecks = false }) {
     if (!this.binary) throw new Error(`${this.arm.peer} not found on PATH (install: ${INSTALL[this.arm.peer]})`)
     killAllOnExit()
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), `polistes-peer-${this.arm.peer}-`))
@@ -239,7 +240,7 @@ class PeerProcess {
     const port = await freePort(host)
     let file, args, config
     if (this.arm.peer === 'haproxy') {
-      config = haproxyConfig({ mode: this.arm.mode, backends, host, port, workers, tuning: this.arm.tuning })
+      config = haproxyConfig({ mode: this.arm.mode, backends, host, port, workers, tuning: this.arm.tuning, healthChecks })
       file = path.join(this.dir, 'haproxy.cfg')
       args = ['-db', '-f', file]
     } else {

@@ -84,6 +84,20 @@ function createSampler (popularity, count, random) {
 }
 
 /**
+ * The page at popularity rank `rank` in shift epoch `epoch` (bench/workload-options.js, --shift):
+ * the ranking rotated by `step` places per epoch, so rank r is page (r + epoch * step) mod count.
+ * @param {number} rank 0-based, 0 the hottest
+ * @param {number} epoch 0-based: floor(seconds since the load started / shift seconds)
+ * @param {{ step: number } | null} shift
+ * @param {number} count pages
+ * @returns {number} the page index, 0-based
+ */
+function shiftedPage (rank, epoch, shift, count) {
+  if (!shift || epoch <= 0) return rank
+  return (rank + (epoch * shift.step) % count) % count
+}
+
+/**
  * The path of page index i (0-based), as the backends serve them.
  * @param {number} i
  * @returns {string}
@@ -92,4 +106,4 @@ function pagePath (i) {
   return `/page${i + 1}.html`
 }
 
-module.exports = { parsePopularity, formatPopularity, probabilities, createSampler, pagePath }
+module.exports = { parsePopularity, formatPopularity, probabilities, createSampler, shiftedPage, pagePath }

@@ -30,6 +30,8 @@ const COLUMNS = {
   p999: { header: 'p99.9 ms', get: (s) => s.p999, format: ms },
   max: { header: 'max ms', get: (s) => s.max, format: ms },
   hitRate: { header: 'hit rate', get: (s) => s.hitRate, format: fmt(3) },
+  distance: { header: 'to optimum', get: (s) => s.distance, format: fmt(3) },
+  hotReplicas: { header: 'replicas top-3', get: (s) => [s.hot1Replicas, s.hot2Replicas, s.hot3Replicas], format: (xs) => xs.map((x) => (Number.isFinite(x) ? String(x) : '-')).join('/') },
   specialization: { header: 'special.', get: (s) => s.specialization, format: fmt(3) },
   cpuPer10k: { header: 'cpu s/10k', get: (s) => s.cpuPer10k, format: fmt(3) },
   errors: { header: 'errors', get: (s) => s.errors + s.non2xx, format: (x) => String(x) },
@@ -73,9 +75,28 @@ function formatTable (doc, columns) {
   const st = doc.settings
   const title = `scenario ${doc.scenario}: ${doc.description}\n` +
     `${st.trials} trial(s) x (${st.warmup} s learning + ${st.requests ? `${st.requests} requests` : `${st.duration} s`} measured), ${st.connections} connections, ` +
-    `${st.popularity}${st.rate ? `, open loop at ${st.rate} req/s (latency from the intended send time)` : ''}, ${st.pages} pages, cache ${st.cachePages} pages, miss ${st.missMs} ms` +
+    `${st.popularity}${st.rate ? `, open loop at ${st.rate} req/s (latency from the intended send time)` : ''}, ${st.pages} pages` +
+    `${st.pageSize ? ` (${st.pageSize} B)` : ''}, cache ${st.cacheBytes ? `${st.cacheBytes} bytes` : `${st.cachePages} pages`}, miss ${st.missMs} ms` +
+    `${st.shift ? `, ranking rotated by ${st.shift.step} every ${st.shift.seconds} s` : ''}${st.churn ? ', churn (backend a SIGKILLed a third into the window, restarted cold a third later)' : ''}` +
     `, keep-alive ${st.keepAlive}; medians over trials`
   const out = [title, '', ...lines]
+  const optima = [...new Set(Object.values(doc.summary).map((s) => s.optimum).filter(Number.isFinite))]
+  if (optima.length) {
+    out.push('', `static optimum (the hottest pages that fit in the fleet's pooled cache${st.churn ? ', time-averaged over the churn' : ''}): ${optima.map(fmt(3)).join(', ')}; "to optimum" = optimum - hit rate`)
+  }
+  const hot = Object.entries(doc.summary).filter(([, s]) => Number.isFinite(s.hot1Replicas))
+  if (hot.length) {
+    out.push('replicas top-3: backends serving >= 5 % of each of the three hottest pages\' requests (backends\' own counts, median over trials)')
+    for (const run of firstTrials(doc)) {
+      const pages = run.hotPages.slice(0, 3).map((h) => `${h.page} ${(h.share * 100).toFixed(1)} % on ${Object.entries(h.backends).map(([id, n]) => `${id} ${Math.round((n / h.requests) * 100)}%`).join(' ')}`)
+      out.push(`  ${run.algo} (trial ${run.trial}): ${pages.join('; ')}`)
+    }
+  }
+  const churned = doc.runs.filter((r) => r.churn)
+  if (churned.length) {
+    const failed = Object.entries(doc.summary).map(([label, s]) => `${label} ${s.errors + s.non2xx}`)
+    out.push(`churn: failed requests over all trials (errors + non-2xx, the kill included): ${failed.join('; ')}`)
+  }
   const rev = doc.revision
   if (rev && rev.modified && rev.modified.length) {
     out.push('', `measured code: ${String(rev.commit).slice(0, 7)} plus uncommitted changes to ${rev.modified.join(', ')}`)
@@ -107,6 +128,18 @@ function formatTable (doc, columns) {
   return out.join('\n')
 }
 
+/** The first trial's run of each arm that has hot pages. */
+function firstTrials (doc) {
+  const seen = new Set()
+  const out = []
+  for (const r of doc.runs) {
+    if (!r.hotPages || !r.hotPages.length || seen.has(r.algo)) continue
+    seen.add(r.algo)
+    out.push(r)
+  }
+  return out
+}
+
 /**
  * The load generator and its CPU share (the largest over the arms' medians), so a reader can see
  * it had headroom; in open loop also its lag.
@@ -125,7 +158,7 @@ function loadLine (doc) {
     const lagMax = Math.max(...all.map((s) => s.lagMax).filter(Number.isFinite))
     line += `; its own send lag p99 ${fmt(2)(lag)} ms, max ${fmt(2)(lagMax)} ms (medians over trials, worst arm)`
   }
-  if (generator === 'wrk') line += '; wrk cannot attribute pages to backends, so specialization is not measured'
+  if (generator === 'wrk') line += '; wrk cannot attribute pages to backends: specialization comes from the backends\' own per-page counts'
   return line
 }
 

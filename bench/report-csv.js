@@ -32,7 +32,11 @@ const FIELDS = [
   ['cpuLoad', (r) => r.cpuShare && r.cpuShare.load],
   ['generator', (r) => r.load && r.load.generator],
   ['lagP99', (r) => r.load && r.load.lag && r.load.lag.p99],
-  ['peer', (r) => (r.peer ? `${r.peer.name} ${r.peer.mode} (${r.peer.version})` : '')]
+  ['peer', (r) => (r.peer ? `${r.peer.name} ${r.peer.mode} (${r.peer.version})` : '')],
+  ['optimum', (r) => r.optimum],
+  ['distance', (r) => r.distance],
+  ['hotPages', (r) => (r.hotPages || []).slice(0, 3).map((h) => `${h.page}:${h.replicas}`).join(';')],
+  ['churnBackend', (r) => r.churn && r.churn.backend]
 ]
 
 function cell (value) {

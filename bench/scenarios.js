@@ -16,8 +16,10 @@
  * - `arms`: optional explicit arms `{ algo, retryOn?, tryTimeoutMs?, sources? }` run instead of algos x keep-alive
  *   (when neither --algos nor --retry-on is given).
  * - `rate`, `sources`: default open-loop rate and loopback source addresses of the load.
- * - `peers`: HAProxy / nginx arms run by default beside the algorithms when installed
- *   (bench/peer-configs.js; `--peers` overrides).
+ * - `peers`: HAProxy / nginx arms run by default beside the algorithms when installed: a program
+ *   (its default arms) or an arm by name (bench/peer-configs.js; `--peers` overrides).
+ * - `pages`, `popularity`, `pageSize`, `churn`: the workload (bench/workload-options.js); without
+ *   `pageSize` the pages are the ~60 KB lorem pages.
  * - `columns`: table columns (see report-console.js for the known ones).
  * - `targets`: checks printed under the table, on medians over trials.
  */
@@ -58,6 +60,27 @@ const scenarios = {
       { algo: 'wasp', metric: 'rps', ratio: true, min: 2.0 },
       { algo: 'wasp', metric: 'p99', ratio: true, max: 0.5 },
       { algo: 'wasp', metric: 'mean', ratio: true, max: 0.35 },
+      { algo: '*', metric: 'errors', max: 0 }
+    ]
+  }),
+
+  // issue 18, as a new user tried it: Zipf(1) over 200 pages of 20-80 KB, 7 backends (one process
+  // each, so --churn can SIGKILL one) caching 24 pages each. The hottest page takes 17 % of the
+  // requests, more than one backend's seventh: it needs replicas.
+  zipf: scenario({
+    description: 'issue 18: Zipf(1) over 200 pages of 20-80 KB, 7 backends (processes) caching 12 % of the pages each (24 of 200), 20 ms per miss',
+    pages: 200,
+    popularity: 'zipf:1',
+    pageSize: 'uniform:20k,80k',
+    // no cachePages: 12 % of the pages each, as bench:model (24 of 200, 240 of 2,000)
+    fleet: { count: 7, missMs: 20, processes: true },
+    connections: 32,
+    algos: ['chash-bounded', 'wasp'],
+    baseline: 'chash-bounded',
+    peers: ['haproxy-uri', 'haproxy-uri-bounded', 'nginx-uri'],
+    columns: ['rps', 'mean', 'p99', 'hitRate', 'distance', 'hotReplicas', 'specialization', 'cpuPer10k', 'errors'],
+    targets: [
+      { algo: 'wasp', metric: 'distance', max: 0.02 },
       { algo: '*', metric: 'errors', max: 0 }
     ]
   }),

@@ -10,6 +10,7 @@ const path = require('node:path')
 const { execFileSync } = require('node:child_process')
 const { median, ratio, round } = require('./stats')
 const { formatPopularity } = require('./popularity')
+const { formatPageSizes } = require('./page-sizes')
 
 const METRICS = {
   rps: (r) => r.rps,
@@ -22,6 +23,12 @@ const METRICS = {
   max: (r) => r.latency.max,
   stdev: (r) => r.latency.stdev,
   hitRate: (r) => r.hitRate,
+  optimum: (r) => r.optimum,
+  distance: (r) => r.distance,
+  // backends carrying at least 5 % of each of the three hottest pages' requests (bench/replication.js)
+  hot1Replicas: (r) => r.hotPages && r.hotPages[0] && r.hotPages[0].replicas,
+  hot2Replicas: (r) => r.hotPages && r.hotPages[1] && r.hotPages[1].replicas,
+  hot3Replicas: (r) => r.hotPages && r.hotPages[2] && r.hotPages[2].replicas,
   specialization: (r) => r.specialization,
   cpuPer10k: (r) => r.cpuPer10k,
   bytesPerSec: (r) => r.bytesPerSec,
@@ -137,6 +144,10 @@ function buildDocument (settings, runs, { startedAt, finishedAt }) {
       cachePages: settings.cachePages,
       missMs: settings.missMs,
       popularity: formatPopularity(settings.popularity),
+      pageSize: settings.workload && settings.workload.pageSizes ? formatPageSizes(settings.workload.pageSizes) : null,
+      cacheBytes: (settings.workload && settings.workload.cacheBytes) ?? null,
+      shift: (settings.workload && settings.workload.shift) || null,
+      churn: Boolean(settings.workload && settings.workload.churn),
       keepAlive: settings.keepAlive,
       policyOptions: settings.policyOptions,
       seed: settings.seed,

@@ -13,6 +13,9 @@ const { Child } = require('./child')
 const { round } = require('./stats')
 const metrics = require('./metrics')
 const { PeerProcess } = require('./peers')
+const { probabilities } = require('./popularity')
+const { fleetCapacities, runOptimum } = require('./optimum')
+const { servedBetween, hotPages } = require('./replication')
 
 const HOST = '127.0.0.1'
 
@@ -53,26 +56,50 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
   const balancer = arm.peer ? new PeerProcess(arm.label) : new Child(path.join(__dirname, 'balancer-child.js'), { name: 'balancer child', execArgv })
   const load = new Child(path.join(__dirname, 'load-child.js'), { name: 'load child' })
   try {
-    const { backends } = await fleet.request('start', { fleet: settings.fleet, pages: settings.pages, host: HOST })
+    const { backends, pageBytes } = await fleet.request('start', { fleet: settings.fleet, pages: settings.pages, pageSizes: settings.pageSizes, host: HOST })
     const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
     const { url, version } = await balancer.request('start', {
-      backends: lbBackends, algo: arm.algo, policyOptions: settings.policyOptions, keepAlive: arm.keepAlive, retryOn: arm.retryOn, tryTimeoutMs: arm.tryTimeoutMs, host: HOST, workers: arm.workers ?? settings.workers, engine: arm.engine, balancerOptions: settings.balancerOptions
+      healthChecks: Boolean(settings.workload && settings.workload.churn), // HAProxy: check the servers (bench/peer-configs.js)
+      backends: lbBackends,
+      algo: arm.algo,
+      policyOptions: settings.policyOptions,
+      keepAlive: arm.keepAlive,
+      retryOn: arm.retryOn,
+      tryTimeoutMs: arm.tryTimeoutMs,
+      host: HOST,
+      workers: arm.workers ?? settings.workers,
+      engine: arm.engine,
+      balancerOptions: settings.balancerOptions
     })
 
-    const snapshot = async () => {
+    // the backends' requests per page at the window's start and end (replication of hot pages)
+    const windowEnd = settings.requests ? -1 : warmup + duration
+    const snapshot = async (second) => {
+      const keys = second === warmup || second === windowEnd
       const [stats, cpu, fleetCpu, loadCpu] = await Promise.all([
-        fleet.request('stats'), balancer.request('cpu'), fleet.request('cpu'), load.request('cpu')
+        fleet.request('stats', { keys }), balancer.request('cpu'), fleet.request('cpu'), load.request('cpu')
       ])
       return { stats, cpu, fleetCpu, loadCpu }
     }
-    const snaps = [await snapshot()]
+    // churn: backend 0 SIGKILLed a third into the measured window, restarted cold a third later
+    const churn = settings.workload && settings.workload.churn && !settings.requests
+      ? { index: 0, killAt: Math.round(duration / 3), restartAt: Math.round((2 * duration) / 3) }
+      : null
+    const churnDone = []
+    const snaps = [await snapshot(0)]
     const buckets = []
     const pending = []
     load.on((msg) => {
       if (msg.type !== 'tick') return
       const { bucket } = msg
       buckets[bucket.second] = bucket
-      pending.push(snapshot().then((s) => {
+      if (churn && bucket.second === warmup + churn.killAt) {
+        churnDone.push(fleet.request('kill', { index: churn.index }).then((r) => { churn.killed = r }))
+      }
+      if (churn && bucket.second === warmup + churn.restartAt) {
+        churnDone.push(Promise.all(churnDone.slice()).then(() => fleet.request('restart', { index: churn.index })).then((r) => { churn.restarted = r }))
+      }
+      pending.push(snapshot(bucket.second).then((s) => {
         snaps[bucket.second] = s
         const prev = snaps[bucket.second - 1]
         onProgress({
@@ -99,10 +126,12 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       duration,
       pages: settings.pages,
       popularity: settings.popularity,
+      shift: settings.workload ? settings.workload.shift : null,
       seed: settings.seed + trial
     })
     const { result } = await done
     await Promise.all(pending)
+    await Promise.all(churnDone)
     const lbStats = await balancer.request('stats').catch(() => undefined)
 
     const m = result.measured
@@ -113,6 +142,12 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
     const last = snaps[end]
     if (!start || !last) throw new Error(`missing stats snapshot at second ${start ? end : warmup}`)
     const l = result.learning
+    // requests per page per backend in the window, counted by the backends (any load generator)
+    const served = start.stats[0] && 'served' in start.stats[0] && 'served' in last.stats[0] ? servedBetween(start.stats, last.stats) : null
+    const keys = Object.keys(m.keys).length ? m.keys : (served || {})
+    const down = churn ? { index: churn.index, fraction: (churn.restartAt - churn.killAt) / duration } : undefined
+    const optimum = settings.popularity ? runOptimum(probabilities(settings.popularity, settings.pages), fleetCapacities(settings.fleet), pageBytes, down) : NaN
+    const hitRate = metrics.hitRate(start.stats, last.stats)
 
     const timeline = []
     for (let s = 1; s <= end; s++) {
@@ -155,9 +190,22 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
       errors: m.errors,
       non2xx: m.non2xx,
       bytesPerSec: Math.round(m.bytesPerSec),
-      hitRate: round(metrics.hitRate(start.stats, last.stats), 4),
+      hitRate: round(hitRate, 4),
+      optimum: round(optimum, 4),
+      distance: round(optimum - hitRate, 4),
       clientHitRate: round(m.hits + m.misses ? m.hits / (m.hits + m.misses) : NaN, 4),
-      specialization: round(metrics.specialization(m.keys), 4),
+      specialization: round(metrics.specialization(keys), 4),
+      ...(served ? { hotPages: hotPages(served).map((h) => ({ ...h, share: round(h.share, 4) })) } : {}),
+      ...(churn
+        ? {
+            churn: {
+              backend: backends[churn.index].id,
+              killedAt: churn.killAt,
+              restartedAt: churn.restartAt,
+              restartMs: churn.restarted ? churn.restarted.startMs : null
+            }
+          }
+        : {}),
       cpuPer10k: round(metrics.cpuPer10k(start.cpu, last.cpu, m.requests), 4),
       cpuShare: {
         balancer: round(metrics.cpuSeconds(start.cpu, last.cpu) / seconds, 3),
@@ -173,7 +221,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
         ...(result.openLoop ? { openLoop: result.openLoop } : {}),
         timeouts: m.timeouts
       },
-      perKey: m.keys, // { '/page1.html': { a: 812, c: 3 }, ... } from the client's X-Server, measured window
+      perKey: keys, // { '/page1.html': { a: 812, c: 3 }, ... } measured window: the client's X-Server counts, or (wrk) the backends' own
       learning: {
         seconds: warmup,
         requests: l.requests,

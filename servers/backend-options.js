@@ -19,6 +19,7 @@ const DEFAULTS = Object.freeze({
   id: 'a',
   root: DEFAULT_ROOT,
   cachePages: 4, // well below the 25 pages: a backend cannot hold the whole site, so routing matters
+  cacheBytes: 0, // 0 = the cache is bounded in pages; > 0: in bytes of page bodies (cachePages ignored)
   missMs: 20, // an I/O wait of the order of a disk read plus rendering; hits cost ~0
   missCpuMs: 0, // opt-in CPU work on a miss (blocks the event loop, like template rendering)
   latencyProfile: [], // no extra latency unless replaying an experiment
@@ -72,6 +73,7 @@ function normalizeBackendOptions (options = {}) {
     id: o.id,
     root: fs.realpathSync(root),
     cachePages: checkInt('cachePages', o.cachePages),
+    cacheBytes: checkInt('cacheBytes', o.cacheBytes),
     missMs: checkNumber('missMs', o.missMs),
     missCpuMs: checkNumber('missCpuMs', o.missCpuMs),
     latencyProfile: [...latencyProfile],
@@ -95,6 +97,7 @@ function stripUndefined (object) {
 const BACKEND_FLAGS = {
   root: { type: 'string', describe: 'directory of pages to serve', default: DEFAULT_ROOT, defaultDescription: 'the repository\'s public/' },
   'cache-pages': { type: 'string', describe: 'pages kept in the in-memory LRU page cache (0 = no cache)', default: String(DEFAULTS.cachePages) },
+  'cache-bytes': { type: 'string', describe: 'bound the page cache by bytes of page bodies instead of pages (LRU by size; 0 = by pages)', default: String(DEFAULTS.cacheBytes) },
   'miss-ms': { type: 'string', describe: 'emulated I/O wait of a cache miss, ms', default: String(DEFAULTS.missMs) },
   'miss-cpu-ms': { type: 'string', describe: 'emulated CPU work of a cache miss, ms (blocks the event loop)', default: String(DEFAULTS.missCpuMs) },
   'latency-profile': { type: 'string', describe: 'repeating extra ms per response, comma list, e.g. 10,15,20,400', default: '' },
@@ -112,6 +115,7 @@ const rateItem = (name, text) => numberOption(name, text, { min: 0, max: 1 })
 /** Flag name → [createBackend option, item parser]. */
 const SCALAR_FLAGS = {
   'cache-pages': ['cachePages', intItem],
+  'cache-bytes': ['cacheBytes', intItem],
   'miss-ms': ['missMs', msItem],
   'miss-cpu-ms': ['missCpuMs', msItem],
   'max-inflight': ['maxInflight', intItem],

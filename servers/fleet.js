@@ -16,7 +16,7 @@ const { formatPeriodic, normalizePeriodic } = require('./periodic-load')
 
 const SERVER_SCRIPT = path.join(__dirname, 'static-server.js')
 /** Options that may be given once for all backends or as one value per backend. */
-const PER_BACKEND_SCALARS = ['root', 'cachePages', 'missMs', 'missCpuMs', 'maxInflight', 'closeGraceMs']
+const PER_BACKEND_SCALARS = ['root', 'cachePages', 'cacheBytes', 'missMs', 'missCpuMs', 'maxInflight', 'closeGraceMs']
 const FAULT_RATES = ['errorRate', 'hangRate', 'dropRate']
 const READY_TIMEOUT_MS = 10000
 const EXIT_TIMEOUT_MS = 5000
@@ -91,8 +91,9 @@ function resolveBackends (shared, count, perBackend) {
  * @param {boolean} [options.processes=false] one child process per backend (forked static-server.js)
  * @param {number[][]} [options.latencyProfiles] one latency profile per backend
  * @param {object[]} [options.perBackend=[]] overrides for backend i
- * @returns {Promise<{ backends: { id: string, url: string, port: number, pid?: number }[], close: () => Promise<void> }>}
- *   rejects with a PolistesError (bad option, port in use, child failed); nothing is left running then
+ * @returns {Promise<{ backends: { id: string, url: string, port: number, pid?: number }[], close: () => Promise<void>,
+ *   kill?: (index: number) => Promise<void>, restart?: (index: number) => Promise<object> }>}
+ *   `kill` (SIGKILL) and `restart` (cold, same port) of one backend, with `processes` only; rejects with a PolistesError (bad option, port in use, child failed); nothing is left running then
  */
 async function startFleet (options = {}) {
   const { count = 7, basePort = 9101, host = '127.0.0.1', processes = false, perBackend = [], ...shared } = options
@@ -124,7 +125,7 @@ function childArgs (config, port, host) {
   const args = [`--id=${config.id}`, `--port=${port}`, `--host=${host}`, `--latency-profile=${(config.latencyProfile || []).join(',')}`]
   if (config.root !== undefined) args.push(`--root=${config.root}`)
   if (config.periodic) args.push(`--periodic=${formatPeriodic(normalizePeriodic(config.periodic))}`)
-  const flags = { 'cache-pages': config.cachePages, 'miss-ms': config.missMs, 'miss-cpu-ms': config.missCpuMs, 'max-inflight': config.maxInflight, 'error-rate': f.errorRate, 'hang-rate': f.hangRate, 'drop-rate': f.dropRate }
+  const flags = { 'cache-pages': config.cachePages, 'cache-bytes': config.cacheBytes, 'miss-ms': config.missMs, 'miss-cpu-ms': config.missCpuMs, 'max-inflight': config.maxInflight, 'error-rate': f.errorRate, 'hang-rate': f.hangRate, 'drop-rate': f.dropRate }
   for (const [flag, value] of Object.entries(flags)) if (value !== undefined) args.push(`--${flag}=${value}`)
   return args
 }
@@ -190,7 +191,31 @@ async function startChildren (configs, portOf, host) {
     await close()
     throw failed.reason
   }
-  return { backends: results.map((r) => r.value), close }
+  const backends = results.map((r) => r.value)
+  const check = (index) => {
+    if (!Number.isInteger(index) || index < 0 || index >= children.length) throw bad(`no backend at index ${index}`)
+    if (closing) throw bad('the fleet is closing')
+  }
+  /** SIGKILL backend `index` (churn): no goodbye to its clients; resolves once it has exited. */
+  const kill = async (index) => {
+    check(index)
+    const { child } = children[index]
+    if (child.exitCode !== null || child.signalCode !== null) return
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    child.kill('SIGKILL')
+    await exited
+  }
+  /** Start backend `index` again, cold (an empty cache), on its old port. */
+  const restart = async (index) => {
+    check(index)
+    const { child } = children[index]
+    if (child.exitCode === null && child.signalCode === null) throw bad(`backend ${configs[index].id} is still running`)
+    children[index] = startChild(configs[index], backends[index].port, host)
+    const started = await children[index].started
+    backends[index] = started
+    return started
+  }
+  return { backends, close, kill, restart }
 }
 
 module.exports = { startFleet, backendId }

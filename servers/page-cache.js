@@ -19,22 +19,24 @@ const { LRUCache } = require('lru-cache')
 
 /**
  * Create a page cache. A capacity of 0 disables caching: every lookup misses, nothing is kept.
+ * With `maxBytes` the cache is bounded by the bytes of its bodies instead (lru-cache's maxSize,
+ * each page counting its body's length): the least recently used pages go until the new one fits,
+ * and a page larger than the whole cache is not kept.
  *
- * @param {number} capacity maximum number of pages kept (integer >= 0)
+ * @param {number} capacity maximum number of pages kept (integer >= 0); ignored with maxBytes
+ * @param {{ maxBytes?: number }} [options] bound in bytes (integer > 0) instead of pages
  * @returns {{ lookup: (key: string) => CachedPage|undefined, store: (key: string, page: CachedPage) => void,
  *   stats: () => { hits: number, misses: number, evictions: number, cachedKeys: string[], cachedBytes: number } }}
  */
-function createPageCache (capacity) {
+function createPageCache (capacity, { maxBytes } = {}) {
   let hits = 0
   let misses = 0
   let evictions = 0
-  const lru = capacity > 0
-    ? new LRUCache({
-      max: capacity,
-      // 'evict' = pushed out by capacity; 'set' (overwrite) and 'delete' are not evictions.
-      dispose: (_page, _key, reason) => { if (reason === 'evict') evictions++ }
-    })
-    : undefined
+  // 'evict' = pushed out by capacity; 'set' (overwrite) and 'delete' are not evictions.
+  const dispose = (_page, _key, reason) => { if (reason === 'evict') evictions++ }
+  let lru
+  if (maxBytes > 0) lru = new LRUCache({ maxSize: maxBytes, sizeCalculation: (page) => Math.max(1, page.body.length), dispose })
+  else if (capacity > 0) lru = new LRUCache({ max: capacity, dispose })
 
   return {
     /**

@@ -62,27 +62,54 @@ function renderPage (n) {
 }
 
 /**
+ * Render one page of exactly `bytes` bytes (ASCII): the same scaffolding, then lorem-ipsum words
+ * from the page's PRNG, twelve to a line, cut to length.
+ *
+ * @param {number} n page number, 1-based; also the PRNG seed
+ * @param {number} bytes the page's size, at least 256
+ * @returns {string} the HTML text of `page<n>.html`
+ */
+function renderPageOfSize (n, bytes) {
+  if (!Number.isInteger(bytes) || bytes < 256) throw new TypeError(`bytes must be an integer >= 256, got ${bytes}`)
+  const random = mulberry32(n * 2654435761)
+  const head = `<!DOCTYPE html>\n<html lang="la">\n<head>\n<meta charset="utf-8">\n<title>Page ${n}</title>\n</head>\n<body>\n<h1>Page ${n}</h1>\n<p>\n`
+  const tail = '\n</p>\n</body>\n</html>\n'
+  const room = bytes - head.length - tail.length
+  const words = []
+  let length = 0
+  for (let i = 1; length < room; i++) {
+    const word = WORDS[Math.floor(random() * WORDS.length)]
+    words.push(word, i % 12 === 0 ? '\n' : ' ')
+    length += word.length + 1
+  }
+  return head + words.join('').slice(0, room) + tail
+}
+
+/**
  * Write `page1.html … page<count>.html` into `dir` (created if missing).
  *
  * @param {object} options
  * @param {number} [options.count=25] how many pages
  * @param {string} options.dir target directory
+ * @param {number[]} [options.sizes] bytes of each page (renderPageOfSize); default the ~60 KB
+ *   pages of renderPage
  * @returns {string[]} the absolute paths written, in page order
  */
-function generatePages ({ count = 25, dir } = {}) {
+function generatePages ({ count = 25, dir, sizes } = {}) {
   if (!Number.isInteger(count) || count < 1) throw new TypeError(`count must be a positive integer, got ${count}`)
   if (typeof dir !== 'string' || dir === '') throw new TypeError('dir is required')
+  if (sizes !== undefined && (!Array.isArray(sizes) || sizes.length !== count)) throw new TypeError(`sizes must list one size per page (${count})`)
   fs.mkdirSync(dir, { recursive: true })
   const written = []
   for (let n = 1; n <= count; n++) {
     const file = path.resolve(dir, `page${n}.html`)
-    fs.writeFileSync(file, renderPage(n))
+    fs.writeFileSync(file, sizes ? renderPageOfSize(n, sizes[n - 1]) : renderPage(n))
     written.push(file)
   }
   return written
 }
 
-module.exports = { generatePages, renderPage, mulberry32, LINES_PER_PAGE }
+module.exports = { generatePages, renderPage, renderPageOfSize, mulberry32, LINES_PER_PAGE }
 
 if (require.main === module) {
   const { runCli } = require('./cli-support')

@@ -36,6 +36,9 @@ const { checkMethod, resolvePagePath, guardWriteHead, parseRange } = require('./
  * @property {number} cachedBytes total bytes of cached bodies
  * @property {number} inflight page requests being handled now (hung ones included)
  * @property {number} cachePages cache capacity in pages
+ * @property {number} cacheBytes cache capacity in bytes of page bodies (0: bounded in pages)
+ * @property {Record<string, number>} [served] with `GET /_stats?keys=1` only: page requests served
+ *   (hits and misses) per page path since the start
  * @property {number} missMs emulated I/O wait per miss
  * @property {number} missCpuMs emulated CPU work per miss
  * @property {number[]} latencyProfile the repeating extra delays
@@ -55,6 +58,7 @@ const { checkMethod, resolvePagePath, guardWriteHead, parseRange } = require('./
  * @param {string} [options.id='a'] name reported in `X-Server` and /_stats
  * @param {string} [options.root] directory served (default: the repository's `public/`)
  * @param {number} [options.cachePages=4] page cache capacity (0 disables the cache)
+ * @param {number} [options.cacheBytes=0] page cache capacity in bytes instead (LRU by size; 0: in pages)
  * @param {number} [options.missMs=20] I/O wait (timer) paid by each miss, ms
  * @param {number} [options.missCpuMs=0] synchronous CPU work paid by each miss, ms
  * @param {number[]} [options.latencyProfile=[]] extra ms per response, cycling
@@ -71,7 +75,8 @@ const { checkMethod, resolvePagePath, guardWriteHead, parseRange } = require('./
 function createBackend (options = {}) {
   const o = normalizeBackendOptions(options)
   const files = new nodeStatic.Server(o.root, { cache: false, serverInfo: 'polistes-backend' })
-  const cache = createPageCache(o.cachePages)
+  const cache = createPageCache(o.cachePages, { maxBytes: o.cacheBytes })
+  const served = new Map() // page path -> hits + misses
   const profile = createLatencyProfile(o.latencyProfile)
   const periodic = createPeriodicLoad(o.periodic, o.now)
   const faults = createFaults(o.faults, o.random)
@@ -91,7 +96,7 @@ function createBackend (options = {}) {
   server.keepAliveTimeout = 5000
   const lifecycle = createLifecycle(server, { name: `backend ${o.id}` })
 
-  function stats () {
+  function stats ({ keys = false } = {}) {
     const c = cache.stats()
     return {
       id: o.id,
@@ -104,6 +109,7 @@ function createBackend (options = {}) {
       cachedBytes: c.cachedBytes,
       inflight,
       cachePages: o.cachePages,
+      cacheBytes: o.cacheBytes,
       missMs: o.missMs,
       missCpuMs: o.missCpuMs,
       latencyProfile: [...o.latencyProfile],
@@ -113,7 +119,8 @@ function createBackend (options = {}) {
       rejected: counters.rejected,
       guarded: counters.guarded,
       faults: { errors: counters.errors, hangs: counters.hangs, drops: counters.drops },
-      uptimeMs: Math.round(performance.now() - startedAt)
+      uptimeMs: Math.round(performance.now() - startedAt),
+      ...(keys ? { served: Object.fromEntries(served) } : {})
     }
   }
 
@@ -153,7 +160,7 @@ function createBackend (options = {}) {
     const method = checkMethod(req.method)
     const route = resolvePagePath(req.url, o.root)
     if (route.key === '/_stats' && !method) {
-      const body = JSON.stringify(stats())
+      const body = JSON.stringify(stats({ keys: /[?&]keys=1(&|$)/.test(req.url) }))
       reply(res, 200, body, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' })
       return null
     }
@@ -208,6 +215,7 @@ function createBackend (options = {}) {
   /** A HIT after the profile's extra delay, or a MISS after the miss cost, unless the client left meanwhile. */
   async function servePage (req, res, route, gone) {
     const page = cache.lookup(route.key)
+    served.set(route.key, (served.get(route.key) || 0) + 1)
     const extraMs = profile.next() + periodic.next()
     if (page) {
       res.setHeader('X-Cache', 'HIT')
@@ -290,7 +298,7 @@ if (require.main === module) {
     const backend = createBackend({ id: args.id, ...backendOptionsFromArgs(args) })
     const { url } = await backend.listen(port, args.host)
     const s = backend.stats()
-    console.log(`backend ${s.id} listening on ${url} (pid ${process.pid}, cache ${s.cachePages} pages, miss ${s.missMs} ms)`)
+    console.log(`backend ${s.id} listening on ${url} (pid ${process.pid}, cache ${s.cacheBytes ? `${s.cacheBytes} bytes` : `${s.cachePages} pages`}, miss ${s.missMs} ms)`)
     exitOnStop(() => backend.close())
     if (process.send) process.send({ type: 'ready', id: s.id, url, port: Number(new URL(url).port) })
   })

@@ -7,7 +7,10 @@
  */
 
 const path = require('node:path')
-const { parseWrkResult } = require('../bench/load-wrk')
+const { spawn } = require('node:child_process')
+const { parseWrkResult, wrkEnv, SCRIPT } = require('../bench/load-wrk')
+const { findBinary } = require('../bench/peers')
+const { probabilities } = require('../bench/popularity')
 const { procCpu } = require('../bench/peers')
 const { Child } = require('../bench/child')
 const { startUpstream, describeIfInstalled } = require('./helper')
@@ -35,6 +38,58 @@ describe('bench wrk load', () => {
       latency: { mean: 1.5005, p50: 1.4, p90: 1.9, p95: 2.1, p99: 3, p999: 8, max: 9, min: 0.8, stdev: 0.20025 }
     })
     expect(() => parseWrkResult('unable to connect\n', 2)).toThrow(/wrk printed no result: unable to connect/)
+  })
+
+  test('uniform popularity sets only what it always did; zipf and a shift add theirs', () => {
+    expect(wrkEnv({ pages: 25, popularity: { kind: 'uniform' }, shift: { seconds: 5, step: 2 }, seed: 3, t0: 9 })).toEqual({ BENCH_PAGES: '25', BENCH_SEED: '3' })
+    expect(wrkEnv({ pages: 200, popularity: { kind: 'zipf', s: 1 }, shift: null, seed: 3, t0: 9 })).toEqual({ BENCH_PAGES: '200', BENCH_SEED: '3', BENCH_ZIPF: '1' })
+    expect(wrkEnv({ pages: 200, popularity: { kind: 'zipf', s: 0.8 }, shift: { seconds: 5, step: 20 }, seed: 3, t0: 9 }))
+      .toEqual({ BENCH_PAGES: '200', BENCH_SEED: '3', BENCH_ZIPF: '0.8', BENCH_SHIFT_SECONDS: '5', BENCH_SHIFT_STEP: '20', BENCH_T0: '9' })
+  })
+
+  describeIfInstalled(['wrk'], 'wrk\'s Zipf draws (bench/wrk-pages.lua)', () => {
+    /** Run wrk with one connection for `seconds` against a server recording the paths in order. */
+    async function record (env, seconds = 1) {
+      const paths = []
+      const upstream = await startUpstream((req, res) => { paths.push(req.url); res.end('ok') })
+      try {
+        await new Promise((resolve, reject) => {
+          const child = spawn(findBinary('wrk'), ['-t1', '-c1', `-d${seconds}s`, '-s', SCRIPT, upstream.url], { stdio: 'ignore', env: { ...process.env, ...env } })
+          child.once('error', reject)
+          child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`wrk exited ${code}`))))
+        })
+      } finally {
+        await upstream.close()
+      }
+      return paths
+    }
+    const shares = (paths, pages) => {
+      const counts = new Array(pages).fill(0)
+      for (const p of paths) counts[Number(/^\/page(\d+)\.html$/.exec(p)[1]) - 1]++
+      return counts.map((c) => c / paths.length)
+    }
+
+    test('Zipf(1) over 20 pages: each page near its probability, the same sequence for a seed, another for another seed', async () => {
+      const env = wrkEnv({ pages: 20, popularity: { kind: 'zipf', s: 1 }, seed: 7, t0: 0 })
+      const [one, two, other] = [await record(env), await record(env), await record({ ...env, BENCH_SEED: '8' })]
+      expect(one.length).toBeGreaterThan(2000)
+      const n = Math.min(one.length, two.length, other.length)
+      expect(two.slice(0, n)).toEqual(one.slice(0, n)) // one connection: requests in draw order
+      expect(other.slice(0, n)).not.toEqual(one.slice(0, n))
+      const p = probabilities({ kind: 'zipf', s: 1 }, 20)
+      const got = shares(one, 20)
+      for (let i = 0; i < 20; i++) expect(Math.abs(got[i] - p[i])).toBeLessThan(0.03)
+      expect(got[0]).toBeGreaterThan(got[1] + 0.05) // 0.28 against 0.14
+    })
+
+    test('a shift rotates the ranking: one epoch in, page 1 + step is the hottest and page 1 among the coldest', async () => {
+      const now = Math.floor(Date.now() / 1000)
+      // epoch 1 for the whole run: the shift is 1000 s and started 1000 s ago
+      const env = wrkEnv({ pages: 20, popularity: { kind: 'zipf', s: 1 }, shift: { seconds: 1000, step: 5 }, seed: 7, t0: now - 1000 })
+      const got = shares(await record(env), 20)
+      const p = probabilities({ kind: 'zipf', s: 1 }, 20)
+      for (let rank = 0; rank < 20; rank++) expect(Math.abs(got[(rank + 5) % 20] - p[rank])).toBeLessThan(0.03)
+    })
   })
 
   describeIfInstalled(['wrk'], 'a real wrk run', () => {

@@ -6,6 +6,7 @@ const { parseOptions } = require('../bench/options')
 const { rotation } = require('../bench/run')
 const { scenarioNames, getScenario } = require('../bench/scenarios')
 const { describeIfInstalled } = require('./helper')
+const { parsePopularity } = require('../bench/popularity')
 const { DEFAULT_ENGINE } = require('../src/proxy-engine')
 
 const RUN = path.join(__dirname, '..', 'bench', 'run.js')
@@ -74,7 +75,7 @@ describe('bench options', () => {
   test.each(scenarioNames())('scenario %s parses, its baseline among its algorithms, with its own keep-alive variants', (name) => {
     const s = parseOptions(['--scenario', name])
     const scenario = getScenario(name)
-    expect(s).toMatchObject({ scenario: name, pages: 25, popularity: { kind: 'uniform' }, baseline: scenario.baseline, algos: scenario.algos })
+    expect(s).toMatchObject({ scenario: name, pages: scenario.pages, popularity: parsePopularity(scenario.popularity), baseline: scenario.baseline, algos: scenario.algos })
     expect(scenario.algos).toContain(scenario.baseline)
     expect(s.arms.filter((arm) => !arm.peer)).toHaveLength(scenario.arms ? scenario.arms.length : scenario.algos.length * scenario.keepAliveVariants.length)
     expect(Array.isArray(scenario.targets)).toBe(true)
@@ -114,19 +115,47 @@ describe('bench options', () => {
     [['--peers', 'squid'], 'ERR_POLISTES_BAD_OPTION', /unknown peer "squid"/],
     [['--load', 'ab'], 'ERR_POLISTES_BAD_OPTION', /--load must be/],
     [['--load', 'wrk', '--rate', '100'], 'ERR_POLISTES_BAD_OPTION', /--rate runs the open-loop generator/],
-    [['--load', 'wrk', '--popularity', 'zipf:1'], 'ERR_POLISTES_BAD_OPTION', /uniform popularity only/],
     [['--workers', '0'], 'ERR_POLISTES_BAD_OPTION', /--workers/],
     [['--workers', '65'], 'ERR_POLISTES_BAD_OPTION', /--workers/],
     [['--peer-workers', '0'], 'ERR_POLISTES_BAD_OPTION', /--peer-workers must be at least 1/],
     [['--peer-workers', '1.5'], 'ERR_POLISTES_BAD_OPTION', /--peer-workers must be an integer/],
     [['--peer-workers', '65'], 'ERR_POLISTES_BAD_OPTION', /--peer-workers must be at most 64/],
-    [['--engine', 'nginx'], 'ERR_POLISTES_BAD_OPTION', /unknown --engine "nginx"/]
+    [['--engine', 'nginx'], 'ERR_POLISTES_BAD_OPTION', /unknown --engine "nginx"/],
+    [['--pages', '0'], 'ERR_POLISTES_BAD_OPTION', /--pages must be an integer from 1 to 100000, got 0/],
+    [['--pages', '100001'], 'ERR_POLISTES_BAD_OPTION', /--pages must be an integer from 1 to 100000/],
+    [['--page-size', 'huge'], 'ERR_POLISTES_BAD_OPTION', /--page-size must be/],
+    [['--page-size', 'uniform:80k,20k'], 'ERR_POLISTES_BAD_OPTION', /MIN <= MAX/],
+    [['--cache-bytes', '10'], 'ERR_POLISTES_BAD_OPTION', /--cache-bytes must be a size of at least 1k/],
+    [['--cache-bytes', '1m', '--cache-pages', '4'], 'ERR_POLISTES_BAD_OPTION', /exclude each other/],
+    [['--shift', '10'], 'ERR_POLISTES_BAD_OPTION', /--shift rotates the popularity ranking/],
+    [['--scenario', 'zipf', '--shift', '0'], 'ERR_POLISTES_BAD_OPTION', /--shift must be SECONDS\[,STEP\]/],
+    [['--scenario', 'zipf', '--shift', '5,200'], 'ERR_POLISTES_BAD_OPTION', /STEP < pages \(200\)/],
+    [['--scenario', 'many-clients', '--churn'], 'ERR_POLISTES_BAD_OPTION', /--churn .* cannot be timed in --requests/]
   ])('%j is rejected with %s', (argv, code, message) => {
     expect(() => parseOptions(argv)).toThrow(expect.objectContaining({ code, message: expect.stringMatching(message) }))
   })
 
+  test('the zipf scenario: issue 18\'s workload, the same workload options as bench:model', () => {
+    const s = parseOptions(['--scenario', 'zipf', '--peers', 'none'])
+    expect(s).toMatchObject({ pages: 200, popularity: { kind: 'zipf', s: 1 }, cachePages: 24, fleet: { count: 7, cachePages: 24, processes: true } })
+    expect(s.workload.pageSizes).toEqual({ kind: 'uniform', min: 20480, max: 81920 })
+    expect(s.pageSizes).toHaveLength(200)
+    expect(s.pageSizes.every((b) => b >= 20480 && b <= 81920)).toBe(true)
+    const more = parseOptions(['--scenario', 'zipf', '--peers', 'none', '--pages', '2000', '--churn', '--shift', '10', '--cache-bytes', '1.5m', '--popularity', 'zipf:0.8'])
+    expect(more.workload).toMatchObject({ pages: 2000, churn: true, shift: { seconds: 10, step: 200 }, cacheBytes: 1572864, popularity: { kind: 'zipf', s: 0.8 } })
+    expect(more.fleet).toMatchObject({ cacheBytes: 1572864 })
+    // churn needs backends as processes: the cache scenario's in-process fleet becomes one
+    const churn = parseOptions(['--churn', '--peers', 'none'])
+    expect(churn.fleet.processes).toBe(true)
+    expect(churn.notes.join('\n')).toMatch(/--churn runs each backend as a process/)
+    // the default scenario keeps its lorem pages and in-process fleet
+    const plain = parseOptions(['--peers', 'none'])
+    expect(plain.pageSizes).toBeUndefined()
+    expect(plain.fleet).toEqual({ count: 7, cachePages: 4, missMs: 20 })
+  })
+
   test('a bad option prints one line and exits 2', () => {
-    for (const argv of [['--algos', 'foo'], ['--popularity', 'foo'], ['--duration', '-1']]) {
+    for (const argv of [['--algos', 'foo'], ['--popularity', 'foo'], ['--duration', '-1'], ['--scenario', 'zipf', '--page-size', 'lognormal:1k'], ['--scenario', 'zipf', '--pages', '-3']]) {
       const r = spawnSync(process.execPath, [RUN, ...argv], { encoding: 'utf8' })
       expect(r.status).toBe(2)
       expect(r.stdout).toBe('')

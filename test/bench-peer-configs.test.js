@@ -18,6 +18,15 @@ describe('bench peer configs', () => {
     expect(l.filter((x) => x.startsWith('daemon'))).toEqual([])
   })
 
+  test('haproxy: a refused connection is redispatched; with health checks (--churn) a server is checked and marked down at its first error', () => {
+    const plain = lines(haproxyConfig({ mode: 'uri', backends, host: '127.0.0.1', port: 8123 }))
+    expect(plain).toEqual(expect.arrayContaining(['retries 3', 'option redispatch', 'server a 127.0.0.1:9101']))
+    const checked = lines(haproxyConfig({ mode: 'uri', backends, host: '127.0.0.1', port: 8123, healthChecks: true }))
+    expect(checked).toEqual(expect.arrayContaining([
+      'server a 127.0.0.1:9101 check inter 1s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down',
+      'server b 127.0.0.1:9102 check inter 1s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down']))
+  })
+
   test('haproxy: the tuned settings, each once, and threads from workers', () => {
     const l = lines(haproxyConfig({ mode: 'uri', backends, host: '127.0.0.1', port: 8123 }))
     expect(l).toEqual(expect.arrayContaining(['maxconn 4096', 'tune.bufsize 65536']))

@@ -1,7 +1,11 @@
 'use strict'
 
-const { parsePopularity, formatPopularity, probabilities, createSampler, pagePath } = require('../bench/popularity')
+const path = require('node:path')
+const { parsePopularity, formatPopularity, probabilities, createSampler, shiftedPage, pagePath } = require('../bench/popularity')
+const { parseShift } = require('../bench/workload-options')
 const { mulberry32 } = require('../src/prng')
+const { Child } = require('../bench/child')
+const { startUpstream } = require('./helper')
 
 function histogram (sample, count, n) {
   const h = new Array(count).fill(0)
@@ -54,4 +58,44 @@ describe('bench popularity', () => {
     expect(createSampler({ kind: 'zipf', s: 1 }, 5, () => 0)()).toBe(0)
     expect(pagePath(0)).toBe('/page1.html')
   })
+
+  test('a shift rotates the ranking by its step per epoch, wrapping around', () => {
+    const shift = parseShift('10', 200)
+    expect(shift).toEqual({ seconds: 10, step: 20 }) // a tenth of the pages by default
+    expect(parseShift('10,3', 200)).toEqual({ seconds: 10, step: 3 })
+    expect(parseShift(undefined, 200)).toBeNull()
+    expect(shiftedPage(0, 0, shift, 200)).toBe(0)
+    expect(shiftedPage(0, 1, shift, 200)).toBe(20) // the 21st page is now the hottest
+    expect(shiftedPage(185, 1, shift, 200)).toBe(5) // the old hottest pages are the coldest
+    expect(shiftedPage(7, 10, shift, 200)).toBe(7) // ten epochs of 20: a full turn
+    expect(shiftedPage(7, 3, null, 200)).toBe(7)
+    const pages = Array.from({ length: 200 }, (_, r) => shiftedPage(r, 3, shift, 200))
+    expect(new Set(pages).size).toBe(200) // a permutation
+    for (const bad of ['0', 'x', '10,0', '10,200', '1.5', '-3']) expect(() => parseShift(bad, 200)).toThrow(/--shift must be SECONDS\[,STEP\]/)
+  })
+
+  test('the Node generator draws Zipf pages with the shift, over real HTTP', async () => {
+    const paths = []
+    const upstream = await startUpstream((req, res) => { paths.push(req.url); res.end('ok') })
+    const child = new Child(path.join(__dirname, '..', 'bench', 'load-child.js'), { name: 'load child' })
+    try {
+      const done = child.waitFor('done', 15000)
+      // a 1 s shift by 5 over 20 pages: the first second asks page 1 most, the second page 6
+      await child.request('start', { url: upstream.url, connections: 4, load: 'node', warmup: 1, duration: 1, pages: 20, popularity: { kind: 'zipf', s: 1 }, shift: { seconds: 1, step: 5 }, seed: 1 })
+      await done
+    } finally {
+      await child.close()
+      await upstream.close()
+    }
+    expect(paths.length).toBeGreaterThan(400)
+    const top = (list) => {
+      const counts = {}
+      for (const p of list) counts[p] = (counts[p] || 0) + 1
+      return Object.entries(counts).sort((a, b) => b[1] - a[1])[0][0]
+    }
+    // the requests are in send order: most of the first ones are epoch 0, most of the last epoch 1
+    const third = Math.floor(paths.length / 3)
+    expect(top(paths.slice(0, third))).toBe('/page1.html')
+    expect(top(paths.slice(-third))).toBe('/page6.html')
+  }, 20000)
 })

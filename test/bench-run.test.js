@@ -65,3 +65,58 @@ describe('bench end to end', () => {
     expect(fs.readFileSync(result.paths.html, 'utf8')).toMatch(/<svg /)
   })
 })
+
+describe('bench end to end: the zipf scenario with byte-bounded caches and churn', () => {
+  let dir
+  let result
+  let out = ''
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-zipf-'))
+    const settings = parseOptions(['--scenario', 'zipf', '--pages', '40', '--cache-bytes', '200k', '--churn', '--algos', 'wasp', '--peers', 'none',
+      '--trials', '1', '--warmup', '1', '--duration', '3', '--jit-warmup', '0', '--connections', '8', '--results-dir', dir, '--out', path.join(dir, 'out.json'), '--quiet'])
+    result = await bench(settings, { stdout: { isTTY: false, write: (t) => { out += t; return true } }, stderr: sink })
+  })
+  afterAll(() => { if (dir) fs.rmSync(dir, { recursive: true, force: true }) })
+
+  test('backend a is SIGKILLed a third into the window and back a third later; every failed request is counted', () => {
+    const [run] = result.doc.runs
+    expect(run.churn).toMatchObject({ backend: 'a', killedAt: 1, restartedAt: 2 })
+    expect(run.churn.restartMs).toBeGreaterThan(0)
+    // the window's counts of backend a span the kill (its counters carried over the restart)
+    expect(run.perBackend[0].requests).toBeGreaterThanOrEqual(0)
+    expect(run.perBackend.reduce((a, b) => a + b.requests, 0)).toBeGreaterThan(0)
+    expect(Number.isInteger(run.errors + run.non2xx)).toBe(true)
+    expect(out).toMatch(new RegExp(`churn: failed requests over all trials \\(errors \\+ non-2xx, the kill included\\): wasp ${run.errors + run.non2xx}`))
+  })
+
+  test('the static optimum of the run: the pages that fit in 7 x 200 KB (of about 2 MB), time-averaged over a third with 6', () => {
+    const { runOptimum } = require('../bench/optimum')
+    const { probabilities } = require('../bench/popularity')
+    const [run] = result.doc.runs
+    const sizes = result.doc.settings.pageSize
+    expect(sizes).toBe('uniform:20480,81920')
+    const pageBytes = [] // the generated pages are the sizes the options drew
+    const { pageSizes, parsePageSizes } = require('../bench/page-sizes')
+    pageBytes.push(...pageSizes(parsePageSizes(sizes), 40, 1))
+    const expected = runOptimum(probabilities({ kind: 'zipf', s: 1 }, 40), new Array(7).fill({ bytes: 204800 }), pageBytes, { index: 0, fraction: 1 / 3 })
+    expect(run.optimum).toBeCloseTo(expected, 4)
+    expect(expected).toBeLessThan(1)
+    expect(run.distance).toBeCloseTo(run.optimum - run.hitRate, 3)
+    expect(out).toMatch(/static optimum \(the hottest pages that fit in the fleet's pooled cache, time-averaged over the churn\): 0\.\d{3}/)
+  })
+
+  test('the hot pages with the backends that served them, in the JSON, CSV and table', () => {
+    const [run] = result.doc.runs
+    expect(run.hotPages.length).toBeGreaterThan(2)
+    expect(run.hotPages[0].page).toBe('/page1.html') // Zipf(1): page 1 is a quarter of the requests
+    for (const h of run.hotPages) {
+      expect(h.replicas).toBeGreaterThanOrEqual(1)
+      expect(Object.values(h.backends).reduce((a, b) => a + b, 0)).toBe(h.requests)
+    }
+    expect(result.doc.summary.wasp.hot1Replicas).toBe(run.hotPages[0].replicas)
+    const [header, line] = fs.readFileSync(result.paths.csv, 'utf8').trim().split('\n')
+    expect(header.split(',').slice(-4)).toEqual(['optimum', 'distance', 'hotPages', 'churnBackend'])
+    expect(line).toMatch(/,\/page1\.html:\d;\/page\d+\.html:\d;\/page\d+\.html:\d,a$/)
+    expect(out).toMatch(/wasp \(trial 1\): \/page1\.html \d+\.\d % on [a-g] \d+%/)
+  })
+})

@@ -70,7 +70,9 @@ describe('workload options', () => {
     [{ 'cache-pages': 0 }, /--cache-pages/],
     [{ 'cache-bytes': '10' }, /--cache-bytes/],
     [{ 'cache-bytes': '1m', 'cache-pages': 3 }, /exclude each other/],
-    [{ popularity: 'pareto' }, /--popularity/]
+    [{ popularity: 'pareto' }, /--popularity/],
+    [{ shift: '0' }, /--shift must be SECONDS/],
+    [{ shift: '5', popularity: 'uniform' }, /--shift rotates the popularity ranking/]
   ])('refuses %j', (args, message) => {
     expect(() => parseWorkload(args)).toThrow(message)
   })
@@ -80,6 +82,42 @@ describe('workload options', () => {
     expect(code).toBe(2)
     expect(stderr).toMatch(/--cache-bytes must be a size/)
     expect(stderr).not.toMatch(/at .*\.js:\d+/)
+  })
+})
+
+describe('the model with a popularity shift', () => {
+  /** A round-robin policy that writes down the key of every request. */
+  function recording (keys) {
+    const rr = createRoundRobin({}, {})
+    return { pick (list, ctx) { keys.push(ctx.key); return rr.pick(list, ctx) } }
+  }
+  const hottest = (keys) => {
+    const counts = {}
+    for (const k of keys) counts[k] = (counts[k] || 0) + 1
+    return Object.entries(counts).sort((a, b) => b[1] - a[1])[0][0]
+  }
+
+  test('rotate(step) moves each key up step ranks: the hottest key is then key 1 + step', () => {
+    const keys = []
+    const model = createModel({ policy: recording(keys), keys: 20, popularity: { zipf: 1 }, seed: 3 })
+    model.run(4000)
+    expect(hottest(keys)).toBe('/page1')
+    keys.length = 0
+    model.rotate(5)
+    model.run(4000)
+    expect(hottest(keys)).toBe('/page6')
+    expect(keys.filter((k) => k === '/page1').length).toBeLessThan(300) // rank 16 of 20 now: about 1.8 %
+  })
+
+  test('a workload with --shift rotates as simulated time passes, and wasp keeps up', () => {
+    const w = parseWorkload({ pages: 200, shift: '1' })
+    expect(w.shift).toEqual({ seconds: 1, step: 20 })
+    expect(w.describe).toMatch(/ranking rotated by 20 every 1 s/)
+    const still = runWorkload((random) => createWasp({}, { random }), parseWorkload({ pages: 200 }), { seed: 1, warmup: 10000, measure: 10000 })
+    const moving = runWorkload((random) => createWasp({}, { random }), w, { seed: 1, warmup: 10000, measure: 10000 })
+    expect(moving.optimum).toBeCloseTo(still.optimum, 6) // a rotation keeps the probabilities
+    expect(moving.hitRate).toBeLessThan(still.hitRate) // each rotation costs misses
+    expect(moving.hitRate).toBeGreaterThan(0.5)
   })
 })
 

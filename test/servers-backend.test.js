@@ -103,6 +103,42 @@ describe('page cache', () => {
     expect(overHttp).toEqual(programmatic) // /_stats itself is not counted
   })
 
+  test('cacheBytes bounds the cache by bytes: the least recently used pages go until a new one fits', async () => {
+    const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'polistes-bytes-'))
+    try {
+      const { generatePages } = require('../servers/pages')
+      generatePages({ count: 4, dir, sizes: [40000, 30000, 30000, 90000] })
+      // 100,000 bytes: page1 + page2 + page3 fit (100,000), page4 (90,000) pushes all three out
+      const { url, backend } = await start({ root: dir, cacheBytes: 100000, cachePages: 1, missMs: 0 })
+      const cache = async (p) => (await get(url, p)).headers['x-cache']
+      expect([await cache('/page1.html'), await cache('/page2.html'), await cache('/page3.html')]).toEqual(['MISS', 'MISS', 'MISS'])
+      expect(backend.stats()).toMatchObject({ cacheBytes: 100000, cachedBytes: 100000, evictions: 0 })
+      expect(await cache('/page1.html')).toBe('HIT') // cachePages 1 is ignored: three pages are kept
+      expect(await cache('/page4.html')).toBe('MISS')
+      let s = backend.stats()
+      expect(s.cachedKeys).toEqual(['/page4.html'])
+      expect(s.cachedBytes).toBe(90000)
+      expect(s.evictions).toBe(3)
+      expect(await cache('/page2.html')).toBe('MISS') // 30,000 more: page4 (the LRU) goes
+      s = backend.stats()
+      expect(s.cachedKeys).toEqual(['/page2.html'])
+      expect(s.evictions).toBe(4)
+      // requests per page, counted by the backend, on demand
+      const withKeys = JSON.parse((await get(url, '/_stats?keys=1')).body)
+      expect(withKeys.served).toEqual({ '/page1.html': 2, '/page2.html': 2, '/page3.html': 1, '/page4.html': 1 })
+      expect(JSON.parse((await get(url, '/_stats')).body).served).toBeUndefined()
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  test('a page larger than a byte-bounded cache is served and not kept', async () => {
+    const { url, backend } = await start({ cacheBytes: 2048, missMs: 0 })
+    expect((await get(url, '/page1.html')).headers['x-cache']).toBe('MISS')
+    expect((await get(url, '/page1.html')).headers['x-cache']).toBe('MISS')
+    expect(backend.stats()).toMatchObject({ cachedKeys: [], cachedBytes: 0 })
+  })
+
   test('cachePages 0 disables the cache: every request misses', async () => {
     const { url, backend } = await start({ cachePages: 0, missMs: 0 })
     for (let i = 0; i < 3; i++) expect((await get(url, '/page1.html')).headers['x-cache']).toBe('MISS')
@@ -259,6 +295,8 @@ describe('options', () => {
   test.each([
     [{ cachePages: -1 }, /cachePages/],
     [{ cachePages: 1.5 }, /cachePages/],
+    [{ cacheBytes: -1 }, /cacheBytes must be an integer >= 0, got -1/],
+    [{ cacheBytes: '1m' }, /cacheBytes must be an integer/],
     [{ missMs: -5 }, /missMs/],
     [{ latencyProfile: [10, 'x'] }, /latencyProfile\[1\]/],
     [{ latencyProfile: '10,20' }, /latencyProfile/],

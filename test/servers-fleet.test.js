@@ -99,6 +99,31 @@ test('processes: true runs one child per backend and close() stops them all', as
   for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow() // gone
 }, 15000)
 
+test('churn: kill() SIGKILLs one backend process, restart() brings it back cold on its old port', async () => {
+  const fleet = await startFleet({ count: 2, basePort: 0, processes: true, missMs: 0 })
+  try {
+    const [a] = fleet.backends
+    const { port, pid } = a
+    expect((await rawRequest(a.url, '/page1.html')).headers['x-cache']).toBe('MISS')
+    expect((await rawRequest(a.url, '/page1.html')).headers['x-cache']).toBe('HIT')
+    await fleet.kill(0)
+    expect(() => process.kill(pid, 0)).toThrow() // gone, without a goodbye
+    await expect(rawRequest(a.url, '/page1.html')).rejects.toThrow(/ECONNREFUSED/)
+    expect((await rawRequest(fleet.backends[1].url, '/page1.html')).status).toBe(200) // the other one is untouched
+    await expect(fleet.restart(1)).rejects.toThrow(/backend b is still running/)
+    const back = await fleet.restart(0)
+    expect(back).toMatchObject({ id: 'a', port })
+    expect(back.pid).not.toBe(pid)
+    expect(fleet.backends[0].pid).toBe(back.pid)
+    const res = await rawRequest(`http://127.0.0.1:${port}`, '/page1.html')
+    expect(res.headers['x-cache']).toBe('MISS') // cold: a new process, an empty cache
+    expect(JSON.parse((await rawRequest(back.url, '/_stats')).body)).toMatchObject({ requests: 1, pid: back.pid })
+    await expect(fleet.kill(5)).rejects.toThrow(/no backend at index 5/)
+  } finally {
+    await fleet.close()
+  }
+}, 20000)
+
 test('processes: true with a taken port rejects with the child\'s message and stops the others', async () => {
   const taken = await startFleet({ count: 1, basePort: 0 })
   try {

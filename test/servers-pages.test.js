@@ -3,7 +3,8 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { generatePages, renderPage, mulberry32 } = require('../servers/pages')
+const { generatePages, renderPage, renderPageOfSize, mulberry32 } = require('../servers/pages')
+const { parsePageSizes, pageSizes } = require('../bench/page-sizes')
 const { runNode } = require('./helper')
 
 const PUBLIC = path.join(__dirname, '..', 'public')
@@ -20,6 +21,30 @@ test('regenerating gives files byte-identical to the committed public/ pages', (
     const name = `page${n}.html`
     expect(fs.readFileSync(path.join(dir, name)).equals(fs.readFileSync(path.join(PUBLIC, name)))).toBe(true)
   }
+})
+
+test('pages of given sizes: exactly that many bytes, the same bytes on every run, valid HTML naming the page', () => {
+  const sizes = pageSizes(parsePageSizes('uniform:20k,80k'), 40, 1)
+  expect(pageSizes(parsePageSizes('uniform:20k,80k'), 40, 1)).toEqual(sizes) // sizes from the seed
+  expect(pageSizes(parsePageSizes('uniform:20k,80k'), 40, 2)).not.toEqual(sizes)
+  expect(Math.min(...sizes)).toBeGreaterThanOrEqual(20480)
+  expect(Math.max(...sizes)).toBeLessThanOrEqual(81920)
+  const a = path.join(tmp, 'sized-a')
+  const b = path.join(tmp, 'sized-b')
+  generatePages({ count: 40, dir: a, sizes })
+  generatePages({ count: 40, dir: b, sizes })
+  for (let n = 1; n <= 40; n++) {
+    const bytes = fs.readFileSync(path.join(a, `page${n}.html`))
+    expect(bytes.length).toBe(sizes[n - 1])
+    expect(bytes.equals(fs.readFileSync(path.join(b, `page${n}.html`)))).toBe(true)
+    const text = bytes.toString('latin1')
+    expect(text).toMatch(new RegExp(`^<!DOCTYPE html>\\n[^]*<title>Page ${n}</title>`))
+    expect(text.endsWith('</p>\n</body>\n</html>\n')).toBe(true)
+  }
+  expect(renderPageOfSize(3, 256)).toHaveLength(256)
+  expect(renderPageOfSize(3, 5000)).not.toBe(renderPageOfSize(4, 5000))
+  expect(() => renderPageOfSize(1, 100)).toThrow(/bytes must be an integer >= 256/)
+  expect(() => generatePages({ count: 2, dir: a, sizes: [300] })).toThrow(/one size per page/)
 })
 
 test('count is a parameter: 3 pages means page1..page3 and nothing else', () => {
