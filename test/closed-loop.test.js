@@ -125,11 +125,11 @@ describe('wasp in the closed-loop model', () => {
     expect(hitRate).toBeGreaterThanOrEqual(0.95)
   })
 
-  test('idleGaps is what integrates the re-added upstream: without it its share stays low', () => {
+  test('with thresholds alone (shareGap 0), idleGaps is what integrates the re-added upstream: without it its share stays low', () => {
     const seeds8 = [1, 2, 3, 4, 5, 6, 7, 8]
     const mean = (options) => seeds8.reduce((sum, seed) => sum + rejoin(seed, options).share, 0) / seeds8.length
-    const off = mean({ idleGaps: 0 })
-    const on = mean({})
+    const off = mean({ idleGaps: 0, shareGap: 0 })
+    const on = mean({ shareGap: 0 })
     expect(off).toBeLessThan(0.05) // ~0.043: work only when the load guard sheds a loaded specialist
     expect(on).toBeGreaterThan(0.07) // ~0.081
     expect(on).toBeGreaterThan(1.5 * off)
