@@ -40,6 +40,11 @@ const { BANDS } = require('./wasp-memory')
 const GAP_ALPHA = 1 / 16
 /** A key changes band only when log2 of its gap is this far beyond the band's edges. */
 const BAND_MARGIN = 0.5
+/** The same for the key's share of the requests that decides its replicas: slower, so that a
+ * replica does not come and go with the noise of the estimate (each new one starts cold). */
+const SLOW_ALPHA = 1 / 64
+/** A key gets another replica when its holders would each carry more than JOIN × R fair shares. */
+const JOIN = 1.1
 /** Picks a holder may go unlisted before its keys are re-homed (as for the packing's members). */
 const ABSENT_PICKS = 64
 /** A spare replica goes when one fewer could carry the key at this fraction of their fair shares. */
@@ -64,6 +69,7 @@ function observe (krec, picks) {
   if (krec.step <= 1) krec.gap = picks > 1 ? picks : 1
   else if (krec.step === 2) krec.gap = gap > 1 ? gap : 1 // the first real gap replaces the guess
   else krec.gap += GAP_ALPHA * (gap - krec.gap)
+  krec.slowGap = krec.step <= 2 ? krec.gap : krec.slowGap + SLOW_ALPHA * (gap - krec.slowGap)
   if (krec.step > 1) { // hysteresis: noise around a band's edge must not move the key back and forth
     const lg = Math.log2(krec.gap)
     if (lg >= krec.band - BAND_MARGIN && lg < krec.band + 1 + BAND_MARGIN) return
@@ -122,8 +128,8 @@ function yieldKey (w, krec, j) {
 function needed (krec, n, have, replicate) {
   if (replicate <= 0 || n < 2) return 1
   if (krec.step * GAP_ALPHA < 1) return have > 1 ? have : 1 // too few requests to read its share
-  const want = n / (krec.gap * replicate) // the key's share of the requests, in fair shares of R
-  if (want > have) return Math.min(n, Math.ceil(want))
+  const want = n / (krec.slowGap * replicate) // the key's share of the requests, in fair shares of R
+  if (want > have * JOIN) return Math.min(n, Math.ceil(want / JOIN))
   if (have > 1 && want <= (have - 1) * SPARE) return Math.max(1, Math.ceil(want / SPARE))
   return have
 }
@@ -192,4 +198,4 @@ function fail (w, krec, urec) {
   if (j >= 0) yieldKey(w, krec, j)
 }
 
-module.exports = { contend, observe, release, fail, bandOf, GAP_ALPHA, ABSENT_PICKS, SPARE }
+module.exports = { contend, observe, release, fail, bandOf, GAP_ALPHA, SLOW_ALPHA, JOIN, ABSENT_PICKS, SPARE }

@@ -39,6 +39,7 @@ const { fnv1a32, hash32 } = require('./shared')
  *   of step `at`, for the upstream record of epoch `epoch`
  * @property {number} last the pick of its latest request
  * @property {number} gap EWMA of the picks between its requests (1 / its share of the requests)
+ * @property {number} slowGap the same, averaged over more requests (for its replicas)
  * @property {number} band its popularity band, floor(log2(gap)), where its holders count it
  * @property {UpstreamRecord[]} holders its specialists (with `shareGap`): one, or a few replicas
  */
@@ -159,7 +160,7 @@ function createMemory (o, { onEvict } = {}) {
         return rec
       }
       if (!create) return undefined
-      rec = { step: 0, born: picks, hash: fnv1a32(key), entries: new Map(), last: picks, gap: 0, band: 0, holders: [] }
+      rec = { step: 0, born: picks, hash: fnv1a32(key), entries: new Map(), last: picks, gap: 0, slowGap: 0, band: 0, holders: [] }
       keys.set(key, rec)
       if (keys.size > maxKeys) evictOldest()
       return rec
