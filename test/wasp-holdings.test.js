@@ -52,6 +52,16 @@ describe('wasp holdings: contests', () => {
     expect(spread(off.snapshot().owned)).toBeGreaterThan(spread(onHeld) + 2) // measured 7 (7 to 14 keys)
   })
 
+  test('holdings are counted per unit of weight: weights 2, 1, 1 hold 40, 20 and 20 of 80 keys (within shareGap)', () => {
+    const wasp = createWasp({}, { random: mulberry32(4) })
+    const list = [{ id: 'big', inflight: 0, weight: 2 }, { id: 'a', inflight: 0, weight: 1 }, { id: 'b', inflight: 0, weight: 1 }]
+    serve(wasp, list, (i) => `/k${i % 80}`, 8000)
+    const counts = held(wasp)
+    expect(Math.abs(counts.big - 40)).toBeLessThanOrEqual(defaults.shareGap)
+    expect(Math.abs(counts.a - 20)).toBeLessThanOrEqual(defaults.shareGap)
+    expect(Math.abs(counts.b - 20)).toBeLessThanOrEqual(defaults.shareGap)
+  })
+
   test('a holder that left for more than ABSENT_PICKS picks gives its keys up to the least-held; re-added cold, it wins its share back through contests', () => {
     const keyOf = (i) => `/k${i % 70}`
     const list = ups(7)

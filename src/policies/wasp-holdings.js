@@ -151,19 +151,27 @@ function contend (w, upstreams, krec) {
     if (picks - holders[j].seen > ABSENT_PICKS || memory.ups.get(holders[j].id) !== holders[j]) yieldKey(w, krec, j)
   }
   const b = krec.band
+  // holdings are compared per unit of weight (an upstream of weight 2 holds twice the keys; the
+  // candidates' mean weight is the unit, so equal weights compare plain counts)
+  let weights = 0
+  for (let i = 0; i < n; i++) weights += recs[i].weight
+  const unit = weights > 0 ? n / weights : 1
   // the most-held listed holder and the least-held listed non-holder (ties: the less loaded, then
   // from a start that depends on the key, so that ties do not all go to the first listed)
   let most = -1
   let least = -1
+  let mostHeld = -Infinity
+  let leastHeld = Infinity
   const start = krec.hash % n
   for (let k = 0; k < n; k++) {
     const i = (start + k) % n
     const u = recs[i]
+    const h = u.held[b] / (u.weight * unit)
     if (holders.includes(u)) {
-      if (most < 0 || u.held[b] > recs[most].held[b]) most = i
-    } else if (least < 0 || u.held[b] < recs[least].held[b] ||
-      (u.held[b] === recs[least].held[b] && upstreams[i].inflight < upstreams[least].inflight)) {
+      if (h > mostHeld) { most = i; mostHeld = h }
+    } else if (h < leastHeld || (h === leastHeld && upstreams[i].inflight < upstreams[least].inflight)) {
       least = i
+      leastHeld = h
     }
   }
   const want = needed(krec, n, holders.length, w.o.replicate)
@@ -174,7 +182,7 @@ function contend (w, upstreams, krec) {
     }
   } else if (holders.length > want) { // the newest holder goes: the oldest have held it longest
     yieldKey(w, krec, holders.length - 1)
-  } else if (most >= 0 && least >= 0 && recs[most].held[b] - recs[least].held[b] >= w.o.shareGap) swap(w, krec, recs[most], recs[least])
+  } else if (most >= 0 && least >= 0 && mostHeld - leastHeld >= w.o.shareGap) swap(w, krec, recs[most], recs[least])
   // the holders are the key's specialists: each answers as one, and replicas share it by load
   for (const h of holders) if (memory.theta(krec, h) > w.o.thetaMin) setTheta(memory, krec, h, w.o.thetaMin)
 }
