@@ -194,6 +194,15 @@ describe('wasp in the closed-loop model', () => {
     expect(weighted).toBeGreaterThanOrEqual(0.97) // measured 0.997
   })
 
+  test.each(['uniform', { zipf: 1 }])('one colony, caches of 2, 2, 4, 4, 8, 8, 8 pages and no weights: the holdings contest learns the capacities from X-Cache (%j, seeds 1-3)', (popularity) => {
+    const cacheSize = [2, 2, 4, 4, 8, 8, 8]
+    const hitRate = (feedback) => [1, 2, 3].reduce((sum, seed) =>
+      sum + scenario((random) => createWasp({}, { random }), { seed, cacheSize, popularity, feedback }).hitRate, 0) / 3
+    const told = hitRate(true)
+    expect(told).toBeGreaterThanOrEqual(0.95) // measured 0.968 uniform, 0.957 Zipf(1)
+    expect(hitRate(false)).toBeLessThan(told - 0.02) // no X-Cache: counts alone, 3 or 4 keys on a 2-page cache
+  })
+
   test('colonies: 16 balanced colonies still agree (seeds 1-3)', () => {
     for (const seed of [1, 2, 3]) {
       expect(scenario((random) => createWasp({ balanced: 16 }, { random }), { seed, colonies: 16 }).hitRate).toBeGreaterThanOrEqual(0.95)

@@ -142,6 +142,62 @@ describe('wasp holdings: contests', () => {
     expect(snap.joins + snap.swaps + snap.replicated).toBe(0)
   })
 
+  test('capacity from cache results: caches of 2, 2, 4, 4, 8, 8, 8 pages and no weights: the small ones hold what fits, and the hit rate follows; without X-Cache the counts stay even', () => {
+    const sizes = [2, 2, 4, 4, 8, 8, 8]
+    const run = (report) => {
+      const list = ups(7)
+      const caches = new Map(list.map((u) => [u.id, []])) // LRU per upstream, most recent last
+      const wasp = createWasp({}, { random: mulberry32(5) })
+      const draw = mulberry32(6)
+      let hits = 0
+      for (let i = 0; i < 20000; i++) {
+        const key = `/k${Math.floor(draw() * 25)}`
+        const u = wasp.pick(list, { key })
+        const lru = caches.get(u.id)
+        const at = lru.indexOf(key)
+        if (at >= 0) lru.splice(at, 1)
+        lru.push(key)
+        if (lru.length > sizes[list.indexOf(u)]) lru.shift()
+        if (i >= 10000 && at >= 0) hits++
+        wasp.onEnd(u, { key }, { latencyMs: 1, statusCode: 200, cache: report ? (at >= 0 ? 'HIT' : 'MISS') : undefined })
+      }
+      return { counts: held(wasp), snap: wasp.snapshot(), hitRate: hits / 10000 }
+    }
+    const told = run(true)
+    expect(told.counts.u0 + told.counts.u1).toBeLessThanOrEqual(5) // the 2-page caches
+    expect(told.hitRate).toBeGreaterThanOrEqual(0.95)
+    const small = told.snap.upstreams.find((u) => u.id === 'u0')
+    expect(small.capacity).not.toBeNull()
+    expect(small.capacity).toBeLessThan(3)
+    const blind = run(false)
+    expect(spread(blind.counts)).toBeLessThanOrEqual(defaults.shareGap) // 3 or 4 keys each, as before
+    expect(blind.counts.u0 + blind.counts.u1).toBeGreaterThanOrEqual(6)
+    expect(blind.hitRate).toBeLessThan(told.hitRate - 0.03)
+    for (const u of blind.snap.upstreams) {
+      expect(u.capacity).toBeNull()
+      expect(u.heldHitRatio).toBe(1)
+    }
+  })
+
+  test('a new holder\'s first MISS is the cold miss every cache pays: it does not make the upstream full', () => {
+    const wasp = createWasp({}, { random: mulberry32(7) })
+    const list = ups(7)
+    const seen = new Set()
+    for (let i = 0; i < 7000; i++) {
+      const key = `/k${i % 70}`
+      const u = wasp.pick(list, { key })
+      const cold = !seen.has(`${u.id} ${key}`)
+      seen.add(`${u.id} ${key}`)
+      wasp.onEnd(u, { key }, { latencyMs: 1, statusCode: 200, cache: cold ? 'MISS' : 'HIT' })
+    }
+    const snap = wasp.snapshot()
+    for (const u of snap.upstreams) {
+      expect(u.capacity).toBeNull()
+      expect(u.heldHitRatio).toBeGreaterThan(0.9)
+    }
+    expect(spread(held(wasp))).toBeLessThanOrEqual(2)
+  })
+
   test('defaults: shareGap 3, replicate 1', () => {
     expect(defaults.shareGap).toBe(3)
     expect(defaults.replicate).toBe(1)

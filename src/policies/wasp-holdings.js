@@ -30,6 +30,11 @@
  *   A key's share is read after 1 / GAP_ALPHA requests (16), when its estimate has settled.
  *   The holders then share it by the load-weighted dominance contest of ./wasp.js.
  * - A holder not listed for more than ABSENT_PICKS picks (it left, or is unhealthy) gives its keys up.
+ * - Capacity (`observeCache`): counts alone cannot see a small cache. An upstream whose warm held
+ *   keys hit (X-Cache) less than FULL of the time is full, its capacity its holdings × that ratio:
+ *   it takes no key of a band where it holds its capacity (unless nobody has room), and sheds a key
+ *   of a band where it holds more, to one with room (so its coldest go first). Without cache
+ *   results nothing changes.
  *
  * Everything is O(upstreams × holders) per pick, with no sweep over keys.
  */
@@ -38,6 +43,16 @@ const { BANDS } = require('./wasp-memory')
 
 /** Weight of the newest gap in a key's gap EWMA: popularity is read from about the last 16 requests. */
 const GAP_ALPHA = 1 / 16
+/** Weight of the newest cache result in an upstream's hit ratio of its warm held keys. */
+const HIT_ALPHA = 1 / 32
+/** An upstream whose held keys hit less often than this is full: its capacity is its holdings × hit ratio. */
+const FULL = 0.7
+/** A full upstream's capacity estimate grows by this per warm cache result at or above FULL, so it
+ * tries one more key now and then (and is unbounded again once it exceeds its holdings by 2). */
+const CAP_GROW = 1 / 256
+/** A holder sheds a key whose band holds more than its capacity plus this. */
+const SHED_MARGIN = 0.5
+
 /** A key changes band only when log2 of its gap is this far beyond the band's edges. */
 const BAND_MARGIN = 0.5
 /** The same for the key's share of the requests that decides its replicas: slower, so that a
@@ -93,12 +108,14 @@ function count (urec, band, delta) {
 
 function addHolder (krec, urec) {
   krec.holders.push(urec)
+  krec.warm.push(0)
   count(urec, krec.band, 1)
 }
 
 function removeHolder (krec, j) {
   const urec = krec.holders[j]
   krec.holders.splice(j, 1)
+  krec.warm.splice(j, 1)
   count(urec, krec.band, -1)
   return urec
 }
@@ -158,10 +175,16 @@ function contend (w, upstreams, krec) {
   const unit = weights > 0 ? n / weights : 1
   // the most-held listed holder and the least-held listed non-holder (ties: the less loaded, then
   // from a start that depends on the key, so that ties do not all go to the first listed)
+  // capacity (from the cache results, see observeCache): a non-holder whose capacity has no room
+  // for one more key of the band does not take it (unless nobody has room: `any` is the least-held
+  // of all), and a holder with more keys of the band than its capacity sheds it to one with room
   let most = -1
   let least = -1
+  let any = -1
+  let over = -1
   let mostHeld = -Infinity
   let leastHeld = Infinity
+  let anyHeld = Infinity
   const start = krec.hash % n
   for (let k = 0; k < n; k++) {
     const i = (start + k) % n
@@ -169,19 +192,27 @@ function contend (w, upstreams, krec) {
     const h = u.held[b] / (u.weight * unit)
     if (holders.includes(u)) {
       if (h > mostHeld) { most = i; mostHeld = h }
-    } else if (h < leastHeld || (h === leastHeld && upstreams[i].inflight < upstreams[least].inflight)) {
-      least = i
-      leastHeld = h
+      if (u.held[b] > u.cap + SHED_MARGIN) over = i
+    } else {
+      if (h < anyHeld || (h === anyHeld && upstreams[i].inflight < upstreams[any].inflight)) { any = i; anyHeld = h }
+      if (u.held[b] + 1 <= u.cap && (h < leastHeld || (h === leastHeld && upstreams[i].inflight < upstreams[least].inflight))) {
+        least = i
+        leastHeld = h
+      }
     }
   }
   const want = needed(krec, n, holders.length, w.o.replicate)
   if (holders.length < want) {
-    if (least >= 0) {
-      addHolder(krec, recs[least])
+    const to = least >= 0 ? least : any
+    if (to >= 0) {
+      addHolder(krec, recs[to])
       w.joins++
     }
   } else if (holders.length > want) { // the newest holder goes: the oldest have held it longest
     yieldKey(w, krec, holders.length - 1)
+  } else if (over >= 0 && least >= 0) {
+    shed(recs[over])
+    swap(w, krec, recs[over], recs[least])
   } else if (most >= 0 && least >= 0 && mostHeld - leastHeld >= w.o.shareGap) swap(w, krec, recs[most], recs[least])
   // the holders are the key's specialists: each answers as one, and replicas share it by load
   for (const h of holders) if (memory.theta(krec, h) > w.o.thetaMin) setTheta(memory, krec, h, w.o.thetaMin)
@@ -200,10 +231,42 @@ function swap (w, krec, h, u) {
   w.swaps++
 }
 
+/**
+ * A full upstream gave a key up for its capacity: its hit ratio is read afresh (from FULL), so the
+ * capacity estimate follows the smaller holdings instead of shrinking on the old misses.
+ */
+function shed (urec) {
+  urec.hits = 1
+}
+
+/**
+ * A cache result (`X-Cache` HIT or MISS) from `urec` for the key: if `urec` holds the key and has
+ * answered for it since it took it (the first answer of a new holder is the cold miss every cache
+ * pays), it feeds the upstream's hit ratio of its held keys. Below FULL the upstream is full, its
+ * capacity estimated as its holdings × that ratio (LRU over keys of like popularity: the cache
+ * size); at or above, a finite estimate grows by CAP_GROW (it tries one key more now and then),
+ * and becomes Infinity once it exceeds the holdings by 2. An upstream that never reports a cache
+ * result keeps hit ratio 1 and capacity Infinity: the contest counts keys alone.
+ * @param {import('./wasp-memory').KeyRecord} krec
+ * @param {import('./wasp-memory').UpstreamRecord} urec
+ * @param {boolean} hit
+ */
+function observeCache (krec, urec, hit) {
+  const j = krec.holders.indexOf(urec)
+  if (j < 0) return
+  if (krec.warm[j]++ === 0) return
+  urec.hits += HIT_ALPHA * ((hit ? 1 : 0) - urec.hits)
+  if (urec.hits < FULL) urec.cap = urec.heldTotal * urec.hits
+  else if (urec.cap !== Infinity) {
+    urec.cap += CAP_GROW
+    if (urec.cap > urec.heldTotal + 2) urec.cap = Infinity
+  }
+}
+
 /** An error or a 5xx from holder `urec` for the key: it gives the key up (another takes it next). */
 function fail (w, krec, urec) {
   const j = krec.holders.indexOf(urec)
   if (j >= 0) yieldKey(w, krec, j)
 }
 
-module.exports = { contend, observe, release, fail, bandOf, GAP_ALPHA, SLOW_ALPHA, JOIN, ABSENT_PICKS, SPARE }
+module.exports = { contend, observe, observeCache, release, fail, bandOf, HIT_ALPHA, FULL, CAP_GROW, SHED_MARGIN, GAP_ALPHA, SLOW_ALPHA, JOIN, ABSENT_PICKS, SPARE }

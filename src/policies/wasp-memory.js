@@ -25,6 +25,9 @@ const { fnv1a32, hash32 } = require('./shared')
  * @property {number} g its idle discount in the current pick (1 = none)
  * @property {Int32Array} held keys it holds (see KeyRecord `holders`) at least as popular as each band
  * @property {number} heldTotal keys it holds, all bands
+ * @property {number} hits EWMA of the cache results (HIT 1, MISS 0) of the keys it holds, warm ones
+ *   only (see ./wasp-holdings.js `observeCache`); 1 before any
+ * @property {number} cap its capacity estimate in keys (Infinity: none seen, or none needed)
  */
 
 /**
@@ -42,6 +45,8 @@ const { fnv1a32, hash32 } = require('./shared')
  * @property {number} slowGap the same, averaged over more requests (for its replicas)
  * @property {number} band its popularity band, floor(log2(gap)), where its holders count it
  * @property {UpstreamRecord[]} holders its specialists (with `shareGap`): one, or a few replicas
+ * @property {number[]} warm for each holder (same order), the cache results it has reported for the
+ *   key since it took it: the first is the cold miss every new holder pays, not a sign of capacity
  */
 
 /** Popularity bands (log2 of a key's mean gap between requests, in picks): 2^31 picks is plenty. */
@@ -140,7 +145,7 @@ function createMemory (o, { onEvict } = {}) {
     upstream (id) {
       let rec = ups.get(id)
       if (rec === undefined) {
-        rec = { id, hash: hash32(id), weight: 1, epoch: ++epochs, joined: picks, seen: picks, latency: 0, idle: 0, g: 1, held: new Int32Array(BANDS), heldTotal: 0 }
+        rec = { id, hash: hash32(id), weight: 1, epoch: ++epochs, joined: picks, seen: picks, latency: 0, idle: 0, g: 1, held: new Int32Array(BANDS), heldTotal: 0, hits: 1, cap: Infinity }
         ups.set(id, rec)
       }
       return rec
@@ -160,7 +165,7 @@ function createMemory (o, { onEvict } = {}) {
         return rec
       }
       if (!create) return undefined
-      rec = { step: 0, born: picks, hash: fnv1a32(key), entries: new Map(), last: picks, gap: 0, slowGap: 0, band: 0, holders: [] }
+      rec = { step: 0, born: picks, hash: fnv1a32(key), entries: new Map(), last: picks, gap: 0, slowGap: 0, band: 0, holders: [], warm: [] }
       keys.set(key, rec)
       if (keys.size > maxKeys) evictOldest()
       return rec

@@ -52,7 +52,9 @@ export interface WaspOptions {
   /**
    * holdings contest: a key's holder that holds at least shareGap more keys of the key's popularity
    * band than the least-held listed upstream hands the key over, and a key short of holders goes to
-   * the least-held; 0 = off (thresholds alone), otherwise an integer >= 2 (default 6)
+   * the least-held; 0 = off (thresholds alone), otherwise an integer >= 2 (default 3). An upstream
+   * whose responses report `X-Cache` (outcome.cache) gets a capacity from the hit ratio of its held
+   * keys: when full it takes no more keys and sheds its coldest (no weights needed for unequal caches)
    */
   shareGap?: number
   /**
@@ -89,8 +91,10 @@ export interface WaspSnapshot {
   /** keys in the table, and its cap */
   keys: number
   maxKeys: number
-  /** `idle`: picks since the upstream last served anything; `held`: keys it holds */
-  upstreams: Array<{ id: string, latencyMs: number, idle: number, held: number }>
+  /** `idle`: picks since the upstream last served anything; `held`: keys it holds; `heldHitRatio`:
+   * EWMA of the cache results (X-Cache HIT 1, MISS 0) of its warm held keys (1 before any);
+   * `capacity`: its capacity estimate in keys, learnt from them (null: none, it is not full) */
+  upstreams: Array<{ id: string, latencyMs: number, idle: number, held: number, heldHitRatio: number, capacity: number | null }>
   /** keys owned per upstream id: keys whose lowest threshold is that upstream's and below `thetaStart` */
   owned: Record<string, number>
   /** the 50 most recently used keys with their specialist (lowest threshold) */

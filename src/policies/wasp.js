@@ -35,6 +35,8 @@
  * replicas when it takes more than a fair share of the requests, and dominance contests keep the
  * number of keys each upstream holds even within every popularity band: a key short of holders goes
  * to the least-held upstream, a holder with `shareGap` more than the least-held loses the key to it.
+ * Upstreams that report their cache results (X-Cache) get a capacity from the hit ratio of the keys
+ * they hold, so a small cache holds fewer keys without any weight.
  * The holders answer as specialists (θ = thetaMin); the thresholds decide everything else (who
  * takes what the load guard sheds, and everything with `shareGap` 0 or `balanced` on).
  *
@@ -429,6 +431,10 @@ function feedback (w, upstream, ctx, outcome) {
   const key = ctx && ctx.key
   if (key === undefined || key === null) return
   const { xi, missLearning } = w.o
+  if (w.o.shareGap > 0 && (outcome.cache === 'HIT' || outcome.cache === 'MISS')) {
+    const held = memory.keys.get(String(key)) // no LRU touch: feedback is not a use
+    if (held !== undefined) holdings.observeCache(held, urec, outcome.cache === 'HIT')
+  }
   const failed = outcome.error !== undefined && outcome.error !== null
   const refund = failed || outcome.statusCode >= 500
     ? xi // (a holder also gives the key up, see ./wasp-holdings.js)
@@ -483,7 +489,7 @@ function snapshot (w) {
     joins: w.joins,
     swaps: w.swaps,
     replicated,
-    upstreams: [...memory.ups.values()].map((u) => ({ id: u.id, latencyMs: u.latency, idle: u.idle, held: u.heldTotal })),
+    upstreams: [...memory.ups.values()].map((u) => ({ id: u.id, latencyMs: u.latency, idle: u.idle, held: u.heldTotal, heldHitRatio: u.hits, capacity: u.cap === Infinity ? null : u.cap })),
     owned,
     recent
   }
