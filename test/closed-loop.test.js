@@ -125,11 +125,11 @@ describe('wasp in the closed-loop model', () => {
     expect(hitRate).toBeGreaterThanOrEqual(0.95)
   })
 
-  test('idleGaps is what integrates the re-added upstream: without it its share stays low', () => {
+  test('with thresholds alone (shareGap 0), idleGaps is what integrates the re-added upstream: without it its share stays low', () => {
     const seeds8 = [1, 2, 3, 4, 5, 6, 7, 8]
     const mean = (options) => seeds8.reduce((sum, seed) => sum + rejoin(seed, options).share, 0) / seeds8.length
-    const off = mean({ idleGaps: 0 })
-    const on = mean({})
+    const off = mean({ idleGaps: 0, shareGap: 0 })
+    const on = mean({ shareGap: 0 })
     expect(off).toBeLessThan(0.05) // ~0.043: work only when the load guard sheds a loaded specialist
     expect(on).toBeGreaterThan(0.07) // ~0.081
     expect(on).toBeGreaterThan(1.5 * off)
@@ -192,6 +192,15 @@ describe('wasp in the closed-loop model', () => {
     const weighted = hitRate(cacheSize)
     expect(equal).toBeLessThan(0.92) // 3 or 4 keys on a 2-page cache: measured 0.874
     expect(weighted).toBeGreaterThanOrEqual(0.97) // measured 0.997
+  })
+
+  test.each(['uniform', { zipf: 1 }])('one colony, caches of 2, 2, 4, 4, 8, 8, 8 pages and no weights: the holdings contest learns the capacities from X-Cache (%j, seeds 1-3)', (popularity) => {
+    const cacheSize = [2, 2, 4, 4, 8, 8, 8]
+    const hitRate = (feedback) => [1, 2, 3].reduce((sum, seed) =>
+      sum + scenario((random) => createWasp({}, { random }), { seed, cacheSize, popularity, feedback }).hitRate, 0) / 3
+    const told = hitRate(true)
+    expect(told).toBeGreaterThanOrEqual(0.95) // measured 0.968 uniform, 0.957 Zipf(1)
+    expect(hitRate(false)).toBeLessThan(told - 0.02) // no X-Cache: counts alone, 3 or 4 keys on a 2-page cache
   })
 
   test('colonies: 16 balanced colonies still agree (seeds 1-3)', () => {

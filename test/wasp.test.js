@@ -53,7 +53,7 @@ describe('wasp: the policy contract', () => {
   test('every parameter has a default, exposed on createWasp.defaults too', () => {
     expect(createWasp.defaults).toBe(defaults)
     expect(Object.keys(defaults).sort()).toEqual(['balanced', 'feedback', 'idleGaps', 'loadFactor', 'maxKeys', 'missLearning',
-      'phi', 'rounds', 'stimulus', 'stimulusGrowth', 'thetaMax', 'thetaMin', 'thetaStart', 'xi'])
+      'phi', 'replicate', 'rounds', 'shareGap', 'stimulus', 'stimulusGrowth', 'thetaMax', 'thetaMin', 'thetaStart', 'xi'])
     expect(Object.isFrozen(defaults)).toBe(true)
   })
 
@@ -61,7 +61,8 @@ describe('wasp: the policy contract', () => {
     [{ xi: 'fast' }], [{ rounds: 2.5 }], [{ rounds: 1000 }], [{ thetaMin: 0 }], [{ thetaMax: 0.5 }],
     [{ thetaStart: 5000 }], [{ loadFactor: 0.5 }], [{ stimulus: 0 }], [{ stimulusGrowth: 0.9 }],
     [{ maxKeys: 0 }], [{ missLearning: 2 }], [{ feedback: { cache: 'yes' } }], [{ idleGaps: -1 }],
-    [{ idleGaps: Infinity }], [{ balanced: -1 }], [{ balanced: 0.5 }], [{ balanced: 2e6 }], [{ balanced: '16' }], [null]
+    [{ idleGaps: Infinity }], [{ balanced: -1 }], [{ balanced: 0.5 }], [{ balanced: 2e6 }], [{ balanced: '16' }], [{ shareGap: 1 }], [{ shareGap: 2.5 }],
+    [{ replicate: -1 }], [{ replicate: 'yes' }], [null]
   ])('the bad option %j throws ERR_POLISTES_BAD_OPTION', (options) => {
     expect(() => createWasp(options)).toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION' }))
   })
@@ -76,7 +77,7 @@ describe('wasp: the policy contract', () => {
   })
 
   test('snapshot counts the keys each upstream owns; an unlearnt key belongs to nobody', () => {
-    const wasp = createWasp({}, { random: mulberry32(5) })
+    const wasp = createWasp({ shareGap: 0 }, { random: mulberry32(5) }) // thresholds alone
     const list = ups(3)
     serve(wasp, list, '/a', 20)
     serve(wasp, list, '/b', 20)
@@ -85,7 +86,7 @@ describe('wasp: the policy contract', () => {
     expect(Object.keys(snap.owned).sort()).toEqual(['u0', 'u1', 'u2'])
     for (const id of ['u0', 'u1', 'u2']) expect(snap.owned[id]).toBe(owners.filter((o) => o === id).length)
     expect(Object.values(snap.owned).reduce((a, b) => a + b, 0)).toBe(2)
-    const unlearning = createWasp({ xi: 0 }, { random: mulberry32(5) })
+    const unlearning = createWasp({ xi: 0, shareGap: 0 }, { random: mulberry32(5) })
     serve(unlearning, list, '/c', 5)
     expect(Object.values(unlearning.snapshot().owned).reduce((a, b) => a + b, 0)).toBe(0)
   })
@@ -116,7 +117,7 @@ describe('wasp: termination', () => {
   })
 
   test('with nobody responding, the fallback is deterministic: lowest effective threshold', () => {
-    const wasp = createWasp({ rounds: 0 }, { random: () => { throw new Error('no draw expected') } })
+    const wasp = createWasp({ rounds: 0, shareGap: 0 }, { random: () => { throw new Error('no draw expected') } })
     const list = [{ id: 'a', inflight: 4 }, { id: 'b', inflight: 1 }, { id: 'c', inflight: 1 }]
     expect(wasp.pick(list, { key: '/x' }).id).toBe('b') // equal thresholds: the less loaded, first listed
   })
@@ -135,7 +136,7 @@ describe('wasp: termination', () => {
 describe('wasp: learning and forgetting', () => {
   test('a key served repeatedly gets one specialist', () => {
     // idleGaps 0: with one key and no load the six others are idle by construction and would take turns
-    const wasp = createWasp({ idleGaps: 0 }, { random: mulberry32(11) })
+    const wasp = createWasp({ idleGaps: 0, shareGap: 0 }, { random: mulberry32(11) }) // thresholds alone
     const ids = serve(wasp, ups(7), '/a', 200)
     const last = ids.slice(100)
     expect(new Set(last).size).toBe(1)
@@ -151,7 +152,7 @@ describe('wasp: learning and forgetting', () => {
   })
 
   test('forgetting is lazy: a specialist of a key requested elsewhere rises by φ per request', () => {
-    const wasp = createWasp({ phi: 10, idleGaps: 0 }, { random: mulberry32(2) }) // thresholds alone
+    const wasp = createWasp({ phi: 10, idleGaps: 0, shareGap: 0 }, { random: mulberry32(2) }) // thresholds alone
     const list = ups(2)
     serve(wasp, list, '/a', 30)
     const first = wasp.snapshot().recent[0]
@@ -165,7 +166,7 @@ describe('wasp: learning and forgetting', () => {
   })
 
   test('an error takes the learning back', () => {
-    const wasp = createWasp({ phi: 0 }, { random: mulberry32(4) })
+    const wasp = createWasp({ phi: 0, shareGap: 0 }, { random: mulberry32(4) })
     const list = ups(3)
     serve(wasp, list, '/a', 3, { statusCode: 502, error: new Error('boom') })
     expect(wasp.snapshot().recent[0].theta).toBe(defaults.thetaStart)
@@ -182,7 +183,7 @@ describe('wasp: learning and forgetting', () => {
 
   test('idleness: a newcomer idle for idleGaps × n picks bids for a specialist\'s key and keeps it', () => {
     const run = (options) => {
-      const wasp = createWasp(options, { random: mulberry32(6) })
+      const wasp = createWasp({ shareGap: 0, ...options }, { random: mulberry32(6) }) // thresholds alone
       const list = ups(3)
       serve(wasp, list, '/a', 30) // u0..u2: one of them is /a's specialist (θ = 1)
       const all = [...list, { id: 'new', inflight: 0 }]
@@ -204,7 +205,7 @@ describe('wasp: learning and forgetting', () => {
   })
 
   test('idleness counts picks, not time, and an absence counts as idle', () => {
-    const wasp = createWasp({}, { random: mulberry32(9), now: () => { throw new Error('no clock expected') } })
+    const wasp = createWasp({ shareGap: 0 }, { random: mulberry32(9), now: () => { throw new Error('no clock expected') } })
     const list = ups(2)
     serve(wasp, list, '/a', 30)
     const spec = wasp.snapshot().recent[0].specialist

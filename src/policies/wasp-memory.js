@@ -23,6 +23,11 @@ const { fnv1a32, hash32 } = require('./shared')
  * @property {number} latency latency EWMA in ms, 0 before the first sample
  * @property {number} idle picks since it last served anything, absences included
  * @property {number} g its idle discount in the current pick (1 = none)
+ * @property {Int32Array} held keys it holds (see KeyRecord `holders`) at least as popular as each band
+ * @property {number} heldTotal keys it holds, all bands
+ * @property {number} hits EWMA of the cache results (HIT 1, MISS 0) of the keys it holds, warm ones
+ *   only (see ./wasp-holdings.js `observeCache`); 1 before any
+ * @property {number} cap its capacity estimate in keys (Infinity: none seen, or none needed)
  */
 
 /**
@@ -35,13 +40,23 @@ const { fnv1a32, hash32 } = require('./shared')
  * @property {number} [packed]
  * @property {Map<string, { theta: number, at: number, epoch: number }>} entries θ per upstream id as
  *   of step `at`, for the upstream record of epoch `epoch`
+ * @property {number} last the pick of its latest request
+ * @property {number} gap EWMA of the picks between its requests (1 / its share of the requests)
+ * @property {number} slowGap the same, averaged over more requests (for its replicas)
+ * @property {number} band its popularity band, floor(log2(gap)), where its holders count it
+ * @property {UpstreamRecord[]} holders its specialists (with `shareGap`): one, or a few replicas
+ * @property {number[]} warm for each holder (same order), the cache results it has reported for the
+ *   key since it took it: the first is the cold miss every new holder pays, not a sign of capacity
  */
+
+/** Popularity bands (log2 of a key's mean gap between requests, in picks): 2^31 picks is plenty. */
+const BANDS = 32
 
 /**
  * Create the memory of one wasp policy.
  * @param {{ thetaMin: number, thetaMax: number, thetaStart: number, phi: number, maxKeys: number }} o
  */
-function createMemory (o) {
+function createMemory (o, { onEvict } = {}) {
   let { thetaMin, thetaMax, thetaStart, phi, maxKeys } = o
   /** @type {Map<string, KeyRecord>} in LRU order (a Map iterates in insertion order) */
   const keys = new Map()
@@ -88,6 +103,13 @@ function createMemory (o) {
     }
   }
 
+  /** Drop the least recently used key (and tell `onEvict`, so the holders' counts follow). */
+  function evictOldest () {
+    const [oldest, krec] = keys.entries().next().value
+    keys.delete(oldest)
+    if (onEvict) onEvict(krec)
+  }
+
   function sweep () {
     for (const [id, rec] of ups) if (picks - rec.seen > FORGET_AFTER) ups.delete(id)
   }
@@ -103,7 +125,7 @@ function createMemory (o) {
      */
     configure (next) {
       ({ thetaMin, thetaMax, thetaStart, phi, maxKeys } = next)
-      while (keys.size > maxKeys) keys.delete(keys.keys().next().value)
+      while (keys.size > maxKeys) evictOldest()
     },
 
     /** Decisions taken so far. */
@@ -123,7 +145,7 @@ function createMemory (o) {
     upstream (id) {
       let rec = ups.get(id)
       if (rec === undefined) {
-        rec = { id, hash: hash32(id), weight: 1, epoch: ++epochs, joined: picks, seen: picks, latency: 0, idle: 0, g: 1 }
+        rec = { id, hash: hash32(id), weight: 1, epoch: ++epochs, joined: picks, seen: picks, latency: 0, idle: 0, g: 1, held: new Int32Array(BANDS), heldTotal: 0, hits: 1, cap: Infinity }
         ups.set(id, rec)
       }
       return rec
@@ -143,9 +165,9 @@ function createMemory (o) {
         return rec
       }
       if (!create) return undefined
-      rec = { step: 0, born: picks, hash: fnv1a32(key), entries: new Map() }
+      rec = { step: 0, born: picks, hash: fnv1a32(key), entries: new Map(), last: picks, gap: 0, slowGap: 0, band: 0, holders: [], warm: [] }
       keys.set(key, rec)
-      if (keys.size > maxKeys) keys.delete(keys.keys().next().value)
+      if (keys.size > maxKeys) evictOldest()
       return rec
     },
 
@@ -154,4 +176,4 @@ function createMemory (o) {
   }
 }
 
-module.exports = { createMemory, FORGET_AFTER }
+module.exports = { createMemory, FORGET_AFTER, BANDS }

@@ -49,6 +49,19 @@ export interface WaspOptions {
    * (default 0; `polistes --workers N > 1` uses 16)
    */
   balanced?: number
+  /**
+   * holdings contest: a key's holder that holds at least shareGap more keys of the key's popularity
+   * band than the least-held listed upstream hands the key over, and a key short of holders goes to
+   * the least-held; 0 = off (thresholds alone), otherwise an integer >= 2 (default 3). An upstream
+   * whose responses report `X-Cache` (outcome.cache) gets a capacity from the hit ratio of its held
+   * keys: when full it takes no more keys and sheds its coldest (no weights needed for unequal caches)
+   */
+  shareGap?: number
+  /**
+   * replication (with shareGap): a key whose share of the requests exceeds replicate × 1/n (one
+   * upstream's fair share) gets another holder, up to ceil(share × n / replicate); 0 = off (default 1)
+   */
+  replicate?: number
 }
 
 /** The resolved defaults. */
@@ -67,17 +80,25 @@ export interface WaspSnapshot {
   guarded: number
   /** decisions won by an upstream bidding with its idle discount (see `idleGaps`) */
   idleWins: number
+  /** keys given a holder because they had fewer than they needed (new keys, replicas, keys whose holder left) */
+  joins: number
+  /** holdings contests a holder lost: the key moved to the least-held upstream of its band */
+  swaps: number
+  /** keys in the table held by more than one upstream (replicated hot keys) */
+  replicated: number
   /** balanced packings computed so far (0 while `balanced` is off) */
   packings: number
   /** keys in the table, and its cap */
   keys: number
   maxKeys: number
-  /** `idle`: picks since the upstream last served anything */
-  upstreams: Array<{ id: string, latencyMs: number, idle: number }>
+  /** `idle`: picks since the upstream last served anything; `held`: keys it holds; `heldHitRatio`:
+   * EWMA of the cache results (X-Cache HIT 1, MISS 0) of its warm held keys (1 before any);
+   * `capacity`: its capacity estimate in keys, learnt from them (null: none, it is not full) */
+  upstreams: Array<{ id: string, latencyMs: number, idle: number, held: number, heldHitRatio: number, capacity: number | null }>
   /** keys owned per upstream id: keys whose lowest threshold is that upstream's and below `thetaStart` */
   owned: Record<string, number>
   /** the 50 most recently used keys with their specialist (lowest threshold) */
-  recent: Array<{ key: string, specialist: string | undefined, theta: number, requests: number }>
+  recent: Array<{ key: string, specialist: string | undefined, theta: number, requests: number, holders: string[] }>
 }
 
 export interface WaspPolicy extends Policy {

@@ -31,13 +31,23 @@
  * × B; so the colonies keep one division of labour, and the thresholds decide how fast the owner
  * answers, and who takes what the load guard sheds.
  *
- * Cost of one pick: at most `rounds` × upstreams response draws plus O(upstreams) set-up.
+ * Holdings (`shareGap`, `replicate`; ./wasp-holdings.js): each key has one holder, or a few
+ * replicas when it takes more than a fair share of the requests, and dominance contests keep the
+ * number of keys each upstream holds even within every popularity band: a key short of holders goes
+ * to the least-held upstream, a holder with `shareGap` more than the least-held loses the key to it.
+ * Upstreams that report their cache results (X-Cache) get a capacity from the hit ratio of the keys
+ * they hold, so a small cache holds fewer keys without any weight.
+ * The holders answer as specialists (θ = thetaMin); the thresholds decide everything else (who
+ * takes what the load guard sheds, and everything with `shareGap` 0 or `balanced` on).
+ *
+ * Cost of one pick: at most `rounds` × upstreams response draws plus O(upstreams × holders) set-up.
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../errors')
 const { checkOptions, ewma, weightOf } = require('./shared')
 const { createMemory } = require('./wasp-memory')
 const { createPacking } = require('./wasp-packing')
+const holdings = require('./wasp-holdings')
 
 /** Every parameter, with the reason for its default in the comment (and in docs/algorithms.md, "Wasp options"). */
 const defaults = Object.freeze({
@@ -88,11 +98,26 @@ const defaults = Object.freeze({
    * 8 → 0.998. Off for one process, whose learnt division adapts to unequal caches nobody weighted
    * (caches 2-8 pages, equal weights: learnt 0.953, balanced 0.881); `polistes --workers N` (N > 1)
    * uses 16 unless policyOptions sets it */
-  balanced: 0
+  balanced: 0,
+  /** holdings contest (./wasp-holdings.js): a key's holder that holds at least shareGap more keys
+   * at least as popular as the key (its popularity band) than the least-held listed upstream loses
+   * the key to it, and a key short of holders goes to the least-held: an even division of every
+   * popularity band, and a re-added upstream wins its share back. 0 = off (thresholds alone);
+   * otherwise an integer >= 2 (1 would swap back and forth). Model, seeds 1-5, Zipf(1) over 200
+   * pages (with churn): off 0.948 (0.923), 2 → 0.948 (0.926), 3 → 0.954 (0.938), 4 → 0.954 (0.938),
+   * 6 → 0.954 (0.937); 25 pages uniform 0.990 → 0.998 with 3; a larger gap moves too few keys when
+   * each upstream holds only a few (25 pages: a re-added upstream got 3 % of the requests with 6) */
+  shareGap: 3,
+  /** replication (with shareGap): a key whose share of the requests exceeds replicate × 1/n (one
+   * upstream's fair share) gets another holder, up to ceil(share × n / replicate), so that no
+   * backend carries a page hotter than its fair share alone; 0 = off. 1: the hottest page of
+   * Zipf(1) over 200 pages (17 % > 1/7) gets 2 holders; the model's backends have no capacity limit,
+   * so it costs one cache slot and gains no hit rate there (0.954 either way) */
+  replicate: 1
 })
 
 const NUMERIC = ['thetaMin', 'thetaMax', 'thetaStart', 'xi', 'phi', 'stimulus', 'stimulusGrowth',
-  'rounds', 'loadFactor', 'maxKeys', 'missLearning', 'idleGaps', 'balanced']
+  'rounds', 'loadFactor', 'maxKeys', 'missLearning', 'idleGaps', 'balanced', 'shareGap', 'replicate']
 
 function badOption (message) {
   return new ERR_POLISTES_BAD_OPTION(`wasp: ${message}`)
@@ -118,6 +143,8 @@ function resolveOptions (options) {
   if (!(o.missLearning >= 0 && o.missLearning <= 1)) throw badOption('missLearning must lie in [0, 1]')
   if (!(o.idleGaps >= 0)) throw badOption('idleGaps must be >= 0')
   if (!(o.balanced === 0 || (o.balanced >= 1 && o.balanced <= 1e6))) throw badOption('balanced must be 0 (off) or lie in [1, 1e6]')
+  if (!(o.shareGap === 0 || (Number.isInteger(o.shareGap) && o.shareGap >= 2 && o.shareGap <= 1e6))) throw badOption('shareGap must be 0 (off) or an integer in [2, 1e6]')
+  if (!(o.replicate >= 0 && o.replicate <= 1e6)) throw badOption('replicate must be 0 (off) or lie in (0, 1e6]')
   for (const f of ['cache', 'latency']) {
     if (typeof o.feedback[f] !== 'boolean') throw badOption(`feedback.${f} must be a boolean`)
   }
@@ -189,11 +216,13 @@ function createState (o, random) {
     random,
     useCache: o.feedback.cache,
     useLatency: o.feedback.latency,
-    memory: createMemory(o),
+    memory: createMemory(o, { onEvict: holdings.release }),
     packing: createPacking(),
     fallbacks: 0,
     guarded: 0,
     idleWins: 0,
+    joins: 0,
+    swaps: 0,
     // per pick: the candidates' records, θeff² (-1 when ineligible), this round's responders
     recs: new Array(16),
     eff2: new Float64Array(16),
@@ -222,6 +251,7 @@ function pick (w, upstreams, ctx) {
   if (key === undefined || key === null) return serveUnkeyed(w, upstreams)
   const krec = w.memory.key(String(key), true)
   krec.step++
+  holdings.observe(krec, picks)
   if (n === 1) {
     learn(w, krec, w.recs[0])
     return upstreams[0]
@@ -230,6 +260,8 @@ function pick (w, upstreams, ctx) {
   if (w.o.balanced > 0) {
     w.packing.update(picks, w.memory.ups, w.memory.keys)
     owner = w.packing.ownerOf(krec)
+  } else if (w.o.shareGap > 0) {
+    holdings.contend(w, upstreams, krec)
   }
   const best = effectiveThresholds(w, upstreams, krec, total, owner)
   let chosen = respond(w, upstreams)
@@ -399,13 +431,19 @@ function feedback (w, upstream, ctx, outcome) {
   const key = ctx && ctx.key
   if (key === undefined || key === null) return
   const { xi, missLearning } = w.o
+  if (w.o.shareGap > 0 && (outcome.cache === 'HIT' || outcome.cache === 'MISS')) {
+    const held = memory.keys.get(String(key)) // no LRU touch: feedback is not a use
+    if (held !== undefined) holdings.observeCache(held, urec, outcome.cache === 'HIT')
+  }
   const failed = outcome.error !== undefined && outcome.error !== null
   const refund = failed || outcome.statusCode >= 500
-    ? xi
+    ? xi // (a holder also gives the key up, see ./wasp-holdings.js)
     : (w.useCache && outcome.cache === 'MISS' ? xi * (1 - missLearning) : 0)
   if (refund === 0) return
   const krec = memory.keys.get(String(key)) // no LRU touch: feedback is not a use
-  if (krec !== undefined) memory.adjust(krec, urec, refund)
+  if (krec === undefined) return
+  if (refund === xi && w.o.shareGap > 0) holdings.fail(w, krec, urec)
+  memory.adjust(krec, urec, refund)
 }
 
 /** Plain JSON: counters, upstream records, and the specialist of the most recent keys. */
@@ -422,8 +460,11 @@ function snapshot (w) {
       const t = memory.theta(krec, urec)
       if (t < st) { st = t; sid = id }
     }
-    recent.push({ key, specialist: sid, theta: st, requests: krec.step })
+    recent.push({ key, specialist: sid, theta: st, requests: krec.step, holders: krec.holders.map((h) => h.id) })
   }
+  // keys held by more than one upstream (replicated), counted over the table (snapshot only)
+  let replicated = 0
+  for (const krec of memory.keys.values()) if (krec.holders.length > 1) replicated++
   // keys owned: those whose lowest threshold is below thetaStart (learnt), by that upstream
   const owned = {}
   for (const id of memory.ups.keys()) owned[id] = 0
@@ -445,7 +486,10 @@ function snapshot (w) {
     maxKeys: w.o.maxKeys,
     idleWins: w.idleWins,
     packings: w.packing.version,
-    upstreams: [...memory.ups.values()].map((u) => ({ id: u.id, latencyMs: u.latency, idle: u.idle })),
+    joins: w.joins,
+    swaps: w.swaps,
+    replicated,
+    upstreams: [...memory.ups.values()].map((u) => ({ id: u.id, latencyMs: u.latency, idle: u.idle, held: u.heldTotal, heldHitRatio: u.hits, capacity: u.cap === Infinity ? null : u.cap })),
     owned,
     recent
   }

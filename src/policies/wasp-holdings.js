@@ -1,0 +1,272 @@
+'use strict'
+
+/**
+ * Holdings: which upstreams hold (are the specialists of) each routing key, and the dominance
+ * contests that keep the holdings even and replicate a key too hot for one upstream.
+ *
+ * A response-threshold colony left to itself divides the keys by chance: whoever answers a new key
+ * first learns it, so one upstream ends up with 33 keys and another with 24, and a backend that
+ * comes back cold is left with the few keys its idleness wins (the others keep what they took while
+ * it was away). Its cache holds what it is asked for, so an uneven division is a cache that thrashes
+ * next to one that idles. Polistes colonies settle who does what through dominance contests
+ * (Theraulaz, Bonabeau & Deneubourg 1995, "Self-organization of hierarchies in animal societies";
+ * Cicirello & Smith's routing wasps hold contests too), and here the contest is about holdings:
+ *
+ * - Each key's holders are counted per upstream and per **popularity band**, floor(log2) of the
+ *   key's mean gap between requests (in picks; an EWMA), cumulatively: `held[b]` is the number of
+ *   keys an upstream holds that are at least as popular as band b. Keys of like popularity are worth
+ *   alike to a cache, so even counts at every band fill every cache with an even share of every
+ *   popularity, whatever the cache size (the snake order of a static placement, learnt online).
+ * - A key with fewer holders than it needs (a new key, a key whose holder left) is taken by the
+ *   listed upstream that holds the fewest keys of its band: that upstream's threshold falls to
+ *   thetaMin, so it answers first.
+ * - A holder that holds at least `shareGap` more keys of the band than the least-held listed
+ *   non-holder loses the contest: the two swap their thresholds for the key, and the key moves. So a
+ *   re-added (cold) upstream takes its share of every band back, the hottest first, and the others
+ *   let those keys go at once instead of forgetting them slowly.
+ * - Replication (`replicate` R > 0): a key whose share of the requests exceeds R × 1/n (n listed
+ *   upstreams: one upstream's fair share) gets another holder, up to ceil(share × n / R); one with
+ *   a holder to spare (its share under 3/4 of what one fewer could carry) loses the newest.
+ *   A key's share is read after 1 / GAP_ALPHA requests (16), when its estimate has settled.
+ *   The holders then share it by the load-weighted dominance contest of ./wasp.js.
+ * - A holder not listed for more than ABSENT_PICKS picks (it left, or is unhealthy) gives its keys up.
+ * - Capacity (`observeCache`): counts alone cannot see a small cache. An upstream whose warm held
+ *   keys hit (X-Cache) less than FULL of the time is full, its capacity its holdings × that ratio:
+ *   it takes no key of a band where it holds its capacity (unless nobody has room), and sheds a key
+ *   of a band where it holds more, to one with room (so its coldest go first). Without cache
+ *   results nothing changes.
+ *
+ * Everything is O(upstreams × holders) per pick, with no sweep over keys.
+ */
+
+const { BANDS } = require('./wasp-memory')
+
+/** Weight of the newest gap in a key's gap EWMA: popularity is read from about the last 16 requests. */
+const GAP_ALPHA = 1 / 16
+/** Weight of the newest cache result in an upstream's hit ratio of its warm held keys. */
+const HIT_ALPHA = 1 / 32
+/** An upstream whose held keys hit less often than this is full: its capacity is its holdings × hit ratio. */
+const FULL = 0.7
+/** A full upstream's capacity estimate grows by this per warm cache result at or above FULL, so it
+ * tries one more key now and then (and is unbounded again once it exceeds its holdings by 2). */
+const CAP_GROW = 1 / 256
+/** A holder sheds a key whose band holds more than its capacity plus this. */
+const SHED_MARGIN = 0.5
+
+/** A key changes band only when log2 of its gap is this far beyond the band's edges. */
+const BAND_MARGIN = 0.5
+/** The same for the key's share of the requests that decides its replicas: slower, so that a
+ * replica does not come and go with the noise of the estimate (each new one starts cold). */
+const SLOW_ALPHA = 1 / 64
+/** A key gets another replica when its holders would each carry more than JOIN × R fair shares. */
+const JOIN = 1.1
+/** Picks a holder may go unlisted before its keys are re-homed (as for the packing's members). */
+const ABSENT_PICKS = 64
+/** A spare replica goes when one fewer could carry the key at this fraction of their fair shares. */
+const SPARE = 0.75
+
+/** floor(log2(gap)) in [0, BANDS - 1]. */
+function bandOf (gap) {
+  if (!(gap >= 1)) return 0
+  const b = 31 - Math.clz32(gap >= 2147483647 ? 2147483647 : Math.floor(gap))
+  return b < BANDS ? b : BANDS - 1
+}
+
+/**
+ * A request for the key at pick `picks`: update its gap EWMA (before its second request an unseen
+ * key is taken for a cold one, its gap the table's age) and move its holders' counts to its new band.
+ * @param {import('./wasp-memory').KeyRecord} krec
+ * @param {number} picks
+ */
+function observe (krec, picks) {
+  const gap = picks - krec.last
+  krec.last = picks
+  if (krec.step <= 1) krec.gap = picks > 1 ? picks : 1
+  else if (krec.step === 2) krec.gap = gap > 1 ? gap : 1 // the first real gap replaces the guess
+  else krec.gap += GAP_ALPHA * (gap - krec.gap)
+  krec.slowGap = krec.step <= 2 ? krec.gap : krec.slowGap + SLOW_ALPHA * (gap - krec.slowGap)
+  if (krec.step > 1) { // hysteresis: noise around a band's edge must not move the key back and forth
+    const lg = Math.log2(krec.gap)
+    if (lg >= krec.band - BAND_MARGIN && lg < krec.band + 1 + BAND_MARGIN) return
+  }
+  const band = bandOf(krec.gap)
+  if (band === krec.band) return
+  for (const h of krec.holders) {
+    // cumulative counts: a key moving to a colder band leaves the bands in between, and back
+    if (band > krec.band) for (let x = krec.band; x < band; x++) h.held[x]--
+    else for (let x = band; x < krec.band; x++) h.held[x]++
+  }
+  krec.band = band
+}
+
+/** Count (+1) or uncount (-1) a key of band `band` in `urec.held`, which is cumulative. */
+function count (urec, band, delta) {
+  const held = urec.held
+  for (let x = band; x < BANDS; x++) held[x] += delta
+  urec.heldTotal += delta
+}
+
+function addHolder (krec, urec) {
+  krec.holders.push(urec)
+  krec.warm.push(0)
+  count(urec, krec.band, 1)
+}
+
+function removeHolder (krec, j) {
+  const urec = krec.holders[j]
+  krec.holders.splice(j, 1)
+  krec.warm.splice(j, 1)
+  count(urec, krec.band, -1)
+  return urec
+}
+
+/** A key left the table: its holders no longer hold it. */
+function release (krec) {
+  for (let j = krec.holders.length - 1; j >= 0; j--) removeHolder(krec, j)
+}
+
+/** θ[u][k] set to `value` (through the memory, so forgetting restarts from now). */
+function setTheta (memory, krec, urec, value) {
+  memory.adjust(krec, urec, value - memory.theta(krec, urec))
+}
+
+/** A holder gives a key up: it is no longer counted, and its threshold is at least thetaStart. */
+function yieldKey (w, krec, j) {
+  const urec = removeHolder(krec, j)
+  const { memory } = w
+  if (memory.ups.get(urec.id) === urec && memory.theta(krec, urec) < w.o.thetaStart) setTheta(memory, krec, urec, w.o.thetaStart)
+  return urec
+}
+
+/**
+ * Holders the key needs: 1, or with `replicate` R > 0, enough that none carries more than R fair
+ * shares, with hysteresis (`have` holders are kept until one fewer could carry it at SPARE × R).
+ */
+function needed (krec, n, have, replicate) {
+  if (replicate <= 0 || n < 2) return 1
+  if (krec.step * GAP_ALPHA < 1) return have > 1 ? have : 1 // too few requests to read its share
+  const want = n / (krec.slowGap * replicate) // the key's share of the requests, in fair shares of R
+  if (want > have * JOIN) return Math.min(n, Math.ceil(want / JOIN))
+  if (have > 1 && want <= (have - 1) * SPARE) return Math.max(1, Math.ceil(want / SPARE))
+  return have
+}
+
+/**
+ * The contests for `krec` among the listed candidates (`w.recs[0..n-1]`, registered this pick):
+ * absent holders give the key up, a key short of holders gets the least-held candidate of its band,
+ * one with a spare holder loses the newest, and a holder that holds `shareGap` more of the band
+ * than the least-held non-holder swaps thresholds with it. Changes thresholds only; the response
+ * rounds of ./wasp.js then decide who serves.
+ * @returns {void}
+ */
+function contend (w, upstreams, krec) {
+  const { recs, memory } = w
+  const n = upstreams.length
+  const picks = memory.picks
+  const { holders } = krec
+  for (let j = holders.length - 1; j >= 0; j--) {
+    if (picks - holders[j].seen > ABSENT_PICKS || memory.ups.get(holders[j].id) !== holders[j]) yieldKey(w, krec, j)
+  }
+  const b = krec.band
+  // holdings are compared per unit of weight (an upstream of weight 2 holds twice the keys; the
+  // candidates' mean weight is the unit, so equal weights compare plain counts)
+  let weights = 0
+  for (let i = 0; i < n; i++) weights += recs[i].weight
+  const unit = weights > 0 ? n / weights : 1
+  // the most-held listed holder and the least-held listed non-holder (ties: the less loaded, then
+  // from a start that depends on the key, so that ties do not all go to the first listed)
+  // capacity (from the cache results, see observeCache): a non-holder whose capacity has no room
+  // for one more key of the band does not take it (unless nobody has room: `any` is the least-held
+  // of all), and a holder with more keys of the band than its capacity sheds it to one with room
+  let most = -1
+  let least = -1
+  let any = -1
+  let over = -1
+  let mostHeld = -Infinity
+  let leastHeld = Infinity
+  let anyHeld = Infinity
+  const start = krec.hash % n
+  for (let k = 0; k < n; k++) {
+    const i = (start + k) % n
+    const u = recs[i]
+    const h = u.held[b] / (u.weight * unit)
+    if (holders.includes(u)) {
+      if (h > mostHeld) { most = i; mostHeld = h }
+      if (u.held[b] > u.cap + SHED_MARGIN) over = i
+    } else {
+      if (h < anyHeld || (h === anyHeld && upstreams[i].inflight < upstreams[any].inflight)) { any = i; anyHeld = h }
+      if (u.held[b] + 1 <= u.cap && (h < leastHeld || (h === leastHeld && upstreams[i].inflight < upstreams[least].inflight))) {
+        least = i
+        leastHeld = h
+      }
+    }
+  }
+  const want = needed(krec, n, holders.length, w.o.replicate)
+  if (holders.length < want) {
+    const to = least >= 0 ? least : any
+    if (to >= 0) {
+      addHolder(krec, recs[to])
+      w.joins++
+    }
+  } else if (holders.length > want) { // the newest holder goes: the oldest have held it longest
+    yieldKey(w, krec, holders.length - 1)
+  } else if (over >= 0 && least >= 0) {
+    shed(recs[over])
+    swap(w, krec, recs[over], recs[least])
+  } else if (most >= 0 && least >= 0 && mostHeld - leastHeld >= w.o.shareGap) swap(w, krec, recs[most], recs[least])
+  // the holders are the key's specialists: each answers as one, and replicas share it by load
+  for (const h of holders) if (memory.theta(krec, h) > w.o.thetaMin) setTheta(memory, krec, h, w.o.thetaMin)
+}
+
+/** The dominance contest lost by holder `h` to `u`: they swap thresholds, and `u` holds the key. */
+function swap (w, krec, h, u) {
+  const { memory } = w
+  const { holders } = krec
+  const th = memory.theta(krec, h)
+  const tu = memory.theta(krec, u)
+  removeHolder(krec, holders.indexOf(h))
+  addHolder(krec, u)
+  setTheta(memory, krec, u, th)
+  setTheta(memory, krec, h, tu > w.o.thetaStart ? tu : w.o.thetaStart)
+  w.swaps++
+}
+
+/**
+ * A full upstream gave a key up for its capacity: its hit ratio is read afresh (from FULL), so the
+ * capacity estimate follows the smaller holdings instead of shrinking on the old misses.
+ */
+function shed (urec) {
+  urec.hits = 1
+}
+
+/**
+ * A cache result (`X-Cache` HIT or MISS) from `urec` for the key: if `urec` holds the key and has
+ * answered for it since it took it (the first answer of a new holder is the cold miss every cache
+ * pays), it feeds the upstream's hit ratio of its held keys. Below FULL the upstream is full, its
+ * capacity estimated as its holdings × that ratio (LRU over keys of like popularity: the cache
+ * size); at or above, a finite estimate grows by CAP_GROW (it tries one key more now and then),
+ * and becomes Infinity once it exceeds the holdings by 2. An upstream that never reports a cache
+ * result keeps hit ratio 1 and capacity Infinity: the contest counts keys alone.
+ * @param {import('./wasp-memory').KeyRecord} krec
+ * @param {import('./wasp-memory').UpstreamRecord} urec
+ * @param {boolean} hit
+ */
+function observeCache (krec, urec, hit) {
+  const j = krec.holders.indexOf(urec)
+  if (j < 0) return
+  if (krec.warm[j]++ === 0) return
+  urec.hits += HIT_ALPHA * ((hit ? 1 : 0) - urec.hits)
+  if (urec.hits < FULL) urec.cap = urec.heldTotal * urec.hits
+  else if (urec.cap !== Infinity) {
+    urec.cap += CAP_GROW
+    if (urec.cap > urec.heldTotal + 2) urec.cap = Infinity
+  }
+}
+
+/** An error or a 5xx from holder `urec` for the key: it gives the key up (another takes it next). */
+function fail (w, krec, urec) {
+  const j = krec.holders.indexOf(urec)
+  if (j >= 0) yieldKey(w, krec, j)
+}
+
+module.exports = { contend, observe, observeCache, release, fail, bandOf, HIT_ALPHA, FULL, CAP_GROW, SHED_MARGIN, GAP_ALPHA, SLOW_ALPHA, JOIN, ABSENT_PICKS, SPARE }
