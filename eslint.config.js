@@ -6,5 +6,5 @@ const globals = require('globals')
 module.exports = [
   ...neostandard({ ignores: ['bench/results/**', 'coverage/**', 'public/**'] }),
   { files: ['test/**/*.js'], languageOptions: { globals: globals.jest } },
-  { files: ['src/dashboard/**/*.js'], languageOptions: { globals: globals.browser } }
+  { files: ['src/observe/dashboard/**/*.js'], languageOptions: { globals: globals.browser } }
 ]

@@ -2,17 +2,17 @@
 'use strict'
 
 /**
- * The `polistes` command (and `npm start`): the CLI of src/cli.js, plus the embedded fleet of page
+ * The `polistes` command (and `npm start`): the CLI of src/run/cli.js, plus the embedded fleet of page
  * backends from servers/ when no --backends are given. The fleet is wired in here, not in src/,
  * so that the library never depends on its test backends.
  */
 
 const path = require('node:path')
-const { main, onError } = require('../src/cli')
+const { main, onError } = require('../src/run/cli')
 
 const PUBLIC = path.join(__dirname, '..', 'public')
 
-/** @type {import('../src/cli').StartFleet} */
+/** @type {import('../src/run/cli').StartFleet} */
 function startEmbeddedFleet (fleet) {
   const { startFleet } = require('../servers/fleet') // loaded only when it is used
   return startFleet({ ...fleet, host: '127.0.0.1', root: PUBLIC })

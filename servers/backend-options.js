@@ -7,7 +7,7 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
-const { ERR_POLISTES_BAD_OPTION } = require('../src/errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../src/common/errors')
 const { intOption, numberOption, listOption } = require('./cli-support')
 const { normalizePeriodic, parsePeriodic } = require('./periodic-load')
 

@@ -7,7 +7,7 @@
  */
 
 const yargs = require('yargs/yargs')
-const { ERR_POLISTES_BAD_OPTION } = require('../src/errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../src/common/errors')
 
 /**
  * A strict yargs parser with `--help`, no `--version`, and failures thrown as PolistesError.

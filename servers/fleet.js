@@ -9,7 +9,7 @@
 
 const path = require('node:path')
 const { fork } = require('node:child_process')
-const { ERR_POLISTES_BAD_OPTION, ERR_POLISTES_BAD_CONFIG, ERR_POLISTES_PORT_IN_USE } = require('../src/errors')
+const { ERR_POLISTES_BAD_OPTION, ERR_POLISTES_BAD_CONFIG, ERR_POLISTES_PORT_IN_USE } = require('../src/common/errors')
 const { createBackend } = require('./static-server')
 const { normalizeBackendOptions } = require('./backend-options')
 const { formatPeriodic, normalizePeriodic } = require('./periodic-load')

@@ -11,7 +11,7 @@
  * Text form (the `--periodic` flag): `square:period=4000,fast=20,slow=3000[,duty=0.5][,phase=0]`.
  */
 
-const { ERR_POLISTES_BAD_OPTION } = require('../src/errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../src/common/errors')
 
 const SHAPES = ['square', 'sine']
 const FIELDS = ['period', 'fast', 'slow', 'duty', 'phase']
@@ -34,7 +34,7 @@ function bad (message) {
  * Validate a spec and fill its defaults.
  * @param {PeriodicSpec} spec
  * @returns {Required<PeriodicSpec>}
- * @throws {import('../src/errors').PolistesError} ERR_POLISTES_BAD_OPTION on a bad field
+ * @throws {import('../src/common/errors').PolistesError} ERR_POLISTES_BAD_OPTION on a bad field
  */
 function normalizePeriodic (spec) {
   if (!spec || typeof spec !== 'object') throw bad('periodic must be an object { shape, period, fast, slow }')
@@ -64,7 +64,7 @@ function periodicDelay (spec, t) {
  * Parse the text form, e.g. `square:period=4000,fast=20,slow=3000,phase=2000`.
  * @param {string} text
  * @returns {Required<PeriodicSpec>}
- * @throws {import('../src/errors').PolistesError} ERR_POLISTES_BAD_OPTION, one line
+ * @throws {import('../src/common/errors').PolistesError} ERR_POLISTES_BAD_OPTION, one line
  */
 function parsePeriodic (text) {
   const m = /^(\w+):(.*)$/.exec(String(text).trim())

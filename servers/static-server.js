@@ -12,7 +12,7 @@
 
 const http = require('node:http')
 const nodeStatic = require('node-static')
-const { createLifecycle } = require('../src/http-lifecycle')
+const { createLifecycle } = require('../src/front/http-lifecycle')
 const { normalizeBackendOptions } = require('./backend-options')
 const { createPageCache } = require('./page-cache')
 const { teeFullBody, fullPageRequest } = require('./cache-tee')

@@ -96,7 +96,7 @@ export interface BalancerOptions {
   slowStartMs?: number
   /** active health checks, merged over the defaults (off while `path` is null) */
   healthCheck?: Partial<HealthCheckOptions>
-  /** what moves the bytes (default 'direct'; see src/proxy-engine.js); 'undici' reaches http:// backends only */
+  /** what moves the bytes (default 'direct'; see src/proxy/proxy-engine.js); 'undici' reaches http:// backends only */
   engine?: 'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'
   logger?: Logger
   random?: () => number

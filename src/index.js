@@ -4,13 +4,13 @@
  * polistes: an HTTP reverse-proxy load balancer with pluggable, pure routing policies.
  * The wasp policy alone is also published as `polistes/wasp`.
  */
-const { createBalancer, startBalancer, routingKey } = require('./balancer')
+const { createBalancer, startBalancer, routingKey } = require('./proxy/balancer')
 const { createPolicy, policyNames } = require('./policies')
-const { parseBackend, parseBackends } = require('./backend-spec')
-const errors = require('./errors')
-const { mulberry32 } = require('./prng')
-const { createTelemetry } = require('./telemetry')
-const { createAccessLog } = require('./access-log')
+const { parseBackend, parseBackends } = require('./pool/backend-spec')
+const errors = require('./common/errors')
+const { mulberry32 } = require('./common/prng')
+const { createTelemetry } = require('./observe/telemetry')
+const { createAccessLog } = require('./observe/access-log')
 
 module.exports = {
   createBalancer,

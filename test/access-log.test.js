@@ -8,7 +8,7 @@ const { once } = require('node:events')
 const { Writable } = require('node:stream')
 const pino = require('pino')
 const { startBalancer } = require('../src')
-const { createAccessLog } = require('../src/access-log')
+const { createAccessLog } = require('../src/observe/access-log')
 const { request, startUpstream, closedPort, waitFor } = require('./helper')
 
 const CLI = path.join(__dirname, '..', 'bin', 'polistes.js')

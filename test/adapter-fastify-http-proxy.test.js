@@ -4,7 +4,7 @@ const Fastify = require('fastify')
 const { startFleet } = require('../servers/fleet')
 const { policyProxyOptions } = require('../src/adapters/fastify-http-proxy')
 const { createPolicy } = require('../src/policies')
-const { mulberry32 } = require('../src/prng')
+const { mulberry32 } = require('../src/common/prng')
 const { hitRates, expectSpecialized } = require('./adapter-helper')
 const { closedPort, request } = require('./helper')
 

@@ -1,7 +1,7 @@
 'use strict'
 
 const { request, Agent } = require('undici')
-const { mulberry32 } = require('../src/prng')
+const { mulberry32 } = require('../src/common/prng')
 
 const PAGES = 25
 

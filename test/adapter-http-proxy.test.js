@@ -6,7 +6,7 @@ const httpProxy = require('http-proxy')
 const { startFleet } = require('../servers/fleet')
 const { withPolicy } = require('../src/adapters/http-proxy')
 const { createPolicy } = require('../src/policies')
-const { mulberry32 } = require('../src/prng')
+const { mulberry32 } = require('../src/common/prng')
 const { hitRates, expectSpecialized } = require('./adapter-helper')
 const { closedPort, request } = require('./helper')
 

@@ -4,7 +4,7 @@ const { request, fetch } = require('undici')
 const { startFleet } = require('../servers/fleet')
 const { PolicyDispatcher } = require('../src/adapters/undici')
 const { createPolicy } = require('../src/policies')
-const { mulberry32 } = require('../src/prng')
+const { mulberry32 } = require('../src/common/prng')
 const { closedPort } = require('./helper')
 const { hitRates, expectSpecialized } = require('./adapter-helper')
 

@@ -2,8 +2,8 @@
 
 const http = require('node:http')
 const { once } = require('node:events')
-const { isAdminPath } = require('../src/admin')
-const { startBalancer, createBalancer } = require('../src/balancer')
+const { isAdminPath } = require('../src/observe/admin')
+const { startBalancer, createBalancer } = require('../src/proxy/balancer')
 const { request, startUpstream } = require('./helper')
 
 test('the admin prefix is /_polistes: the path itself, or under /_polistes/ or /_polistes?', () => {

@@ -1,6 +1,6 @@
 'use strict'
 
-const { createAdminRouter } = require('../src/admin-router')
+const { createAdminRouter } = require('../src/observe/admin-router')
 
 describe('createAdminRouter', () => {
   test('tries handlers in the order they were added, until one answers', () => {

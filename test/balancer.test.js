@@ -2,9 +2,9 @@
 
 const path = require('node:path')
 const { createBackend } = require('../servers/static-server')
-const { startBalancer } = require('../src/balancer')
+const { startBalancer } = require('../src/proxy/balancer')
 const { request, startUpstream, waitFor } = require('./helper')
-const { mulberry32 } = require('../src/prng')
+const { mulberry32 } = require('../src/common/prng')
 
 const ROOT = path.join(__dirname, '..', 'public')
 const IDS = ['a', 'b', 'c', 'd', 'e', 'f', 'g']
@@ -347,8 +347,8 @@ describe.each(['http-proxy', 'node-http', 'undici', 'direct'])('retry on a timeo
 })
 
 describe('options', () => {
-  const { createBalancer } = require('../src/balancer')
-  const { resolveConfig, DEFAULTS } = require('../src/config')
+  const { createBalancer } = require('../src/proxy/balancer')
+  const { resolveConfig, DEFAULTS } = require('../src/config/config')
   const backends = ['http://127.0.0.1:9']
 
   test.each([

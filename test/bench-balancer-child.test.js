@@ -7,7 +7,7 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
-const { Child } = require('../bench/child')
+const { Child } = require('../bench/children/child')
 const { request, startUpstream, waitFor, alive } = require('./helper')
 
 describe('bench balancer child', () => {
@@ -19,7 +19,7 @@ describe('bench balancer child', () => {
 
   const linux = process.platform === 'linux' ? test : test.skip
   linux('with workers 2: both serve, requests and CPU are summed over them, close ends them all', async () => {
-    const child = new Child(path.join(__dirname, '..', 'bench', 'balancer-child.js'), { name: 'balancer child' })
+    const child = new Child(path.join(__dirname, '..', 'bench', 'children', 'balancer-child.js'), { name: 'balancer child' })
     try {
       const { url, pids } = await child.request('start', { backends: [{ id: 'a', url: upstream.url }], algo: 'wasp', workers: 2 })
       expect(pids).toHaveLength(2)

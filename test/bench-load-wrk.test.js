@@ -8,11 +8,11 @@
 
 const path = require('node:path')
 const { spawn } = require('node:child_process')
-const { parseWrkResult, wrkEnv, SCRIPT } = require('../bench/load-wrk')
-const { findBinary } = require('../bench/peers')
-const { probabilities } = require('../bench/popularity')
-const { procCpu } = require('../bench/peers')
-const { Child } = require('../bench/child')
+const { parseWrkResult, wrkEnv, SCRIPT } = require('../bench/load/load-wrk')
+const { findBinary } = require('../bench/peers/peers')
+const { probabilities } = require('../bench/workloads/popularity')
+const { procCpu } = require('../bench/peers/peers')
+const { Child } = require('../bench/children/child')
 const { startUpstream, describeIfInstalled } = require('./helper')
 
 jest.setTimeout(20000)
@@ -47,7 +47,7 @@ describe('bench wrk load', () => {
       .toEqual({ BENCH_PAGES: '200', BENCH_SEED: '3', BENCH_ZIPF: '0.8', BENCH_SHIFT_SECONDS: '5', BENCH_SHIFT_STEP: '20', BENCH_T0: '9' })
   })
 
-  describeIfInstalled(['wrk'], 'wrk\'s Zipf draws (bench/wrk-pages.lua)', () => {
+  describeIfInstalled(['wrk'], 'wrk\'s Zipf draws (bench/load/wrk-pages.lua)', () => {
     /** Run wrk with one connection for `seconds` against a server recording the paths in order. */
     async function record (env, seconds = 1) {
       const paths = []
@@ -97,7 +97,7 @@ describe('bench wrk load', () => {
       const pages = new Set()
       const body = 'x'.repeat(60000) // a page's size: reading it costs wrk measurable CPU
       const upstream = await startUpstream((req, res) => { pages.add(req.url); setTimeout(() => res.end(body), 10) })
-      const child = new Child(path.join(__dirname, '..', 'bench', 'load-child.js'), { name: 'load child' })
+      const child = new Child(path.join(__dirname, '..', 'bench', 'load', 'load-child.js'), { name: 'load child' })
       try {
         const done = child.waitFor('done', 15000)
         const ticks = []

@@ -9,7 +9,7 @@
 const http = require('node:http')
 const path = require('node:path')
 const { once } = require('node:events')
-const { Child } = require('../bench/child')
+const { Child } = require('../bench/children/child')
 
 jest.setTimeout(20000)
 
@@ -28,7 +28,7 @@ async function server ({ delayMs, close }) {
 }
 
 async function load (url, connections) {
-  const child = new Child(path.join(__dirname, '..', 'bench', 'load-child.js'), { name: 'load child' })
+  const child = new Child(path.join(__dirname, '..', 'bench', 'load', 'load-child.js'), { name: 'load child' })
   try {
     const done = child.waitFor('done', 15000)
     const ticks = []

@@ -1,12 +1,12 @@
 'use strict'
 
 /**
- * The replay of nginx's `hash` upstream (bench/nginx-hash.js): CRC-32, the ring, the picks, the
+ * The replay of nginx's `hash` upstream (bench/peers/nginx-hash.js): CRC-32, the ring, the picks, the
  * steady-state hit rate, and, with nginx installed, the very backends nginx picks for the pages.
  */
 
-const { crc32, chashRing, chashPick, hashPick, steadyHitRate, pagePaths } = require('../bench/nginx-hash')
-const { PeerProcess } = require('../bench/peers')
+const { crc32, chashRing, chashPick, hashPick, steadyHitRate, pagePaths } = require('../bench/peers/nginx-hash')
+const { PeerProcess } = require('../bench/peers/peers')
 const { startFleet } = require('../servers/fleet')
 const { request, describeIfInstalled } = require('./helper')
 

@@ -8,8 +8,8 @@
  */
 
 const path = require('node:path')
-const { runOpenLoop, intendedTime, loopbackSources } = require('../bench/open-loop')
-const { Child } = require('../bench/child')
+const { runOpenLoop, intendedTime, loopbackSources } = require('../bench/load/open-loop')
+const { Child } = require('../bench/children/child')
 const { startUpstream } = require('./helper')
 
 jest.setTimeout(20000)
@@ -95,7 +95,7 @@ describe('bench open loop', () => {
 
   test('the load child runs it with --rate: achieved rate, p99.9 and the generator\'s lag in the result', async () => {
     const upstream = await startUpstream((req, res) => setTimeout(() => res.end('ok'), 5))
-    const child = new Child(path.join(__dirname, '..', 'bench', 'load-child.js'), { name: 'load child' })
+    const child = new Child(path.join(__dirname, '..', 'bench', 'load', 'load-child.js'), { name: 'load child' })
     try {
       const done = child.waitFor('done', 15000)
       await child.request('start', { url: upstream.url, connections: 4, rate: 400, warmup: 1, duration: 2, pages: 3, popularity: { kind: 'uniform' }, seed: 1 })
@@ -136,7 +136,7 @@ describe('bench open loop', () => {
 
   test('the load child with a count of requests measures that many, over the time they took', async () => {
     const upstream = await startUpstream((req, res) => setTimeout(() => res.end('ok'), 2))
-    const child = new Child(path.join(__dirname, '..', 'bench', 'load-child.js'), { name: 'load child' })
+    const child = new Child(path.join(__dirname, '..', 'bench', 'load', 'load-child.js'), { name: 'load child' })
     try {
       const done = child.waitFor('done', 15000)
       await child.request('start', { url: upstream.url, connections: 8, load: 'node', requests: 1500, warmup: 1, duration: 1, pages: 3, popularity: { kind: 'uniform' }, seed: 1 })

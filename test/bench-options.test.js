@@ -2,14 +2,14 @@
 
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { parseOptions } = require('../bench/options')
-const { rotation } = require('../bench/run')
-const { scenarioNames, getScenario } = require('../bench/scenarios')
+const { parseOptions } = require('../bench/runners/options')
+const { rotation } = require('../bench/runners/run')
+const { scenarioNames, getScenario } = require('../bench/workloads/scenarios')
 const { describeIfInstalled } = require('./helper')
-const { parsePopularity } = require('../bench/popularity')
-const { DEFAULT_ENGINE } = require('../src/proxy-engine')
+const { parsePopularity } = require('../bench/workloads/popularity')
+const { DEFAULT_ENGINE } = require('../src/proxy/proxy-engine')
 
-const RUN = path.join(__dirname, '..', 'bench', 'run.js')
+const RUN = path.join(__dirname, '..', 'bench', 'runners', 'run.js')
 
 describe('bench options', () => {
   test('a scenario\'s own arms carry their retry-on and source addresses; --retry-on and --sources set them for all', () => {

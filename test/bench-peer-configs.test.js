@@ -4,7 +4,7 @@
  * The peers' configuration writers and the --peers parser: pure, no program needed.
  */
 
-const { PEER_ARMS, haproxyConfig, nginxConfig, parsePeers, applyTuning, NGINX_KEEPALIVE, HAPROXY_DEFAULTS, NGINX_DEFAULTS } = require('../bench/peer-configs')
+const { PEER_ARMS, haproxyConfig, nginxConfig, parsePeers, applyTuning, NGINX_KEEPALIVE, HAPROXY_DEFAULTS, NGINX_DEFAULTS } = require('../bench/peers/peer-configs')
 
 const backends = [{ id: 'a', url: 'http://127.0.0.1:9101' }, { id: 'b', url: 'http://127.0.0.1:9102' }]
 const lines = (text) => text.split('\n').map((l) => l.trim()).filter(Boolean)

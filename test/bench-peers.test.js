@@ -9,9 +9,9 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { PeerProcess, findBinary, parseProcStat, parsePpid, childPids, treeCpu, procCpu } = require('../bench/peers')
-const { parseOptions } = require('../bench/options')
-const { runOnce } = require('../bench/trial')
+const { PeerProcess, findBinary, parseProcStat, parsePpid, childPids, treeCpu, procCpu } = require('../bench/peers/peers')
+const { parseOptions } = require('../bench/runners/options')
+const { runOnce } = require('../bench/runners/trial')
 const { startFleet } = require('../servers/fleet')
 const { request, describeIfInstalled } = require('./helper')
 

@@ -1,10 +1,10 @@
 'use strict'
 
 const path = require('node:path')
-const { parsePopularity, formatPopularity, probabilities, createSampler, shiftedPage, pagePath } = require('../bench/popularity')
-const { parseShift } = require('../bench/workload-options')
-const { mulberry32 } = require('../src/prng')
-const { Child } = require('../bench/child')
+const { parsePopularity, formatPopularity, probabilities, createSampler, shiftedPage, pagePath } = require('../bench/workloads/popularity')
+const { parseShift } = require('../bench/workloads/workload-options')
+const { mulberry32 } = require('../src/common/prng')
+const { Child } = require('../bench/children/child')
 const { startUpstream } = require('./helper')
 
 function histogram (sample, count, n) {
@@ -77,7 +77,7 @@ describe('bench popularity', () => {
   test('the Node generator draws Zipf pages with the shift, over real HTTP', async () => {
     const paths = []
     const upstream = await startUpstream((req, res) => { paths.push(req.url); res.end('ok') })
-    const child = new Child(path.join(__dirname, '..', 'bench', 'load-child.js'), { name: 'load child' })
+    const child = new Child(path.join(__dirname, '..', 'bench', 'load', 'load-child.js'), { name: 'load child' })
     try {
       const done = child.waitFor('done', 15000)
       // a 1 s shift by 5 over 20 pages: the first second asks page 1 most, the second page 6

@@ -1,8 +1,8 @@
 'use strict'
 
-const { summarizeProfile, groupOf } = require('../bench/profile-summary')
+const { summarizeProfile, groupOf } = require('../bench/reports/profile-summary')
 
-describe('bench/profile-summary', () => {
+describe('bench/reports/profile-summary', () => {
   test('self time by function, module and group; groups are shares of the busy time', () => {
     const cwd = process.cwd()
     const frame = (id, functionName, url = '') => ({ id, callFrame: { functionName, url, lineNumber: 0 } })
@@ -10,7 +10,7 @@ describe('bench/profile-summary', () => {
       nodes: [
         frame(1, '(idle)'),
         frame(2, 'writev'),
-        frame(3, 'head', `file://${cwd}/src/engines/response-parser.js`),
+        frame(3, 'head', `file://${cwd}/src/proxy/engines/response-parser.js`),
         frame(4, 'pick', `file://${cwd}/src/policies/wasp.js`),
         frame(5, 'writeOrBuffer', 'node:internal/streams/writable'),
         frame(6, '(garbage collector)')
@@ -29,7 +29,7 @@ describe('bench/profile-summary', () => {
       { name: 'garbage collector', ms: 1, share: 1 / 8 }
     ])
     expect(s.byModule[0]).toEqual({ name: 'writev', ms: 3, share: 0.3 })
-    expect(s.byFunction.find((f) => f.name.startsWith('head '))).toMatchObject({ name: 'head src/engines/response-parser.js:1', ms: 2 })
+    expect(s.byFunction.find((f) => f.name.startsWith('head '))).toMatchObject({ name: 'head src/proxy/engines/response-parser.js:1', ms: 2 })
   })
 
   test.each([
@@ -40,8 +40,8 @@ describe('bench/profile-summary', () => {
     ['indexOfString', '', 'other natives (V8 and Node builtins)'],
     ['dispatch', 'node_modules/undici/lib/dispatcher/client.js', 'dependencies'],
     ['emit', 'node:events', 'Node.js JavaScript (streams, net, events, timers)'],
-    ['start', 'bench/balancer-child.js', 'other JavaScript (bench, tools)'],
-    ['parse', 'src/fast-front.js', 'polistes (src/, policies aside)'],
+    ['start', 'bench/children/balancer-child.js', 'other JavaScript (bench, tools)'],
+    ['parse', 'src/front/fast-front.js', 'polistes (src/, policies aside)'],
     ['pick', 'src/policies/wasp.js', 'polistes policy (src/policies)']
   ])('%s in "%s" is in the group %s', (name, file, group) => {
     expect(groupOf(name, file)).toBe(group)

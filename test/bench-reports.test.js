@@ -1,10 +1,10 @@
 'use strict'
 
-const { buildDocument, summarize, checkTargets } = require('../bench/summary')
-const { formatTable, createProgress, loadLine } = require('../bench/report-console')
-const { formatCsv } = require('../bench/report-csv')
-const { formatHtml } = require('../bench/report-html')
-const { parseOptions } = require('../bench/options')
+const { buildDocument, summarize, checkTargets } = require('../bench/reports/summary')
+const { formatTable, createProgress, loadLine } = require('../bench/reports/report-console')
+const { formatCsv } = require('../bench/reports/report-csv')
+const { formatHtml } = require('../bench/reports/report-html')
+const { parseOptions } = require('../bench/runners/options')
 
 function fakeRun (algo, trial, rps, p99, hitRate) {
   return {

@@ -8,8 +8,8 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { parseOptions } = require('../bench/options')
-const { bench } = require('../bench/run')
+const { parseOptions } = require('../bench/runners/options')
+const { bench } = require('../bench/runners/run')
 
 jest.setTimeout(40000)
 
@@ -90,13 +90,13 @@ describe('bench end to end: the zipf scenario with byte-bounded caches and churn
   })
 
   test('the static optimum of the run: the pages that fit in 7 x 200 KB (of about 2 MB), time-averaged over a third with 6', () => {
-    const { runOptimum } = require('../bench/optimum')
-    const { probabilities } = require('../bench/popularity')
+    const { runOptimum } = require('../bench/model/optimum')
+    const { probabilities } = require('../bench/workloads/popularity')
     const [run] = result.doc.runs
     const sizes = result.doc.settings.pageSize
     expect(sizes).toBe('uniform:20480,81920')
     const pageBytes = [] // the generated pages are the sizes the options drew
-    const { pageSizes, parsePageSizes } = require('../bench/page-sizes')
+    const { pageSizes, parsePageSizes } = require('../bench/workloads/page-sizes')
     pageBytes.push(...pageSizes(parsePageSizes(sizes), 40, 1))
     const expected = runOptimum(probabilities({ kind: 'zipf', s: 1 }, 40), new Array(7).fill({ bytes: 204800 }), pageBytes, { index: 0, fraction: 1 / 3 })
     expect(run.optimum).toBeCloseTo(expected, 4)

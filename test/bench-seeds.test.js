@@ -9,7 +9,7 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { runSeeds, replaceSection, EXPERIMENTS, BEGIN, END } = require('../bench/seeds')
+const { runSeeds, replaceSection, EXPERIMENTS, BEGIN, END } = require('../bench/runners/seeds')
 
 jest.setTimeout(240000)
 

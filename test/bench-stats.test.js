@@ -1,6 +1,6 @@
 'use strict'
 
-const { percentile, mean, stdev, median, summarize, round, ratio } = require('../bench/stats')
+const { percentile, mean, stdev, median, summarize, round, ratio } = require('../bench/reports/stats')
 
 describe('bench stats', () => {
   test('percentiles use the nearest rank and keep sub-millisecond values', () => {

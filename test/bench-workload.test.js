@@ -1,10 +1,10 @@
 'use strict'
 
-const { staticOptimum, timeAveragedOptimum } = require('../bench/optimum')
-const { parsePageSizes, pageSizes, parseBytes } = require('../bench/page-sizes')
-const { parseWorkload } = require('../bench/workload-options')
-const { runWorkload, workloadOptimum } = require('../bench/model-workload')
-const { createModel } = require('../bench/closed-loop')
+const { staticOptimum, timeAveragedOptimum } = require('../bench/model/optimum')
+const { parsePageSizes, pageSizes, parseBytes } = require('../bench/workloads/page-sizes')
+const { parseWorkload } = require('../bench/workloads/workload-options')
+const { runWorkload, workloadOptimum } = require('../bench/model/model-workload')
+const { createModel } = require('../bench/model/closed-loop')
 const { createRoundRobin } = require('../src/policies/round-robin')
 const { createWasp } = require('../src/policies/wasp')
 const { runNode } = require('./helper')
@@ -78,7 +78,7 @@ describe('workload options', () => {
   })
 
   test('bench:model with a bad workload option exits 2 with the message, no stack trace', async () => {
-    const { code, stderr } = await runNode(require('node:path').join(__dirname, '..', 'bench', 'closed-loop.js'), ['--pages', '7', '--cache-bytes', 'lots'], { timeoutMs: 10000 })
+    const { code, stderr } = await runNode(require('node:path').join(__dirname, '..', 'bench', 'model', 'closed-loop.js'), ['--pages', '7', '--cache-bytes', 'lots'], { timeoutMs: 10000 })
     expect(code).toBe(2)
     expect(stderr).toMatch(/--cache-bytes must be a size/)
     expect(stderr).not.toMatch(/at .*\.js:\d+/)
@@ -148,7 +148,7 @@ describe('the model with caches in bytes', () => {
 
 describe('bench:memory', () => {
   test.each([[['--keys', '0'], /--keys must be an integer/], [['--keys', '10', '--baseline', '20'], /--baseline must be below --keys/], [['--nope', '1'], /unknown option/]])('refuses %j with exit 2', async (args, message) => {
-    const { code, stderr } = await runNode(require('node:path').join(__dirname, '..', 'bench', 'memory.js'), args, { timeoutMs: 10000 })
+    const { code, stderr } = await runNode(require('node:path').join(__dirname, '..', 'bench', 'runners', 'memory.js'), args, { timeoutMs: 10000 })
     expect(code).toBe(2)
     expect(stderr).toMatch(message)
   })

@@ -113,7 +113,7 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
   })
 
   test('the library CLI without a fleet starter needs --backends', async () => {
-    const { main } = require('../src/cli')
+    const { main } = require('../src/run/cli')
     await expect(main(['--log-level', 'silent'])).rejects.toMatchObject({ code: 'ERR_POLISTES_NO_BACKENDS', message: /no backends given/ })
   })
 

@@ -1,11 +1,11 @@
 'use strict'
 
-const { createModel, scenario, EventHeap } = require('../bench/closed-loop')
-const { mulberry32 } = require('../src/prng')
+const { createModel, scenario, EventHeap } = require('../bench/model/closed-loop')
+const { mulberry32 } = require('../src/common/prng')
 const { createWasp } = require('../src/policies/wasp')
 const { createRoundRobin } = require('../src/policies/round-robin')
 const { createRandom } = require('../src/policies/random')
-const { workerConfig } = require('../src/cluster')
+const { workerConfig } = require('../src/run/cluster')
 
 // The scenario of the issue: 7 upstreams x LRU of 4 pages, 25 keys, 32 requests in flight.
 const waspModel = (seed, options = {}) =>

@@ -4,7 +4,7 @@ const path = require('node:path')
 const net = require('node:net')
 const { once } = require('node:events')
 const { request, startUpstream, waitFor, runNode, startCli, alive } = require('./helper')
-const { workerConfig } = require('../src/cluster')
+const { workerConfig } = require('../src/run/cluster')
 
 const CLI = path.join(__dirname, '..', 'bin', 'polistes.js')
 

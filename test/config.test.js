@@ -3,8 +3,8 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { readConfigFile, resolveConfig, normalizeAlgo, parseAddress } = require('../src/config')
-const { parseBackend, parseBackends } = require('../src/backend-spec')
+const { readConfigFile, resolveConfig, normalizeAlgo, parseAddress } = require('../src/config/config')
+const { parseBackend, parseBackends } = require('../src/pool/backend-spec')
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-config-'))
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }))

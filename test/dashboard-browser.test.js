@@ -1,6 +1,6 @@
 'use strict'
 
-const { CHROMIUM, chromiumPath, launchBrowser, startCli, driveLoad, openDashboard, waitForFrames, readDashboard } = require('../bench/dashboard-browser')
+const { CHROMIUM, chromiumPath, launchBrowser, startCli, driveLoad, openDashboard, waitForFrames, readDashboard } = require('../bench/runners/dashboard-browser')
 
 const installed = chromiumPath() !== null
 const title = installed

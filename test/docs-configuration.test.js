@@ -2,7 +2,7 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
-const { DEFAULTS } = require('../src/config')
+const { DEFAULTS } = require('../src/config/config')
 const { runNode } = require('./helper')
 
 const ROOT = path.join(__dirname, '..')
@@ -35,14 +35,14 @@ test('the settings table has a row per setting', () => {
   for (const row of rows) expect(row).toHaveLength(4)
 })
 
-test.each(Object.entries(defaults))('docs/configuration.md gives %s the default of src/config.js', (key, value) => {
+test.each(Object.entries(defaults))('docs/configuration.md gives %s the default of src/config/config.js', (key, value) => {
   const row = rows.find((r) => code(r[0]) === key)
   expect(row).toBeDefined()
   expect(code(row[2])).toBeDefined()
   expect(JSON.parse(code(row[2]))).toEqual(value)
 })
 
-test('every default written as a value in the table is one of src/config.js DEFAULTS', () => {
+test('every default written as a value in the table is one of src/config/config.js DEFAULTS', () => {
   const claimed = rows.filter((r) => code(r[2]) !== undefined).map((r) => code(r[0]))
   expect(claimed.sort()).toEqual(Object.keys(defaults).sort())
 })

@@ -4,9 +4,9 @@ const http = require('node:http')
 const net = require('node:net')
 const crypto = require('node:crypto')
 const { once } = require('node:events')
-const { startBalancer } = require('../src/balancer')
+const { startBalancer } = require('../src/proxy/balancer')
 const { createPolicy } = require('../src/policies')
-const { createDirectEngine } = require('../src/engines/direct')
+const { createDirectEngine } = require('../src/proxy/engines/direct')
 const { request, startUpstream, startRecordingUpstream, RawConnection, parseResponses, sleep, waitFor } = require('./helper')
 
 /**

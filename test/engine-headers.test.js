@@ -1,7 +1,7 @@
 'use strict'
 
-const { responseHead } = require('../src/engines/headers')
-const { HeaderNames } = require('../src/header-names')
+const { responseHead } = require('../src/proxy/engines/headers')
+const { HeaderNames } = require('../src/common/header-names')
 
 describe('responseHead', () => {
   const heads = [
@@ -33,7 +33,7 @@ describe('responseHead', () => {
 })
 
 describe('hostPort (X-Forwarded-Port)', () => {
-  const { hostPort } = require('../src/engines/headers')
+  const { hostPort } = require('../src/proxy/engines/headers')
   test.each([
     ['a:8080', false, '8080'],
     ['a', false, '80'],

@@ -1,6 +1,6 @@
 'use strict'
 
-const errors = require('../src/errors')
+const errors = require('../src/common/errors')
 const { PolistesError, codes } = errors
 
 describe('one error class per stable code', () => {

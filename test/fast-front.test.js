@@ -2,8 +2,8 @@
 
 const net = require('node:net')
 const { once } = require('node:events')
-const { startBalancer } = require('../src/balancer')
-const { parseSimpleRequest } = require('../src/fast-front')
+const { startBalancer } = require('../src/proxy/balancer')
+const { parseSimpleRequest } = require('../src/front/fast-front')
 const { startUpstream, sleep } = require('./helper')
 
 const parse = (text, max = 16384) => parseSimpleRequest(Buffer.from(text, 'latin1'), 0, max)
@@ -19,7 +19,7 @@ describe('parseSimpleRequest', () => {
   })
 
   test('one connection\'s name cache: names that change case, order or number between requests still parse as without it', () => {
-    const { HeaderNames } = require('../src/header-names')
+    const { HeaderNames } = require('../src/common/header-names')
     const names = new HeaderNames()
     const heads = [
       'GET /a HTTP/1.1\r\nHost: a\r\nX-One: 1\r\n\r\n',

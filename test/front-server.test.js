@@ -6,8 +6,8 @@ const https = require('node:https')
 const net = require('node:net')
 const { execFile } = require('node:child_process')
 const { once } = require('node:events')
-const { startBalancer } = require('../src/balancer')
-const { CHECK_INTERVAL_MS } = require('../src/front-server')
+const { startBalancer } = require('../src/proxy/balancer')
+const { CHECK_INTERVAL_MS } = require('../src/front/front-server')
 const { rawRequest, startUpstream, waitFor, sleep, makeCertificates, RawConnection } = require('./helper')
 
 /** The client side of the balancer: HTTPS, slow clients, header size and connection limits. */

@@ -1,9 +1,9 @@
 'use strict'
 
 const http = require('node:http')
-const { startBalancer } = require('../src/balancer')
-const { Pool } = require('../src/pool')
-const { createHealthChecker } = require('../src/health-checker')
+const { startBalancer } = require('../src/proxy/balancer')
+const { Pool } = require('../src/pool/pool')
+const { createHealthChecker } = require('../src/pool/health-checker')
 const { request, startUpstream, closedPort, sleep, waitFor } = require('./helper')
 
 /**

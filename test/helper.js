@@ -191,12 +191,12 @@ function makeCertificates () {
 }
 
 /**
- * The polistes CLI entry: bin/polistes.js when it exists, else src/cli.js.
+ * The polistes CLI entry: bin/polistes.js when it exists, else src/run/cli.js.
  * @returns {string}
  */
 function cliEntry () {
   const bin = path.join(__dirname, '..', 'bin', 'polistes.js')
-  return fs.existsSync(bin) ? bin : path.join(__dirname, '..', 'src', 'cli.js')
+  return fs.existsSync(bin) ? bin : path.join(__dirname, '..', 'src', 'run', 'cli.js')
 }
 
 /**
@@ -427,14 +427,14 @@ async function startRecordingUpstream (handler) {
 }
 
 /**
- * `describe` when every program is installed (bench/peers.js findBinary), else `describe.skip`
+ * `describe` when every program is installed (bench/peers/peers.js findBinary), else `describe.skip`
  * with what is missing and how to install it in the title, so the skip says why.
  * @param {string[]} programs e.g. ['haproxy', 'wrk']
  * @param {string} title
  * @param {() => void} fn
  */
 function describeIfInstalled (programs, title, fn) {
-  const { findBinary } = require('../bench/peers')
+  const { findBinary } = require('../bench/peers/peers')
   const missing = programs.filter((p) => !findBinary(p))
   if (missing.length === 0) return describe(title, fn)
   const install = missing.map((p) => (p === 'nginx' ? 'nginx-light' : p)).join(' ')

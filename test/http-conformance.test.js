@@ -10,7 +10,7 @@ const net = require('node:net')
 const crypto = require('node:crypto')
 const { once } = require('node:events')
 const { startCli, startRecordingUpstream, RawConnection, rawRequest, parseResponses, waitFor, sleep } = require('./helper')
-const { DEFAULT_ENGINE } = require('../src/proxy-engine')
+const { DEFAULT_ENGINE } = require('../src/proxy/proxy-engine')
 
 /** The engines every conformance test runs over; `default` passes no `--engine` flag. */
 const ENGINES = ['default', 'http-proxy', 'node-http', 'undici']

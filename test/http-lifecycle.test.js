@@ -3,7 +3,7 @@
 const http = require('node:http')
 const net = require('node:net')
 const { once } = require('node:events')
-const { createLifecycle } = require('../src/http-lifecycle')
+const { createLifecycle } = require('../src/front/http-lifecycle')
 const https = require('node:https')
 const fs = require('node:fs')
 const { request, waitFor, makeCertificates } = require('./helper')
@@ -101,7 +101,7 @@ describe('backlog', () => {
   })
 
   ifRoom('the balancer listens with a backlog of maxConnections (as HAProxy): the same burst gets in at once', async () => {
-    const { startBalancer } = require('../src/balancer')
+    const { startBalancer } = require('../src/proxy/balancer')
     const lb = await startBalancer({ backends: ['http://127.0.0.1:9'], port: 0 })
     try {
       expect(await burstOn(lb.port)).toBe('all within 700 ms')

@@ -8,6 +8,29 @@ const SRC = path.join(ROOT, 'src')
 /** Folders the library must never load: its test backends, its benchmarks, its tests. */
 const OUTSIDE = ['servers', 'bench', 'test'].map((dir) => path.join(ROOT, dir) + path.sep)
 
+/**
+ * The rooms of src/ and, for each, the rooms its files may import (its own always). A request
+ * flows downward: front -> proxy -> pool and policies; common is the floor everyone stands on.
+ * config validates options against the names the proxy and the policies offer, so it may read
+ * them; pool reads the health-check option parsing of config/defaults.js.
+ */
+const MAY_IMPORT = {
+  common: [],
+  policies: ['common'],
+  pool: ['common', 'config'],
+  proxy: ['pool', 'policies', 'common'],
+  front: ['proxy', 'pool', 'policies', 'common'],
+  observe: ['common'],
+  config: ['proxy', 'pool', 'policies', 'common'],
+  adapters: ['proxy', 'pool', 'policies', 'config', 'common'],
+  run: ['front', 'proxy', 'pool', 'policies', 'config', 'observe', 'common']
+}
+/**
+ * The files that assemble the rooms and so may import any of them: the package entry, and the
+ * balancer, which builds the front server, the pool, the engine and the admin around its handler.
+ */
+const ASSEMBLERS = ['index.js', 'index.d.ts', 'proxy/balancer.js']
+
 /** Every module specifier in `require('…')`, `import … from '…'`, `import('…')` and `import type`. */
 function specifiers (source) {
   const found = []
@@ -24,13 +47,44 @@ function filesUnder (dir) {
   })
 }
 
-/** The relative imports of `file` that land in servers/, bench/ or test/. */
-function wrongWay (file) {
+/** The room of a path under src/ (its first folder; a folder is its own room), '' for a file at the top of src/. */
+function roomOf (file) {
+  const rel = path.relative(SRC, file).split(path.sep)
+  if (rel.length > 1) return rel[0]
+  return fs.existsSync(file) && fs.statSync(file).isDirectory() ? rel[0] : ''
+}
+
+/** The paths that the relative specifiers of `file` reach. */
+function targets (file) {
   return specifiers(fs.readFileSync(file, 'utf8'))
     .filter((s) => s.startsWith('.'))
     .map((s) => path.resolve(path.dirname(file), s))
-    .filter((target) => OUTSIDE.some((dir) => target.startsWith(dir)))
 }
+
+/** The paths that JSDoc types `import('…').Name` of `file` reach (types only, nothing is loaded). */
+function typeTargets (file) {
+  return [...fs.readFileSync(file, 'utf8').matchAll(/\bimport\(\s*'(\.[^']+)'\s*\)\./g)]
+    .map((m) => path.resolve(path.dirname(file), m[1]))
+}
+
+/** The relative imports of `file` that land in servers/, bench/ or test/. */
+function wrongWay (file) {
+  return targets(file).filter((target) => OUTSIDE.some((dir) => target.startsWith(dir)))
+}
+
+/** The imports of `file` into a room its own room may not import. */
+function upward (file) {
+  if (ASSEMBLERS.includes(path.relative(SRC, file).split(path.sep).join('/'))) return []
+  const own = roomOf(file)
+  const allowed = new Set([own, ...(MAY_IMPORT[own] || [])])
+  // the package's public types (src/index.d.ts) may be named in a JSDoc type from anywhere
+  const publicTypes = new Set(typeTargets(file).filter((t) => t === path.join(SRC, 'index')))
+  return targets(file)
+    .filter((target) => target.startsWith(SRC + path.sep) && !allowed.has(roomOf(target)) && !publicTypes.has(target))
+}
+
+const files = filesUnder(SRC)
+const rel = (f) => path.relative(ROOT, f).split(path.sep).join('/')
 
 test('the import scanner sees require, import and import type', () => {
   const source = "const a = require('../servers/fleet')\nimport b from './b.js'\nimport type { C } from '../c'\nconst d = await import(\"./d\")\nimport './e'\n"
@@ -38,8 +92,27 @@ test('the import scanner sees require, import and import type', () => {
 })
 
 test('nothing under src/ imports servers/, bench/ or test/', () => {
-  const files = filesUnder(SRC)
-  expect(files).toEqual(expect.arrayContaining([path.join(SRC, 'cli.js'), path.join(SRC, 'index.js')]))
-  const offenders = files.flatMap((file) => wrongWay(file).map((target) => `${path.relative(ROOT, file)} -> ${path.relative(ROOT, target)}`))
+  expect(files).toEqual(expect.arrayContaining([path.join(SRC, 'run', 'cli.js'), path.join(SRC, 'index.js')]))
+  const offenders = files.flatMap((file) => wrongWay(file).map((target) => `${rel(file)} -> ${rel(target)}`))
   expect(offenders).toEqual([])
+})
+
+test('every file of src/ sits in a known room (or is the package entry)', () => {
+  const homeless = files.filter((file) => roomOf(file) === '' ? !ASSEMBLERS.includes(path.basename(file)) : !(roomOf(file) in MAY_IMPORT))
+  expect(homeless.map(rel)).toEqual([])
+})
+
+test('imports flow downward: front -> proxy -> pool and policies, and policies import nothing of the proxy', () => {
+  const offenders = files.flatMap((file) => upward(file).map((target) => `${rel(file)} -> ${rel(target)}`))
+  expect(offenders).toEqual([])
+})
+
+test('the room check catches a policy that reaches into the proxy', () => {
+  const policy = path.join(SRC, 'policies', 'x.js')
+  const own = roomOf(policy)
+  const allowed = new Set([own, ...MAY_IMPORT[own]])
+  const reach = path.resolve(path.dirname(policy), '../proxy/balancer')
+  expect(own).toBe('policies')
+  expect(allowed.has(roomOf(reach))).toBe(false)
+  expect(allowed.has(roomOf(path.resolve(path.dirname(policy), '../common/errors')))).toBe(true)
 })

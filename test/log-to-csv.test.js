@@ -5,11 +5,11 @@ const os = require('node:os')
 const path = require('node:path')
 const { spawn } = require('node:child_process')
 const { startBalancer } = require('../src')
-const { createAccessLog } = require('../src/access-log')
-const { csvRow, HEADER } = require('../src/log-to-csv')
+const { createAccessLog } = require('../src/observe/access-log')
+const { csvRow, HEADER } = require('../src/observe/log-to-csv')
 const { request, runNode, startUpstream } = require('./helper')
 
-const SCRIPT = path.join(__dirname, '..', 'src', 'log-to-csv.js')
+const SCRIPT = path.join(__dirname, '..', 'src', 'observe', 'log-to-csv.js')
 
 describe('log-to-csv: one row', () => {
   test('an access line becomes timestamp, backend, latency_ms, status, cache', () => {

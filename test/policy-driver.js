@@ -6,7 +6,7 @@
  * table-driven cases, and the latency scripts the latency-driven policies' tests share.
  */
 
-const { mulberry32 } = require('../src/prng')
+const { mulberry32 } = require('../src/common/prng')
 
 /** A random source that replays `values` in a loop. */
 function sequence (values) {

@@ -1,6 +1,6 @@
 'use strict'
 
-const { Pool } = require('../src/pool')
+const { Pool } = require('../src/pool/pool')
 const { mulberry32 } = require('./policy-driver')
 
 const specs = [{ id: 'a', url: 'http://127.0.0.1:1', weight: 1 }, { id: 'b', url: 'http://127.0.0.1:2', weight: 1 }]

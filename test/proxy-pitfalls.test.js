@@ -3,8 +3,8 @@
 const net = require('node:net')
 const { Writable } = require('node:stream')
 const pino = require('pino')
-const { startBalancer } = require('../src/balancer')
-const { ENGINES } = require('../src/proxy-engine')
+const { startBalancer } = require('../src/proxy/balancer')
+const { ENGINES } = require('../src/proxy/proxy-engine')
 const { request, startUpstream, closedPort, waitFor } = require('./helper')
 
 /** A pino logger whose JSON lines the test can read back. */

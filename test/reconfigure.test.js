@@ -1,6 +1,6 @@
 'use strict'
 
-const { startBalancer } = require('../src/balancer')
+const { startBalancer } = require('../src/proxy/balancer')
 const { request, startUpstream, waitFor } = require('./helper')
 
 /** Upstreams a, b, c answering with X-Server; `hold` keeps responses back while set. */
@@ -32,7 +32,7 @@ describe('balancer.reconfigure applies a new config to a running balancer', () =
   const backends = (...ids) => ids.map((id) => ({ id, url: env.ups[id].url }))
 
   test('wasp keeps what it learnt about the upstreams that stay, through a removal and an option change', async () => {
-    lb = await startBalancer({ backends: backends('a', 'b', 'c'), port: 0, random: require('../src/prng').mulberry32(3) })
+    lb = await startBalancer({ backends: backends('a', 'b', 'c'), port: 0, random: require('../src/common/prng').mulberry32(3) })
     const policy = lb.policy
     const keys = Array.from({ length: 12 }, (_, i) => `/page${i}.html`)
     for (let round = 0; round < 8; round++) for (const k of keys) await server(lb, k)

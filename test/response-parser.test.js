@@ -3,7 +3,7 @@
 const http = require('node:http')
 const net = require('node:net')
 const fc = require('fast-check')
-const { ResponseParser } = require('../src/engines/response-parser')
+const { ResponseParser } = require('../src/proxy/engines/response-parser')
 
 /** Parse `bytes` fed in the given pieces; what the handlers saw, or the error. */
 function parse (pieces, { head = false, end = true } = {}) {

@@ -4,7 +4,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { generatePages, renderPage, renderPageOfSize, mulberry32 } = require('../servers/pages')
-const { parsePageSizes, pageSizes } = require('../bench/page-sizes')
+const { parsePageSizes, pageSizes } = require('../bench/workloads/page-sizes')
 const { runNode } = require('./helper')
 
 const PUBLIC = path.join(__dirname, '..', 'public')

@@ -1,6 +1,6 @@
 'use strict'
 
-const { createTelemetry, LATENCY_BUCKETS_MS, NO_UPSTREAM, OTHER_PAGE } = require('../src/telemetry')
+const { createTelemetry, LATENCY_BUCKETS_MS, NO_UPSTREAM, OTHER_PAGE } = require('../src/observe/telemetry')
 
 /** A telemetry with a hand-moved clock (ms), starting at t = 1,000,000 s. */
 function setup (options = {}) {

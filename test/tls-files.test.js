@@ -2,7 +2,7 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
-const { readServerTls, readCa } = require('../src/tls-files')
+const { readServerTls, readCa } = require('../src/front/tls-files')
 const { makeCertificates } = require('./helper')
 
 let certs

@@ -2,7 +2,7 @@
 
 const { createWasp, defaults } = require('../src/policies/wasp')
 const { bandOf, observe, ABSENT_PICKS } = require('../src/policies/wasp-holdings')
-const { mulberry32 } = require('../src/prng')
+const { mulberry32 } = require('../src/common/prng')
 
 const ups = (n, prefix = 'u') => Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, inflight: 0 }))
 

@@ -1,7 +1,7 @@
 'use strict'
 
 const { createWasp, defaults } = require('../src/policies/wasp')
-const { mulberry32 } = require('../src/prng')
+const { mulberry32 } = require('../src/common/prng')
 const { pack } = require('../src/policies/wasp-packing')
 const { fnv1a32, hash32 } = require('../src/policies/shared')
 const { execFileSync } = require('node:child_process')
@@ -332,7 +332,7 @@ describe('wasp: bounded memory', () => {
     // run in a plain node process: jest's module sandbox makes a million Map operations ~10x slower
     const script = `
       const { createWasp } = require(${JSON.stringify(require.resolve('../src/policies/wasp'))})
-      const { mulberry32 } = require(${JSON.stringify(require.resolve('../src/prng'))})
+      const { mulberry32 } = require(${JSON.stringify(require.resolve('../src/common/prng'))})
       const wasp = createWasp(${JSON.stringify(options)}, { random: mulberry32(1) })
       const list = [{ id: 'a', inflight: 0 }, { id: 'b', inflight: 0 }, { id: 'c', inflight: 0 }]
       const outcome = { latencyMs: 1, statusCode: 200 }

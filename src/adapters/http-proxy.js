@@ -1,8 +1,8 @@
 'use strict'
 
 const { PolicyRouter, headerValue } = require('./policy-router')
-const { DEFAULTS, validateOptions } = require('../defaults')
-const { hasBody } = require('../body-limit')
+const { DEFAULTS, validateOptions } = require('../config/defaults')
+const { hasBody } = require('../proxy/body-limit')
 
 /** Methods whose requests may be sent again (RFC 9110 §9.2.2), as the balancer's retries. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])

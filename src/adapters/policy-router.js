@@ -1,16 +1,16 @@
 'use strict'
 
 const { createPolicy } = require('../policies')
-const { Pool } = require('../pool')
-const { DEFAULTS, validateOptions } = require('../defaults')
-const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+const { Pool } = require('../pool/pool')
+const { DEFAULTS, validateOptions } = require('../config/defaults')
+const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 
 /**
  * The part every adapter shares: a list of upstreams as a policy sees them (id, origin, in-flight
  * count), the pick of one per request, and the feedback when the request ends (latency, status, the
  * upstream's `X-Cache`). Adapters (src/adapters/*.js) only wire it to a library's hooks. No I/O.
  *
- * Membership and passive health are the balancer's own pool (src/pool.js): an upstream whose
+ * Membership and passive health are the balancer's own pool (src/pool/pool.js): an upstream whose
  * attempts fail at the connection level (refused, reset, no response) `maxFails` times in a row is
  * left out of the choice for `failTimeoutMs`, as nginx's `max_fails` / `fail_timeout`; when every
  * upstream is out, all are offered again (a blackout helps nobody).
@@ -39,7 +39,7 @@ class PolicyRouter {
     for (const u of upstreams) this.add(u)
   }
 
-  /** @returns {Array<import('../pool').Upstream & { origin: string }>} every upstream, in the order added */
+  /** @returns {Array<import('../pool/pool').Upstream & { origin: string }>} every upstream, in the order added */
   get members () {
     return this.pool.all()
   }

@@ -2,7 +2,7 @@
 
 const { Dispatcher, Pool } = require('undici')
 const { PolicyRouter, pathKey } = require('./policy-router')
-const { DEFAULTS, validateOptions } = require('../defaults')
+const { DEFAULTS, validateOptions } = require('../config/defaults')
 
 /**
  * `polistes/undici`: an undici Dispatcher, like undici's BalancedPool, whose upstream choice is a

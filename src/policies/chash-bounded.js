@@ -23,7 +23,7 @@
  * A request without a key is routed round-robin.
  */
 
-const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 const { checkOptions, createRotation, inflightOf, weightOf, hash32 } = require('./shared')
 
 /** Cap on the ring's size, whatever the weights: points are scaled down to fit. */

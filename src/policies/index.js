@@ -1,6 +1,6 @@
 'use strict'
 
-const { ERR_POLISTES_UNKNOWN_ALGO } = require('../errors')
+const { ERR_POLISTES_UNKNOWN_ALGO } = require('../common/errors')
 
 const { createRoundRobin } = require('./round-robin')
 const { createRandom } = require('./random')
@@ -48,7 +48,7 @@ function policyNames () {
  * @param {object} [options] policy options
  * @param {{ random?: () => number, now?: () => number }} [deps] injected sources
  * @returns {object} the policy
- * @throws {import('../errors').PolistesError} ERR_POLISTES_UNKNOWN_ALGO when the name is not registered
+ * @throws {import('../common/errors').PolistesError} ERR_POLISTES_UNKNOWN_ALGO when the name is not registered
  */
 function createPolicy (name, options, deps) {
   const factory = Object.hasOwn(policies, name) ? policies[name] : undefined

@@ -17,7 +17,7 @@
  * - Latencies are floored at `minLatencyMs` so that a 0 ms sample does not make an infinite weight.
  */
 
-const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 const { checkOptions, smoothPick, weightOf, forgetAbsent } = require('./shared')
 const { createEwmaTable, checkAlpha } = require('./latency')
 

@@ -20,7 +20,7 @@
  * - Memory: a Map keyed by id, pruned lazily of ids absent from the eligible list.
  */
 
-const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 const { checkOptions, inflightOf, forgetAbsent, ewma, largest } = require('./shared')
 
 /**

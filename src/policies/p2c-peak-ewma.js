@@ -31,7 +31,7 @@
  * - `upstream.weight` is not used (as in Finagle and tower).
  */
 
-const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 const { checkOptions, inflightOf, forgetAbsent, randomIndex, ewma, largest } = require('./shared')
 const { latencySample } = require('./latency')
 

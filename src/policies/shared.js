@@ -8,7 +8,7 @@
  * this one.
  */
 
-const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 
 /**
  * Requests in flight on an upstream: `upstream.inflight` when it is a positive number, else 0.
@@ -130,7 +130,7 @@ function randomIndex (random, n) {
  * @param {unknown} options what the caller passed (undefined: no options)
  * @param {readonly string[]} known the option names the policy reads
  * @returns {object} `options`, or `{}` when none were given
- * @throws {import('../errors').PolistesError} ERR_POLISTES_BAD_OPTION
+ * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION
  */
 function checkOptions (policy, options, known) {
   if (options === undefined) return {}

@@ -10,7 +10,7 @@
  * Each upstream keeps a ring of at most `window` samples and their running sum: O(1) per sample.
  */
 
-const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 const { checkOptions, forgetAbsent, largest } = require('./shared')
 const { latencySample, pickLowest } = require('./latency')
 

@@ -43,7 +43,7 @@
  * Cost of one pick: at most `rounds` × upstreams response draws plus O(upstreams × holders) set-up.
  */
 
-const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 const { checkOptions, ewma, weightOf } = require('./shared')
 const { createMemory } = require('./wasp-memory')
 const { createPacking } = require('./wasp-packing')
@@ -188,7 +188,7 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
      * New options on a running policy (a reload): checked like the factory's, then taken without
      * forgetting anything learnt (thresholds, upstream records, counters).
      * @param {Partial<typeof defaults>} next
-     * @throws {import('../errors').PolistesError} ERR_POLISTES_BAD_OPTION (then nothing changed)
+     * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION (then nothing changed)
      */
     configure (next) {
       const o = resolveOptions(next)

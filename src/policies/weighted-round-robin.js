@@ -15,7 +15,7 @@
  * use it too.
  */
 
-const { ERR_POLISTES_BAD_OPTION } = require('../errors')
+const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 const { checkOptions, smoothPick, weightOf, forgetAbsent } = require('./shared')
 
 /**

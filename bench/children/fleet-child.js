@@ -1,0 +1,133 @@
+'use strict'
+
+/**
+ * Child process holding one fleet of backends (servers/fleet.js), so that the backends' event
+ * loop is neither the balancer's nor the load generator's.
+ *
+ * Requests:
+ * - `start { fleet, pages, pageSizes?, seed?, host }` -> `{ backends: [{ id, url, port }], pageBytes }`:
+ *   with other than the 25 committed pages, or with `pageSizes` (bytes per page), the pages are
+ *   generated into a temporary directory (removed at close); `pageBytes` is each page's size.
+ * - `stats { keys? }` -> every backend's `GET /_stats` (with `keys`: `?keys=1`, requests per page),
+ *   in fleet order. A backend killed by `kill` answers with its last counters until `restart`, and
+ *   after it its counters go on from them (the restarted process starts at zero), so deltas between
+ *   snapshots stay true across churn.
+ * - `kill { index }`: SIGKILL one backend (a fleet of processes only); `restart { index }`: start
+ *   it again, cold, on its old port.
+ * - `cpu`: this process's CPU plus its backend processes' (a fleet of processes), `process.cpuUsage()` form.
+ * `close` stops the fleet and exits.
+ */
+
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const http = require('node:http')
+const { serve } = require('./child')
+
+const DEFAULT_PAGES = 25
+const COUNTERS = ['requests', 'hits', 'misses', 'evictions', 'rejected', 'guarded']
+const agent = new http.Agent({ keepAlive: true })
+
+let fleet
+let tmpDir
+const carried = [] // per backend: counters before its last restart
+const last = [] // per backend: its counters when it was killed
+const down = new Set()
+
+function getJson (url) {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent, timeout: 10000 }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk) => { body += chunk })
+      res.on('end', () => {
+        if (res.statusCode !== 200) return reject(new Error(`GET ${url}: ${res.statusCode}`))
+        try { resolve(JSON.parse(body)) } catch (err) { reject(err) }
+      })
+    })
+    req.on('timeout', () => req.destroy(new Error(`GET ${url}: timeout`)))
+    req.on('error', reject)
+  })
+}
+
+async function start ({ fleet: fleetOptions, pages = DEFAULT_PAGES, pageSizes, host = '127.0.0.1' }) {
+  const { startFleet } = require('../../servers/fleet')
+  const options = { ...fleetOptions, basePort: 0, host }
+  let root = path.join(__dirname, '..', '..', 'public')
+  if (pages !== DEFAULT_PAGES || pageSizes) {
+    const { generatePages } = require('../../servers/pages')
+    tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-pages-'))
+    generatePages({ count: pages, dir: tmpDir, sizes: pageSizes })
+    options.root = tmpDir
+    root = tmpDir
+  }
+  fleet = await startFleet(options)
+  const pageBytes = []
+  for (let n = 1; n <= pages; n++) pageBytes.push(fs.statSync(path.join(root, `page${n}.html`)).size)
+  return { backends: fleet.backends.map(({ id, url, port }) => ({ id, url, port })), pageBytes }
+}
+
+/** Counters of `now` plus those carried over a restart. */
+function withCarried (now, before) {
+  if (!before) return now
+  const out = { ...now }
+  for (const k of COUNTERS) out[k] = (now[k] || 0) + (before[k] || 0)
+  if (now.served || before.served) {
+    out.served = { ...(before.served || {}) }
+    for (const [key, n] of Object.entries(now.served || {})) out.served[key] = (out.served[key] || 0) + n
+  }
+  return out
+}
+
+async function fetchOne (i, keys) {
+  const b = fleet.backends[i]
+  const s = await getJson(new URL(keys ? '/_stats?keys=1' : '/_stats', b.url).href)
+  return withCarried(s, carried[i])
+}
+
+async function stats ({ keys = false } = {}) {
+  return Promise.all(fleet.backends.map((b, i) => (down.has(i) ? { ...last[i], down: true } : fetchOne(i, keys))))
+}
+
+function checkIndex (index) {
+  if (!fleet || !fleet.kill) throw new Error('churn needs a fleet of processes (fleet option processes: true)')
+  if (!Number.isInteger(index) || index < 0 || index >= fleet.backends.length) throw new Error(`no backend at index ${index}`)
+}
+
+async function kill ({ index }) {
+  checkIndex(index)
+  if (down.has(index)) throw new Error(`backend ${fleet.backends[index].id} is down already`)
+  down.add(index) // snapshots from now on see the counters fetched here
+  last[index] = await fetchOne(index, true)
+  await fleet.kill(index)
+  return { id: fleet.backends[index].id, killedAt: Date.now() }
+}
+
+async function restart ({ index }) {
+  checkIndex(index)
+  if (!down.has(index)) throw new Error(`backend ${fleet.backends[index].id} is not down`)
+  const t0 = Date.now()
+  const b = await fleet.restart(index)
+  carried[index] = last[index]
+  down.delete(index)
+  return { id: b.id, pid: b.pid, startMs: Date.now() - t0 }
+}
+
+/** CPU of this process plus its backend processes (live ones, and those that were killed and reaped). */
+function cpu () {
+  const own = process.cpuUsage()
+  if (!fleet || !fleet.kill) return own
+  const { procCpu } = require('../peers/peers')
+  const add = (c) => { own.user += c.user; own.system += c.system }
+  try {
+    add(procCpu('self', { children: true }))
+    fleet.backends.forEach((b, i) => { if (!down.has(i) && b.pid) add(procCpu(b.pid)) })
+  } catch {} // no /proc, or a backend exiting: this process only
+  return own
+}
+
+serve({ start, stats, kill, restart, cpu }, async () => {
+  agent.destroy()
+  if (fleet) await fleet.close()
+  if (tmpDir) fs.rmSync(tmpDir, { recursive: true, force: true })
+})

@@ -1,0 +1,317 @@
+'use strict'
+
+/**
+ * Command-line options of `npm run bench`, parsed and validated into one settings object.
+ * Every mistake becomes a PolistesError with a one-line message; bench/runners/run.js prints it and exits 2.
+ */
+
+const path = require('node:path')
+const yargs = require('yargs/yargs')
+const { PolistesError, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('../../src/common/errors')
+const { policyNames } = require('../../src/policies')
+const { DEFAULT_ENGINE, ENGINES } = require('../../src/proxy/proxy-engine')
+const { parseWorkload } = require('../workloads/workload-options')
+const { pageSizes } = require('../workloads/page-sizes')
+const { getScenario, scenarioNames } = require('../workloads/scenarios')
+const { PEER_ARMS, parsePeers } = require('../peers/peer-configs')
+const { findBinary, INSTALL } = require('../peers/peers')
+
+const RESULTS_DIR = path.join(__dirname, '..', 'results')
+
+function bad (message) {
+  return new ERR_POLISTES_BAD_OPTION(message)
+}
+
+/**
+ * The yargs parser, without side effects (no exit, no printing), so tests can call it.
+ * @param {string[]} argv
+ */
+function parser (argv) {
+  return yargs(argv)
+    .scriptName('npm run bench --')
+    .usage('$0 [options]\n\nCompare routing algorithms on a fresh fleet and balancer per run.')
+    .option('scenario', { type: 'string', default: 'cache', describe: `one of: ${scenarioNames().join(', ')}` })
+    .option('algos', { type: 'string', describe: 'comma-separated algorithms (default: the scenario\'s)' })
+    .option('trials', { type: 'number', default: 3, describe: 'runs per algorithm, alternating' })
+    .option('duration', { type: 'number', default: 20, describe: 'measured window, seconds' })
+    .option('warmup', { type: 'number', default: 5, describe: 'learning phase before the window, seconds' })
+    .option('jit-warmup', { type: 'number', default: 3, describe: 'untimed process warm-up before the first trial, seconds (0: none)' })
+    .option('connections', { type: 'number', describe: 'concurrent client connections (default: the scenario\'s, 32)' })
+    .option('pages', { type: 'number', describe: 'distinct pages, 1 to 100000, generated at start from --seed into a temporary directory (default: the scenario\'s, 25)' })
+    .option('cache-pages', { type: 'number', describe: 'pages each backend caches (default: the scenario\'s, 4)' })
+    .option('cache-bytes', { type: 'string', describe: 'bound each backend\'s cache in bytes instead of pages, e.g. 1.5m (LRU by size)' })
+    .option('page-size', { type: 'string', describe: 'page sizes: fixed:BYTES | lognormal:MEDIAN,SIGMA | uniform:MIN,MAX, drawn from --seed (default: the scenario\'s; the cache scenario: the ~60 KB lorem pages)' })
+    .option('miss-ms', { type: 'number', describe: 'emulated cost of a cache miss, ms (default 20)' })
+    .option('popularity', { type: 'string', describe: 'uniform | zipf:<s> (default: the scenario\'s, uniform)' })
+    .option('shift', { type: 'string', describe: 'SECONDS[,STEP]: the popularity ranking rotates by STEP places (default a tenth of the pages) every SECONDS (needs zipf)' })
+    .option('churn', { type: 'boolean', describe: 'SIGKILL one backend (a) a third into the measured window and restart it, cold, a third later (backends run as processes)' })
+    .option('rate', { type: 'number', describe: 'open loop: requests/s at fixed intended send times, spread over the connections; latency counted from the intended time (default: closed loop, as fast as possible)' })
+    .option('load', { type: 'string', default: 'auto', describe: 'closed-loop load generator: autocannon | wrk | node | auto (wrk when peers run and wrk is installed; node with --sources)' })
+    .option('sources', { type: 'number', describe: 'spread the connections over this many loopback source addresses 127.0.1.1, 127.0.1.2, ... (Linux), so the balancer sees many clients (Node generator; default: the scenario\'s, else one)' })
+    .option('retry-on', { type: 'string', describe: 'the balancer retries these upstream statuses (and timeout) elsewhere (its --retry-on), e.g. 503,timeout (default: the scenario\'s arms, else none)' })
+    .option('try-timeout', { type: 'number', describe: 'the balancer\'s --try-timeout on every arm: ms an attempt may wait for its response head (default: the scenario\'s arms, else none)' })
+    .option('requests', { type: 'number', describe: 'closed loop (node generator): measure this many requests after the learning phase instead of --duration seconds, as ApacheBench -n; 0: --duration (default: the scenario\'s, else 0)' })
+    .option('peers', { type: 'string', describe: 'HAProxy/nginx arms in front of the same fleet: none, or haproxy,nginx and/or arm names (default: the scenario\'s peers found on PATH)' })
+    .option('keep-alive', { type: 'boolean', describe: 'balancer-to-backend keep-alive; --no-keep-alive turns it off' })
+    .option('engine', { type: 'string', default: DEFAULT_ENGINE, describe: `balancer proxy engine: ${ENGINES.join(', ')}` })
+    .option('policy-options', { type: 'string', describe: 'JSON object passed to the policy, e.g. \'{"xi":10}\'' })
+    .option('workers', { type: 'number', default: 1, describe: 'balancer processes on one port (node:cluster, like polistes --workers); CPU is summed over them' })
+    .option('peer-workers', { type: 'number', describe: 'HAProxy threads (nbthread) and nginx worker processes (worker_processes) of the peer arms; CPU is summed over them (default: --workers)' })
+    .option('seed', { type: 'number', default: 1, describe: 'seed of the page sequence' })
+    .option('out', { type: 'string', describe: 'JSON result path (default bench/results/<timestamp>-<scenario>.json)' })
+    .option('results-dir', { type: 'string', default: RESULTS_DIR, defaultDescription: 'bench/results', describe: 'where JSON, CSV and HTML go' })
+    .option('profile', { type: 'boolean', default: false, describe: 'write a V8 CPU profile of each balancer child (node --cpu-prof) to <results-dir>/profiles' })
+    .option('quiet', { type: 'boolean', default: false, describe: 'no progress line' })
+    .strict()
+    .help()
+    .version(false)
+    .exitProcess(false)
+    .fail((msg, err) => { throw bad(err ? err.message : msg) })
+}
+
+/** Table columns of an open-loop run: latency at a fixed rate, the tail included. */
+const OPEN_LOOP_COLUMNS = ['rps', 'p50', 'p90', 'p99', 'p999', 'max', 'hitRate', 'cpuPer10k', 'errors']
+
+/**
+ * The load generator: `open-loop` with --rate (bench/load/open-loop.js), else autocannon or wrk.
+ * `auto` takes wrk when peers run (their rates would take a core of autocannon's) and wrk is
+ * installed.
+ */
+function loadGenerator (value, { rate, sources, peers, popularity, notes }) {
+  if (!['auto', 'autocannon', 'wrk', 'node'].includes(value)) throw bad(`--load must be auto, autocannon, wrk or node, got "${value}"`)
+  if (rate) {
+    if (value === 'wrk') throw bad('--rate runs the open-loop generator (Node); --load wrk is closed loop only')
+    return 'open-loop'
+  }
+  if (sources > 1) {
+    if (value !== 'auto' && value !== 'node') throw bad(`--sources needs the Node generator (--load node or auto), not ${value}`)
+    return 'node'
+  }
+  if (value === 'node') return 'node'
+  const wrkOk = Boolean(popularity)
+  if (value === 'wrk') {
+    if (!findBinary('wrk')) throw bad('--load wrk: wrk not found on PATH (install: apt-get install wrk)')
+    return 'wrk'
+  }
+  if (value === 'auto' && peers && wrkOk) {
+    if (findBinary('wrk')) return 'wrk'
+    notes.push('note: wrk not found on PATH, autocannon drives the load and may lack headroom at the peers\' rates (install: apt-get install wrk)')
+  }
+  return 'autocannon'
+}
+
+function number (value, name, { min = -Infinity, max = Infinity, integer = false, exclusiveMin = false } = {}) {
+  if (typeof value !== 'number' || Number.isNaN(value) || !Number.isFinite(value)) {
+    throw bad(`--${name} must be a number, got "${value}"`)
+  }
+  if (integer && !Number.isInteger(value)) throw bad(`--${name} must be an integer, got ${value}`)
+  if (exclusiveMin ? value <= min : value < min) {
+    throw bad(`--${name} must be ${exclusiveMin ? 'greater than' : 'at least'} ${min}, got ${value}`)
+  }
+  if (value > max) throw bad(`--${name} must be at most ${max}, got ${value}`)
+  return value
+}
+
+/**
+ * Parse and validate argv.
+ * @param {string[]} argv arguments after `node bench/runners/run.js`
+ * @returns {object | null} settings, or null when --help was asked (yargs printed it)
+ * @throws {PolistesError} on any bad option
+ */
+function parseOptions (argv) {
+  let args
+  let helped = false
+  const y = parser(argv)
+  try {
+    args = y.parseSync(argv, {}, (err, _argv, output) => {
+      if (err) throw bad(err.message)
+      if (output) { helped = true; console.log(output) }
+    })
+  } catch (err) {
+    if (err instanceof PolistesError) throw err
+    throw bad(err.message)
+  }
+  if (helped || args.help) return null
+
+  const scenario = getScenario(args.scenario)
+  if (!scenario) {
+    throw bad(`unknown scenario "${args.scenario}"; expected one of: ${scenarioNames().join(', ')}`)
+  }
+
+  const known = policyNames()
+  const algos = args.algos === undefined
+    ? scenario.algos.slice()
+    : String(args.algos).split(',').map((s) => s.trim()).filter(Boolean)
+  if (algos.length === 0) throw bad('--algos needs at least one algorithm')
+  for (const algo of algos) {
+    if (!known.includes(algo)) {
+      throw new ERR_POLISTES_UNKNOWN_ALGO(algo, known)
+    }
+  }
+  if (new Set(algos).size !== algos.length) throw bad(`--algos lists an algorithm twice: ${algos.join(',')}`)
+
+  const trials = number(args.trials, 'trials', { min: 1, integer: true })
+  const duration = number(args.duration, 'duration', { min: 0, exclusiveMin: true, integer: true })
+  const warmup = number(args.warmup, 'warmup', { min: 0, integer: true })
+  const jitWarmup = number(args['jit-warmup'], 'jit-warmup', { min: 0, integer: true })
+  const connections = number(args.connections ?? scenario.connections, 'connections', { min: 1, integer: true })
+  const workload = parseWorkload({
+    pages: args.pages,
+    popularity: args.popularity,
+    'cache-pages': args['cache-pages'],
+    'cache-bytes': args['cache-bytes'],
+    'page-size': args['page-size'],
+    shift: args.shift,
+    churn: args.churn ?? scenario.churn
+  }, { pages: scenario.pages, popularity: scenario.popularity, pageSize: scenario.pageSize, cachePages: scenario.fleet.cachePages, minPages: 1, minCachePages: 0, upstreams: scenario.fleet.count })
+  const { pages, popularity } = workload
+  const cachePages = workload.cachePages ?? scenario.fleet.cachePages
+  const missMs = number(args['miss-ms'] ?? scenario.fleet.missMs, 'miss-ms', { min: 0 })
+  const rateArg = args.rate ?? scenario.rate
+  const rate = rateArg === undefined ? undefined : number(rateArg, 'rate', { min: 0, exclusiveMin: true, integer: true })
+  const sources = number(args.sources ?? scenario.sources ?? 1, 'sources', { min: 1, max: 250 * 254, integer: true })
+  const retryOn = args['retry-on'] === undefined ? undefined : statusList(args['retry-on'])
+  const tryTimeoutMs = args['try-timeout'] === undefined ? undefined : number(args['try-timeout'], 'try-timeout', { min: 0, exclusiveMin: true, integer: true })
+  const requestsArg = args.requests ?? scenario.requests
+  const requests = requestsArg === undefined || requestsArg === 0 ? undefined : number(requestsArg, 'requests', { min: 1, integer: true })
+  const seed = number(args.seed, 'seed', { integer: true })
+  if (!ENGINES.includes(args.engine)) throw bad(`unknown --engine "${args.engine}"; expected one of: ${ENGINES.join(', ')}`)
+  const workers = number(args.workers, 'workers', { min: 1, integer: true })
+  if (workers > 64) throw bad(`--workers must be at most 64, got ${workers}`)
+  const peerWorkers = number(args['peer-workers'] ?? workers, 'peer-workers', { min: 1, max: 64, integer: true })
+
+  let policyOptions = {}
+  if (args['policy-options'] !== undefined) {
+    try {
+      policyOptions = JSON.parse(args['policy-options'])
+    } catch {
+      throw bad(`--policy-options must be a JSON object, got ${args['policy-options']}`)
+    }
+    if (!policyOptions || typeof policyOptions !== 'object' || Array.isArray(policyOptions)) {
+      throw bad(`--policy-options must be a JSON object, got ${args['policy-options']}`)
+    }
+  }
+
+  const keepAliveVariants = args['keep-alive'] === undefined ? scenario.keepAliveVariants : [args['keep-alive']]
+  const arms = []
+  if (scenario.arms && args.algos === undefined && retryOn === undefined && tryTimeoutMs === undefined) {
+    // the scenario's own arms: an algorithm with its balancer or load settings (retry-on, try timeout, sources)
+    for (const arm of scenario.arms) arms.push({ keepAlive: keepAliveVariants[0], engine: args.engine, label: armLabel(arm), ...arm })
+  } else {
+    for (const algo of algos) {
+      for (const keepAlive of keepAliveVariants) {
+        const label = keepAliveVariants.length > 1 && !keepAlive ? `${algo} (no-ka)` : algo
+        arms.push({ label, algo, keepAlive, engine: args.engine, ...(retryOn ? { retryOn } : {}), ...(tryTimeoutMs ? { tryTimeoutMs } : {}) })
+      }
+    }
+  }
+  const notes = []
+  for (const label of peerArms(args.peers, scenario, notes)) {
+    arms.push({ label, algo: label, keepAlive: true, peer: PEER_ARMS[label].peer, mode: PEER_ARMS[label].mode, workers: peerWorkers })
+  }
+  const load = loadGenerator(args.load, { rate, sources: Math.max(sources, ...arms.map((a) => a.sources || 0)), peers: arms.some((a) => a.peer), popularity, notes })
+  if (requests !== undefined && workload.churn) throw bad('--churn kills a backend a third into a window of --duration seconds; it cannot be timed in --requests')
+  if (requests !== undefined && load !== 'node') throw bad(`--requests counts requests of the closed-loop Node generator (--load node, or --sources); this run uses ${load}`)
+  const baseline = algos.includes(scenario.baseline) ? scenario.baseline : algos[0]
+
+  // Per-backend overrides in the scenario win over the global cache size and miss cost, as
+  // startFleet() merges perBackend over the shared options.
+  const fleet = { ...scenario.fleet, cachePages, missMs }
+  if (workload.cacheBytes !== undefined) fleet.cacheBytes = workload.cacheBytes
+  if (workload.churn && !fleet.processes) {
+    fleet.processes = true
+    notes.push('note: --churn runs each backend as a process of its own (to SIGKILL one)')
+  }
+
+  return {
+    scenario: args.scenario,
+    description: scenario.description,
+    columns: rate ? OPEN_LOOP_COLUMNS : scenario.columns,
+    // ratio targets are set against the scenario's own baseline: without it in the run they mean nothing
+    targets: baseline === scenario.baseline ? scenario.targets : (scenario.targets || []).filter((t) => !t.ratio),
+    backendLabels: scenario.backendLabels || [],
+    balancerOptions: scenario.balancerOptions || {},
+    algos,
+    peers: arms.filter((a) => a.peer).map((a) => a.label),
+    arms,
+    baseline,
+    trials,
+    duration,
+    warmup,
+    jitWarmup,
+    connections,
+    pages,
+    cachePages,
+    missMs,
+    popularity,
+    workload,
+    // bytes of each page when generated with --page-size (else the fleet's own pages)
+    pageSizes: workload.pageSizes ? pageSizes(workload.pageSizes, pages, seed) : undefined,
+    rate,
+    load,
+    sources,
+    requests,
+    keepAlive: keepAliveVariants.length === 1 ? keepAliveVariants[0] : keepAliveVariants,
+    policyOptions,
+    engine: args.engine,
+    seed,
+    workers,
+    peerWorkers,
+    fleet,
+    out: args.out === undefined ? undefined : path.resolve(args.out),
+    resultsDir: path.resolve(args['results-dir']),
+    profile: args.profile,
+    quiet: args.quiet,
+    notes
+  }
+}
+
+/** A scenario arm's label: its algorithm and what sets it apart. */
+function armLabel (arm) {
+  const parts = [arm.algo]
+  if (arm.retryOn) parts.push(`+retry ${arm.retryOn.join(',')}`)
+  if (arm.tryTimeoutMs) parts.push(`(try ${arm.tryTimeoutMs} ms)`)
+  if (arm.sources) parts.push(`(${arm.sources} client address${arm.sources === 1 ? '' : 'es'})`)
+  return parts.join(' ')
+}
+
+/** `--retry-on 503,timeout` → [503, 'timeout']. */
+function statusList (value) {
+  const parts = String(value).split(',').map((s) => s.trim())
+  if (!parts.every((p) => /^5\d\d$/.test(p) || p === 'timeout')) throw bad(`--retry-on must be a comma list of 5xx statuses and/or timeout, e.g. 503,timeout, got "${value}"`)
+  return parts.map((p) => (p === 'timeout' ? p : Number(p)))
+}
+
+/**
+ * The peer arms to run: `--peers` as given (each program must be installed), or by default the
+ * scenario's peers that are installed, with a note for each one that is not.
+ * @param {string | undefined} value the --peers option
+ * @param {{ peers?: string[] }} scenario
+ * @param {string[]} notes collects the notes
+ * @returns {string[]} arm labels
+ */
+function peerArms (value, scenario, notes) {
+  if (value === undefined) {
+    const labels = []
+    for (const name of scenario.peers || []) {
+      // a program (haproxy, nginx: its default arms) or one arm by name
+      const program = Object.hasOwn(PEER_ARMS, name) ? PEER_ARMS[name].peer : name
+      if (findBinary(program)) labels.push(...parsePeers(name).filter((l) => !labels.includes(l)))
+      else if (program !== name) notes.push(`note: ${program} not found on PATH, ${name} is left out (install: ${INSTALL[program]}; --peers none hides this note)`)
+      else notes.push(`note: ${name} not found on PATH, its arms are left out (install: ${INSTALL[name]}; --peers none hides this note)`)
+    }
+    return labels
+  }
+  let labels
+  try {
+    labels = parsePeers(value)
+  } catch (err) {
+    throw bad(err.message)
+  }
+  for (const name of new Set(labels.map((l) => PEER_ARMS[l].peer))) {
+    if (!findBinary(name)) throw bad(`--peers: ${name} not found on PATH (install: ${INSTALL[name]})`)
+  }
+  return labels
+}
+
+module.exports = { parseOptions }

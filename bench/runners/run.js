@@ -1,0 +1,114 @@
+#!/usr/bin/env node
+'use strict'
+
+/**
+ * `npm run bench`: compare routing algorithms on a fresh fleet and balancer per run, with load
+ * from autocannon in a child process. Prints a table of medians with ratios to round-robin and
+ * writes JSON, CSV and a self-contained HTML report (see docs/benchmarks.md).
+ */
+
+const fs = require('node:fs')
+const path = require('node:path')
+const { parseOptions } = require('./options')
+const { runOnce } = require('./trial')
+const { buildDocument } = require('../reports/summary')
+const { formatTable, createProgress } = require('../reports/report-console')
+const { formatCsv } = require('../reports/report-csv')
+const { formatHtml } = require('../reports/report-html')
+
+/**
+ * Arms in the order of trial t: rotated by t so that no algorithm always runs first or last
+ * (cancels slow drift of the machine).
+ * @template T
+ * @param {T[]} arms
+ * @param {number} t 0-based trial index
+ * @returns {T[]}
+ */
+function rotation (arms, t) {
+  const k = t % arms.length
+  return arms.slice(k).concat(arms.slice(0, k))
+}
+
+function outputPaths (settings, startedAt) {
+  const stamp = startedAt.toISOString().replace(/\.\d+Z$/, 'Z').replace(/:/g, '-')
+  const base = path.join(settings.resultsDir, `${stamp}-${settings.scenario}`)
+  return { json: settings.out || `${base}.json`, csv: `${base}.csv`, html: `${base}.html` }
+}
+
+/**
+ * Run the whole bench.
+ * @param {object} settings from parseOptions
+ * @param {{ stdout?: NodeJS.WriteStream, stderr?: NodeJS.WriteStream }} [io]
+ * @returns {Promise<{ doc: object, paths: { json: string, csv: string, html: string } }>}
+ */
+async function bench (settings, { stdout = process.stdout, stderr = process.stderr } = {}) {
+  const progress = createProgress(stderr, { quiet: settings.quiet })
+  const profileDir = settings.profile ? path.join(settings.resultsDir, 'profiles') : undefined
+  for (const note of settings.notes || []) stderr.write(note + '\n')
+
+  if (settings.jitWarmup > 0) {
+    // warms the Node processes (fleet, load and a polistes balancer), so a polistes arm if any
+    const warmArm = settings.arms.filter((a) => !a.peer).at(-1) || settings.arms.at(-1)
+    progress.line(`warm-up: ${settings.jitWarmup} s untimed run (${warmArm.label}), discarded`)
+    await runOnce({
+      arm: warmArm,
+      trial: 0,
+      settings: { ...settings, warmup: 0, duration: settings.jitWarmup, requests: undefined }
+    })
+  }
+
+  const startedAt = new Date()
+  const runs = []
+  const total = settings.trials * settings.arms.length
+  for (let t = 0; t < settings.trials; t++) {
+    for (const arm of rotation(settings.arms, t)) {
+      const index = runs.length + 1
+      const run = await runOnce({
+        arm,
+        trial: t + 1,
+        settings,
+        profileDir,
+        onProgress: (p) => progress.tick({ ...p, trials: settings.trials, index, runs: total })
+      })
+      runs.push(run)
+      progress.line(`[${index}/${total}] ${arm.label} trial ${t + 1}: ${run.rps} req/s, mean ${run.latency.mean} ms, ` +
+        `p99 ${run.latency.p99} ms, hit rate ${run.hitRate}, specialization ${run.specialization}, errors ${run.errors + run.non2xx}`)
+    }
+  }
+  progress.clear()
+
+  const doc = buildDocument(settings, runs, { startedAt, finishedAt: new Date() })
+  const paths = outputPaths(settings, startedAt)
+  fs.mkdirSync(settings.resultsDir, { recursive: true })
+  fs.mkdirSync(path.dirname(paths.json), { recursive: true })
+  fs.writeFileSync(paths.json, JSON.stringify(doc, null, 2) + '\n')
+  fs.writeFileSync(paths.csv, formatCsv(doc))
+  fs.writeFileSync(paths.html, formatHtml(doc))
+
+  stdout.write('\n' + formatTable(doc, settings.columns) + '\n\n')
+  stdout.write(`JSON ${path.relative(process.cwd(), paths.json)}\nCSV  ${path.relative(process.cwd(), paths.csv)}\nHTML ${path.relative(process.cwd(), paths.html)}\n`)
+  if (profileDir) stdout.write(`CPU profiles of the balancer in ${path.relative(process.cwd(), profileDir)}\n`)
+  return { doc, paths }
+}
+
+async function main (argv) {
+  let settings
+  try {
+    settings = parseOptions(argv)
+  } catch (err) {
+    process.stderr.write(`polistes bench: ${err.message}\n`)
+    process.exitCode = err.exitCode || 2
+    return
+  }
+  if (!settings) return // --help
+  try {
+    await bench(settings)
+  } catch (err) {
+    process.stderr.write(`\npolistes bench: ${err.message}\n`)
+    process.exitCode = 1
+  }
+}
+
+if (require.main === module) main(process.argv.slice(2))
+
+module.exports = { bench, rotation, main }

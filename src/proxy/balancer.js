@@ -1,0 +1,579 @@
+'use strict'
+
+const { Pool } = require('../pool/pool')
+const { parseBackends } = require('../pool/backend-spec')
+const { createProxyEngine, checkEngineTargets } = require('./proxy-engine')
+const { createPolicy } = require('../policies')
+const { silentLogger } = require('../common/logger')
+const { DEFAULTS, validateOptions } = require('../config/defaults')
+const { createLifecycle } = require('../front/http-lifecycle')
+const { createFrontServer, refuse } = require('../front/front-server')
+const { readServerTls, readCa } = require('../front/tls-files')
+const { declaresTooLarge, watchBodySize, hasBody } = require('./body-limit')
+const { tunnelUpgrade } = require('./upgrade')
+const { createTelemetry } = require('../observe/telemetry')
+const { createAdmin, isAdminPath } = require('../observe/admin')
+const { createAdminRouter } = require('../observe/admin-router')
+const { createHealthChecker } = require('../pool/health-checker')
+const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('../config/reconfigure')
+
+/** Engines that write the response through writeHead/write/end only, as the fast front's response takes it. */
+const FAST_FRONT_ENGINES = new Set(['direct', 'node-http', 'undici'])
+
+/** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
+
+/**
+ * @typedef {object} BalancerOptions
+ * @property {Array<string | object> | string} backends upstream URLs (see backend-spec.js) or specs
+ * @property {string} [algo='wasp'] policy name from the registry
+ * @property {object} [policyOptions] options passed to the policy factory
+ * @property {object} [policy] a ready policy object (overrides `algo`)
+ * @property {number} [port=8080] 0 picks a free port
+ * @property {string} [host='127.0.0.1']
+ * @property {boolean} [keepAlive=true] upstream keep-alive
+ * @property {number} [timeoutMs=30000] upstream inactivity timeout, answered with 504
+ * @property {number | null} [tryTimeoutMs=null] ms an attempt may wait for its response head once the
+ *   request has been sent (Envoy's per-try timeout); then it is abandoned as a `timeout` failure
+ *   (504, or a retry with `retryOn` 'timeout'); null: only `timeoutMs` bounds the wait
+ * @property {number} [retries=2] extra attempts on other upstreams for idempotent bodiless requests
+ * @property {Array<number | 'timeout'>} [retryOn=[]] what else counts as a failed attempt of such a
+ *   request, retried elsewhere while retries remain: upstream response statuses (5xx, e.g. 503, as
+ *   nginx's `proxy_next_upstream http_503` or HAProxy's `retry-on 503`) and 'timeout', an upstream
+ *   that sent no response head in time (nginx's `proxy_next_upstream timeout`, HAProxy's
+ *   `retry-on response-timeout`)
+ * @property {number} [maxFails=1] consecutive failures that eject an upstream
+ * @property {number} [failTimeoutMs=5000] how long an ejected upstream is left out
+ * @property {'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'} [engine='http-proxy'] what moves the bytes (src/proxy/proxy-engine.js)
+ * @property {number} [maxConnections=10000] open client connections; beyond, new ones are closed at once
+ * @property {number} [headersTimeoutMs=10000] a request's headers must arrive within this (else 408)
+ * @property {number} [requestTimeoutMs=60000] the whole request, body included, within this (else 408)
+ * @property {number} [keepAliveTimeoutMs=5000] idle client connections are closed after this
+ * @property {number} [maxHeaderSize=16384] bytes of request line and headers (else 431)
+ * @property {number} [maxBodySize=1048576] bytes of request body (else 413); 0: no limit
+ * @property {'fast' | 'node'} [front='fast'] 'fast': simple GET/HEAD requests are parsed and answered by
+ *   src/front/fast-front.js, the rest by node:http (engines direct, node-http and undici; plain HTTP only);
+ *   'node': node:http for every request
+ * @property {string | null} [tlsCert] PEM certificate file: with `tlsKey`, the front speaks HTTPS
+ * @property {string | null} [tlsKey] PEM private key file
+ * @property {string | null} [upstreamCa] PEM CA file https upstreams are verified against (default: Node's roots)
+ * @property {number | null} [adminPort] serve `/_polistes/*` on a listener of its own (0: any free port)
+ *   and no longer on the public one; null: on the public listener
+ * @property {string} [adminHost='127.0.0.1'] the admin listener's address
+ * @property {boolean} [admin=true] serve `/_polistes/*` (stats, metrics, dashboard) on the public listener;
+ *   false: that prefix is proxied like any other path (ignored with `adminPort`, where it is always served)
+ * @property {import('../observe/telemetry').Telemetry} [telemetry] default: a new one (per-request aggregates)
+ * @property {import('../observe/access-log').AccessLog | null} [accessLog=null] one line per finished request
+ * @property {number} [slowStartMs=0] ms over which an upstream that comes back (or is added) ramps up
+ * @property {Partial<import('../pool/health-checker').HealthCheckSettings> & { path?: string | null }} [healthCheck]
+ *   active checks (off while `path` is null); a backend spec's own `healthCheck` overrides it
+ * @property {import('pino').Logger} [logger] default: silent
+ * @property {() => number} [random] injected into the policy
+ * @property {() => number} [now] injected into the policy and pool (ms)
+ */
+
+/**
+ * Create a balancer (not yet listening).
+ * @param {BalancerOptions} options
+ * @returns {Balancer}
+ */
+function createBalancer (options) {
+  return new Balancer(options)
+}
+
+/**
+ * Create a balancer and start listening.
+ * @param {BalancerOptions} options
+ * @returns {Promise<Balancer>}
+ */
+async function startBalancer (options) {
+  const balancer = new Balancer(options)
+  await balancer.listen()
+  return balancer
+}
+
+class Balancer {
+  /** @param {BalancerOptions} options */
+  constructor (options) {
+    const o = withDefaults(options)
+    const {
+      backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs,
+      slowStartMs, healthCheck, admin = true, telemetry = createTelemetry(), accessLog = null, engine, logger = silentLogger(),
+      random = Math.random, now = () => performance.now()
+    } = o
+    validateOptions(Object.fromEntries(BALANCER_KEYS.map((key) => [key, o[key]])))
+    const specs = parseBackends(backends)
+    checkEngineTargets(engine, specs.map((s) => new URL(s.url)))
+    this.port = port
+    this.host = host
+    this.retries = retries
+    this.tryTimeoutMs = tryTimeoutMs
+    this.setRetryOn(retryOn)
+    this.maxBodySize = o.maxBodySize
+    this.telemetry = telemetry
+    this.accessLog = accessLog
+    this.mountAdmin = admin
+    this.admin = createAdmin({ stats: () => this.stats(), telemetry })
+    /** handlers added with addAdminHandler, tried before the built-in endpoints */
+    this.adminRouter = createAdminRouter()
+    this.logger = logger
+    this.debug = logger.isLevelEnabled('debug')
+    this.now = now
+    this.random = random
+    /** what reconfigure() compares a new config with */
+    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, customPolicy: Boolean(policy), maxBodySize: o.maxBodySize, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, o[key]])) }
+    this.specs = new Map(specs.map((s) => [s.id, s]))
+    this.pool = new Pool(specs, { maxFails, failTimeoutMs, slowStartMs, now, random })
+    for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order
+    this.policy = policy || createPolicy(algo, policyOptions, { random, now })
+    const limits = { maxConnections: o.maxConnections, headersTimeoutMs: o.headersTimeoutMs, requestTimeoutMs: o.requestTimeoutMs, keepAliveTimeoutMs: o.keepAliveTimeoutMs, maxHeaderSize: o.maxHeaderSize }
+    const tls = o.tlsCert ? readServerTls(o.tlsCert, o.tlsKey) : null
+    /** trusted CAs of https upstreams (PEM), kept for engines made by a reload and for WebSocket tunnels */
+    this.upstreamCa = o.upstreamCa ? readCa(o.upstreamCa) : null
+    this.engine = createProxyEngine({ keepAlive, timeoutMs, engine, upstreamCa: this.upstreamCa })
+    /** engines replaced by a reload, closed once their last attempt ends: engine → attempts in flight */
+    this.engineUse = new Map()
+    this.retiredEngines = new Set()
+    this.checker = createHealthChecker(this.pool, { logger })
+    this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0, bodyTooLarge: 0, droppedConnections: 0 }
+
+    this.adminPort = o.adminPort
+    this.adminHost = o.adminHost
+    this.adminServer = null
+    this.adminLifecycle = null
+    if (o.adminPort !== null) {
+      this.adminServer = createFrontServer((req, res) => this.handleAdmin(req, res), limits)
+      this.adminLifecycle = createLifecycle(this.adminServer, { name: 'admin listener' })
+    }
+
+    // the fast front answers simple requests itself; http-proxy streams into a real ServerResponse
+    const fast = FAST_FRONT_ENGINES.has(engine) && o.front === 'fast'
+      ? { accepts: (url) => !isAdminPath(url), closing: () => this.lifecycle.closing }
+      : null
+    this.server = createFrontServer((req, res) => this.handle(req, res), { ...limits, tls, fast })
+    // HAProxy's rule: the listen queue as long as the connection limit (the kernel caps it at
+    // net.core.somaxconn), so a burst of new connections is not left to SYN retransmits
+    this.lifecycle = createLifecycle(this.server, { name: 'balancer', backlog: o.maxConnections })
+    this.server.on('drop', () => this.counters.droppedConnections++)
+    // Expect: 100-continue: no "100 Continue" for a body that will be refused (it is not sent at all)
+    this.server.on('checkContinue', (req, res) => {
+      if (!declaresTooLarge(req, this.maxBodySize)) res.writeContinue()
+      this.server.emit('request', req, res)
+    })
+    this.server.on('upgrade', (req, socket, head) => this.handleUpgrade(req, socket, head))
+    this.timeoutMs = timeoutMs
+    this.url = undefined
+    this.adminUrl = undefined
+  }
+
+  /**
+   * Add a handler to the admin surface (`/_polistes/*`), tried after those added before it and
+   * before the built-in endpoints (stats, metrics, dashboard), so it may also replace one of them.
+   * @param {(req: import('http').IncomingMessage, res: import('http').ServerResponse) => boolean} handler
+   *   answers and returns true, or returns false without writing anything
+   * @returns {this}
+   */
+  addAdminHandler (handler) {
+    this.adminRouter.add(handler)
+    return this
+  }
+
+  /**
+   * Set what is retried besides refused connections (`retryOn`, validated already).
+   * @param {Array<number | 'timeout'>} retryOn
+   */
+  setRetryOn (retryOn) {
+    this.retryOn = new Set(retryOn)
+    /** statuses the engine holds back for `discard` (a retry elsewhere) */
+    this.retryStatuses = new Set(retryOn.filter((s) => s !== 'timeout'))
+  }
+
+  /**
+   * @returns {Promise<this>} resolves once listening (and the admin listener too, when there is one);
+   *   rejects with ERR_POLISTES_PORT_IN_USE or ERR_POLISTES_BAD_OPTION
+   */
+  async listen () {
+    try {
+      const { port, url } = await this.lifecycle.listen(this.port, this.host)
+      this.port = port
+      this.url = url
+      if (this.adminLifecycle) {
+        const admin = await this.adminLifecycle.listen(this.adminPort, this.adminHost)
+        this.adminPort = admin.port
+        this.adminUrl = admin.url
+      }
+    } catch (err) {
+      await this.lifecycle.close({ graceMs: 0 })
+      this.engine.close()
+      throw err
+    }
+    this.checker.sync((u) => checkSettingsFor(this, u))
+    return this
+  }
+
+  /**
+   * Apply a new config to the running balancer without dropping a connection or a request:
+   * backends added, removed (their in-flight requests finish) or re-weighted, policy options,
+   * timeouts, retries, passive and active health settings changed. The policy keeps its memory
+   * when only its options change (wasp: thresholds of the upstreams that stay). Everything is
+   * validated before anything changes, so an invalid config throws and leaves the old one serving.
+   * @param {BalancerOptions} options a complete config, as for the constructor (settings left out take
+   *   their defaults, except host and port, which cannot change without a restart)
+   * @returns {{ added: string[], removed: string[], updated: string[], changed: string[], restartNeeded: string[] }}
+   * @throws {import('../common/errors').PolistesError} on an invalid config (nothing applied)
+   */
+  reconfigure (options) {
+    // host and port are compared only when given: a config without them does not ask for a move
+    return reconfigure(this, { ...withDefaults(options), host: options.host, port: options.port })
+  }
+
+  /** @returns {boolean} true once close() was called */
+  get closing () {
+    return this.lifecycle.closing
+  }
+
+  /**
+   * Stop accepting, let in-flight requests finish (at most `graceMs`), then release everything.
+   * @param {{ graceMs?: number }} [options]
+   * @returns {Promise<void>}
+   */
+  async close ({ graceMs = DEFAULTS.graceMs } = {}) {
+    if (!this._closed) {
+      this.admin.close() // event streams would otherwise hold their connections open
+      this.checker.stop()
+      const listeners = [this.lifecycle, this.adminLifecycle].filter(Boolean)
+      this._closed = Promise.all(listeners.map((l) => l.close({ graceMs }))).then(() => {
+        this.engine.close()
+        for (const engine of this.retiredEngines) engine.close()
+        this.retiredEngines.clear()
+      })
+    }
+    return this._closed
+  }
+
+  /** @returns {object} the process id (which worker, with --workers), counters, upstreams and the policy's snapshot, as plain JSON */
+  stats () {
+    const t = this.now()
+    return {
+      pid: process.pid,
+      ...this.counters,
+      failures: { ...this.counters.failures },
+      inflight: this.pool.inflight(),
+      upstreams: this.pool.all().map((u) => ({ ...u.toJSON(), ...this.pool.health(u, t) })),
+      policy: { name: this.policy.name, state: this.policy.snapshot ? this.policy.snapshot() : undefined }
+    }
+  }
+
+  /**
+   * Handle one client request: pick, forward, retry when that is safe.
+   * @param {import('http').IncomingMessage} req
+   * @param {import('http').ServerResponse} res
+   */
+  handle (req, res) {
+    if (isAdminPath(req.url)) {
+      // the prefix stays the balancer's wherever the admin surface is served: never proxied
+      if (this.adminServer) return this.reply(res, 404, 'not-found', 'not found')
+      if (this.mountAdmin) return this.handleAdmin(req, res)
+    }
+    if (req.url[0] !== '/') return this.reply(res, 400, 'request-target', 'only origin-form request targets (/path) are served')
+    this.counters.requests++
+    if (declaresTooLarge(req, this.maxBodySize)) {
+      this.counters.bodyTooLarge++
+      res.shouldKeepAlive = false // the body is not read: the connection cannot carry another request
+      return this.reply(res, 413, 'body-too-large', `request body larger than ${this.maxBodySize} bytes`)
+    }
+    const run = new ProxiedRequest(this, req, res)
+    run.dispatch()
+    // After dispatch, not before: a 'data' listener added first would start the body flowing before
+    // the upstream request has its socket, and its headers would go out before the engine edits them.
+    if (hasBody(req)) watchBodySize(req, this.maxBodySize, () => run.bodyTooLarge())
+  }
+
+  /**
+   * Tunnel an Upgrade request (WebSocket) to one upstream the policy picks. The tunnel counts as
+   * in flight on its upstream while it is open; it feeds no latency to the policy (a session's
+   * length is not a response time) and is never retried.
+   * @param {import('http').IncomingMessage} req
+   * @param {import('net').Socket} socket
+   * @param {Buffer} head
+   */
+  handleUpgrade (req, socket, head) {
+    if (this.closing || req.url[0] !== '/') return refuse(socket)
+    this.counters.requests++
+    const upstream = this.policy.pick(this.pool.eligible(), { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method })
+    if (!upstream) {
+      this.counters.noUpstream++
+      return refuse(socket, '503 Service Unavailable')
+    }
+    this.pool.acquire(upstream)
+    tunnelUpgrade(req, socket, head, upstream.target, {
+      timeoutMs: this.timeoutMs,
+      ca: this.upstreamCa,
+      onOpen: () => this.pool.succeed(upstream),
+      onFailure: (err) => {
+        this.counters.failures[err.code === 'ETIMEDOUT' ? 'timeout' : 'connect']++
+        this.pool.fail(upstream)
+        this.logger.warn({ upstream: upstream.id, err: err.message, url: req.url }, 'upgrade failed')
+      },
+      onClose: () => this.pool.release(upstream)
+    })
+  }
+
+  /** Count the attempts on an engine; a retired one (replaced by a reload) is closed after its last. */
+  useEngine (engine, delta) {
+    const n = (this.engineUse.get(engine) || 0) + delta
+    if (n > 0) {
+      this.engineUse.set(engine, n)
+      return
+    }
+    this.engineUse.delete(engine)
+    if (this.retiredEngines.delete(engine)) engine.close()
+  }
+
+  /** Write the balancer's own error response (never after headers went out). */
+  reply (res, statusCode, reason, message) {
+    if (res.headersSent || res.destroyed) return
+    res.writeHead(statusCode, { 'content-type': 'text/plain; charset=utf-8', 'x-polistes-error': reason })
+    res.end(message + '\n')
+  }
+
+  /** The admin surface, on whichever listener serves it: added handlers, then the built-in endpoints. */
+  handleAdmin (req, res) {
+    if (!this.adminRouter.handle(req, res) && !this.admin.handle(req, res)) this.reply(res, 404, 'not-found', 'not found')
+  }
+
+  /**
+   * One finished request, for the telemetry and the access log. A client that left before any
+   * response header counts as 499 (nginx's "client closed request").
+   */
+  observe (req, res, key, attempt, attempts, ms, bytes) {
+    const status = res.headersSent ? res.statusCode : 499
+    const upstream = attempt ? attempt.upstream.id : null
+    const cache = attempt ? attempt.cache : undefined
+    this.telemetry.record(upstream, key, status, ms, cache, bytes)
+    if (this.accessLog) this.accessLog.write(req.method, req.url, status, upstream, attempts, ms, cache, bytes)
+  }
+}
+
+/**
+ * One client request on its way through the balancer: its attempts (one per upstream tried), the
+ * retries, and what is recorded when it ends. Plain methods rather than closures per request.
+ */
+class ProxiedRequest {
+  /**
+   * @param {Balancer} lb
+   * @param {import('http').IncomingMessage} req
+   * @param {import('http').ServerResponse} res
+   */
+  constructor (lb, req, res) {
+    this.lb = lb
+    this.req = req
+    this.res = res
+    this.t0 = lb.now()
+    this.bytes0 = req.socket.bytesWritten
+    this.ctx = { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method }
+    this.retryable = IDEMPOTENT.has(req.method) && !hasBody(req)
+    /** @type {string[]} ids of the upstreams tried (each at most once) */
+    this.tried = []
+    /** @type {Attempt | null} */
+    this.current = null
+    res.on('close', () => this.closed())
+  }
+
+  canRetry () {
+    const lb = this.lb
+    return this.retryable && this.tried.length <= lb.retries && !this.req.socket.destroyed && lb.pool.eligible().some((u) => !this.tried.includes(u.id))
+  }
+
+  /**
+   * The attempt is over: its upstream and engine released, the policy told.
+   * @param {Attempt} attempt
+   * @param {{ latencyMs: number, statusCode?: number, cache?: string, error?: string }} outcome latencyMs is filled in here
+   */
+  finish (attempt, outcome) {
+    if (attempt.done) return
+    const lb = this.lb
+    attempt.done = true
+    if (attempt.timer !== undefined) clearTimeout(attempt.timer)
+    lb.pool.release(attempt.upstream)
+    lb.useEngine(attempt.engine, -1)
+    const latencyMs = lb.now() - attempt.t0
+    outcome.latencyMs = latencyMs
+    if (attempt.policy.onEnd) attempt.policy.onEnd(attempt.upstream, this.ctx, outcome)
+    if (lb.debug) lb.logger.debug({ method: this.req.method, url: this.req.url, upstream: attempt.upstream.id, status: outcome.statusCode, cache: outcome.cache, ms: Math.round(latencyMs * 100) / 100, error: outcome.error }, 'request')
+  }
+
+  /** The client's response closed, finished or not. */
+  closed () {
+    const lb = this.lb
+    const current = this.current
+    lb.observe(this.req, this.res, this.ctx.key, current, this.tried.length, lb.now() - this.t0, this.req.socket.bytesWritten - this.bytes0)
+    if (!current || current.done) return
+    if (this.res.writableFinished) {
+      lb.counters.responses++
+      this.finish(current, { latencyMs: 0, statusCode: current.statusCode, cache: current.cache })
+    } else {
+      lb.counters.clientAborts++
+      current.handle.abort()
+      this.finish(current, { latencyMs: 0, statusCode: current.statusCode, cache: current.cache, error: 'client aborted' })
+    }
+  }
+
+  /** Pick an upstream not tried yet and forward the request to it (or answer 503). */
+  dispatch () {
+    const lb = this.lb
+    const req = this.req
+    const eligible = lb.pool.eligible()
+    const tried = this.tried
+    const candidates = tried.length === 0 ? eligible : eligible.filter((u) => !tried.includes(u.id))
+    const upstream = lb.policy.pick(candidates, this.ctx)
+    if (!upstream) {
+      lb.counters.noUpstream++
+      return lb.reply(this.res, 503, 'no-upstream', 'no upstream available')
+    }
+    tried.push(upstream.id)
+    lb.pool.acquire(upstream)
+    if (lb.policy.onStart) lb.policy.onStart(upstream, this.ctx)
+    const attempt = new Attempt(this, upstream, lb.policy, lb.engine, lb.now())
+    this.current = attempt
+    lb.useEngine(attempt.engine, 1)
+    attempt.handle = attempt.engine.forward(req, this.res, upstream, attempt, { replay: tried.length > 1, hold: this.retryable ? lb.retryStatuses : undefined })
+    if (lb.tryTimeoutMs !== null && !attempt.done) {
+      // the per-try timeout runs from when the request is sent: at once without a body, else from
+      // the end of the client's body (a slow upload is not the upstream's delay)
+      const ms = lb.tryTimeoutMs
+      const arm = () => {
+        if (attempt.done || attempt.statusCode !== undefined) return
+        attempt.timer = setTimeout(() => {
+          attempt.handle.abort()
+          this.failed(attempt, new Error(`upstream sent no response head within ${ms} ms`), 'timeout')
+        }, ms)
+      }
+      if (!hasBody(req) || req.complete) arm()
+      else req.once('end', arm)
+    }
+  }
+
+  /**
+   * An attempt failed: count it, then retry elsewhere, or answer 502/504, or break the response.
+   * @param {Attempt} attempt
+   * @param {Error} err
+   * @param {import('./proxy-engine').FailureKind} kind
+   */
+  failed (attempt, err, kind) {
+    if (attempt.done) return
+    const lb = this.lb
+    const res = this.res
+    const upstream = attempt.upstream
+    lb.counters.failures[kind]++
+    this.finish(attempt, { latencyMs: 0, statusCode: attempt.statusCode, error: err.message })
+    if (kind !== 'stream') lb.pool.fail(upstream)
+    lb.logger.warn({ upstream: upstream.id, kind, err: err.message, method: this.req.method, url: this.req.url }, 'upstream failed')
+    // a timeout is retried only when asked (the upstream may have acted) and before any response byte
+    const retry = (kind !== 'timeout' || (lb.retryOn.has('timeout') && attempt.statusCode === undefined)) && this.canRetry()
+    if (res.headersSent || res.destroyed) {
+      res.destroy() // the client must see a broken response, never a truncated one that looks whole
+    } else if (retry) {
+      lb.counters.retries++
+      this.dispatch()
+    } else if (kind === 'timeout') {
+      lb.reply(res, 504, 'timeout', `upstream ${upstream.id} timed out`)
+    } else {
+      lb.reply(res, 502, 'connect', `upstream ${upstream.id} failed: ${err.code || err.message}`)
+    }
+  }
+
+  /**
+   * A held response status (retryOn): retry elsewhere while that is allowed.
+   * @returns {boolean} true: the response is dropped and the request sent elsewhere
+   */
+  discarded (attempt, statusCode, headers) {
+    if (!this.canRetry()) return false // the last attempt's answer goes to the client as it is
+    this.lb.counters.retries++
+    this.finish(attempt, { latencyMs: 0, statusCode, cache: headers['x-cache'] })
+    this.dispatch()
+    return true
+  }
+
+  /** The request body passed maxBodySize while streaming: 413, or a broken response. */
+  bodyTooLarge () {
+    const { lb, req, res, current } = this
+    if (res.writableEnded) return // answered already (503, or an upstream that did not wait for the body)
+    lb.counters.bodyTooLarge++
+    if (current && !current.done) {
+      current.handle.abort()
+      this.finish(current, { latencyMs: 0, statusCode: current.statusCode, error: 'request body too large' })
+    }
+    if (res.headersSent) return res.destroy()
+    req.resume() // read the rest and drop it (bounded by requestTimeoutMs), so that the client reads its 413
+    lb.reply(res, 413, 'body-too-large', `request body larger than ${lb.maxBodySize} bytes`)
+  }
+}
+
+/**
+ * One attempt of a request on one upstream; the engine's AttemptHandlers (src/proxy/proxy-engine.js).
+ */
+class Attempt {
+  /**
+   * @param {ProxiedRequest} run
+   * @param {import('../pool/pool').Upstream} upstream
+   * @param {object} policy the policy that picked it (a reload may replace the balancer's)
+   * @param {import('./proxy-engine').ProxyEngine} engine
+   * @param {number} t0 when it started (ms)
+   */
+  constructor (run, upstream, policy, engine, t0) {
+    this.run = run
+    this.upstream = upstream
+    this.policy = policy
+    this.engine = engine
+    this.t0 = t0
+    this.done = false
+    /** @type {number | undefined} */
+    this.statusCode = undefined
+    /** @type {string | undefined} */
+    this.cache = undefined
+    /** @type {{ abort: () => void } | null} */
+    this.handle = null
+    /** @type {NodeJS.Timeout | undefined} */
+    this.timer = undefined
+  }
+
+  onResponse (statusCode, headers) {
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    this.statusCode = statusCode
+    this.cache = headers['x-cache']
+    this.run.lb.pool.succeed(this.upstream)
+  }
+
+  onFailure (err, kind) {
+    this.run.failed(this, err, kind)
+  }
+
+  discard (statusCode, headers) {
+    return this.run.discarded(this, statusCode, headers)
+  }
+}
+
+/** The options of DEFAULTS that the balancer takes (the CLI's `graceMs` and `fleet` are not). */
+const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'engine', 'timeoutMs', 'tryTimeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs',
+  'slowStartMs', 'healthCheck',
+  'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize', 'front',
+  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
+
+/** Options with the defaults filled in (an explicit `undefined` takes the default too). */
+function withDefaults (options) {
+  const o = { ...options }
+  for (const key of BALANCER_KEYS) {
+    if (o[key] === undefined) o[key] = DEFAULTS[key]
+  }
+  o.healthCheck = { ...DEFAULTS.healthCheck, ...(o.healthCheck || {}) }
+  return o
+}
+
+/** The routing key: the URL path without its query string. */
+function routingKey (url) {
+  const q = url.indexOf('?')
+  return q === -1 ? url : url.slice(0, q)
+}
+
+module.exports = { createBalancer, startBalancer, Balancer, routingKey }

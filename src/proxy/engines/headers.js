@@ -1,0 +1,145 @@
+'use strict'
+
+const { HeaderNames } = require('../../common/header-names')
+
+/**
+ * The header rules the node-http and undici engines share (the http-proxy engine gets the same
+ * effect from the library's passes plus its own stripping). Pure functions over header data;
+ * no sockets.
+ *
+ * Request: hop-by-hop headers (RFC 9110 §7.6.1: Connection, the headers it names, Keep-Alive,
+ * Proxy-Connection, Upgrade, TE) stay on the client's hop, Via gets `1.1 polistes` appended, as does Expect (Node answered the client's
+ * `100-continue` already) and Trailer (no request trailers are forwarded, and node:http throws on
+ * a Trailer header of a message that is not chunked); X-Forwarded-For, -Port and -Proto get this hop appended to any value
+ * the client sent, X-Forwarded-Host is set when the client did not send one (http-proxy's `xfwd`
+ * rules). Transfer-Encoding is framing: the engine decides whether to keep it.
+ *
+ * Response: the same hop-by-hop set plus Transfer-Encoding; Node frames the response to the client
+ * itself (Content-Length kept, otherwise chunked for HTTP/1.1, close-delimited for HTTP/1.0).
+ */
+
+/** Request headers never forwarded. */
+const REQUEST_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect', 'trailer', 'te', 'via',
+  'x-forwarded-for', 'x-forwarded-port', 'x-forwarded-proto', 'x-forwarded-host'])
+
+/** Response headers never passed to the client. */
+const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'transfer-encoding'])
+
+/**
+ * The names a Connection header value lists, lower-cased, beyond those always dropped
+ * (`Connection: keep-alive` and `close`, the usual values, list nothing more).
+ * @param {string | undefined} value
+ * @param {Set<string>} always names dropped anyway
+ * @returns {string[] | null} null when there is nothing extra to drop
+ */
+function connectionNames (value, always) {
+  if (!value) return null
+  const lower = value.toLowerCase()
+  if (lower === 'keep-alive' || lower === 'close') return null
+  let names = null
+  for (const part of lower.split(',')) {
+    const name = part.trim()
+    if (name && name !== 'close' && !always.has(name)) (names ||= []).push(name)
+  }
+  return names
+}
+
+/**
+ * The headers to send upstream for `req`, as a flat `[name, value, ...]` array (what
+ * `http.request` and undici take without building a header object).
+ *
+ * @param {import('http').IncomingMessage} req the client's request (its `headers`: lower-case, duplicates joined)
+ * @param {{ keepTransferEncoding: boolean, close: boolean, authority?: string }} options `keepTransferEncoding`: pass the
+ *   client's Transfer-Encoding on (node:http then chunk-encodes the body); `close`: add `Connection: close`;
+ *   `authority`: the upstream's host[:port], sent as Host when the client sent none (HTTP/1.0 allows
+ *   that, HTTP/1.1 upstreams refuse a request without it)
+ * @returns {string[]}
+ */
+function requestHeaders (req, { keepTransferEncoding, close, authority }) {
+  const headers = req.headers
+  const extra = connectionNames(headers.connection, REQUEST_DROPPED)
+  const out = []
+  for (const name in headers) {
+    if (REQUEST_DROPPED.has(name)) continue
+    if (name === 'transfer-encoding' && !keepTransferEncoding) continue
+    if (extra !== null && extra.includes(name)) continue
+    out.push(name, headers[name])
+  }
+  const xff = headers['x-forwarded-for']
+  const xfport = headers['x-forwarded-port']
+  const xfproto = headers['x-forwarded-proto']
+  const encrypted = req.socket.encrypted === true
+  out.push(
+    'x-forwarded-for', append(xff, req.socket.remoteAddress || ''),
+    'x-forwarded-port', append(xfport, hostPort(headers.host, encrypted)),
+    'x-forwarded-proto', append(xfproto, encrypted ? 'https' : 'http'),
+    'via', via(headers.via)
+  )
+  const forwardedHost = headers['x-forwarded-host'] || headers.host
+  if (forwardedHost) out.push('x-forwarded-host', forwardedHost) // an HTTP/1.0 request may have no Host
+  if (close) out.push('connection', 'close')
+  if (headers.host === undefined && authority) out.push('host', authority)
+  return out
+}
+
+/** RFC 9110 §7.6.3: a gateway MUST add itself to Via on the requests it forwards (requests only). */
+const VIA = '1.1 polistes'
+/**
+ * @param {string | undefined} existing the client's Via
+ * @returns {string}
+ */
+function via (existing) {
+  return existing ? `${existing}, ${VIA}` : VIA
+}
+
+function append (existing, value) {
+  return existing ? `${existing},${value}` : value
+}
+
+/** The port the client addressed: from its Host header, else the scheme's default. */
+function hostPort (host, encrypted) {
+  if (host) {
+    const colon = host.lastIndexOf(':')
+    let digits = colon !== -1 && colon < host.length - 1
+    for (let i = colon + 1; digits && i < host.length; i++) {
+      const c = host.charCodeAt(i)
+      digits = c >= 48 && c <= 57
+    }
+    if (digits) return host.slice(colon + 1)
+  }
+  return encrypted ? '443' : '80'
+}
+
+/**
+ * Filter an upstream response's raw headers for the client.
+ *
+ * @param {string[]} raw flat `[name, value, ...]` as received (original case, duplicates separate)
+ * @param {HeaderNames} [names] the names of the responses before from the same upstream (src/common/header-names.js)
+ * @returns {{ raw: string[], headers: Record<string, string | string[]> }} `raw`: what to pass to
+ *   `res.writeHead` (original case kept); `headers`: the same, by lower-case name (repeated headers
+ *   as arrays), for whoever reads a value
+ */
+function responseHead (raw, names = new HeaderNames()) {
+  let extra = null
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = names.lowerAt(raw[i], i >> 1)
+    if (name.length === 10 && name === 'connection') {
+      const more = connectionNames(raw[i + 1], RESPONSE_DROPPED)
+      if (more) extra = extra ? extra.concat(more) : more
+    }
+  }
+  const out = []
+  const headers = {}
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = names.lower[i >> 1] // lowerAt put it there in the loop above
+    if (RESPONSE_DROPPED.has(name)) continue
+    if (extra !== null && extra.includes(name)) continue
+    const value = raw[i + 1]
+    out.push(raw[i], value)
+    const seen = headers[name]
+    headers[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
+  }
+  return { raw: out, headers }
+}
+
+module.exports = { requestHeaders, responseHead, connectionNames, via, hostPort }

@@ -1,0 +1,186 @@
+'use strict'
+
+const { Readable } = require('node:stream')
+const { via } = require('./headers')
+
+/** Each library's passes that turn an upstream response into the client's head (status, headers). */
+const OUTGOING = {
+  'http-proxy': () => require('http-proxy/lib/http-proxy/passes/web-outgoing'),
+  'http-proxy-3': () => require('http-proxy-3/dist/lib/http-proxy/passes/web-outgoing').OUTGOING_PASSES
+}
+
+/**
+ * The http-proxy engine: http-proxy 1.18 (or its API-compatible successor http-proxy-3) moves the
+ * bytes, with `xfwd` for X-Forwarded-*; this module adds what the library lacks (hop-by-hop
+ * stripping both ways, an inactivity timeout, failure kinds, mid-body breaks). The only module
+ * that requires either library.
+ *
+ * @param {object} options
+ * @param {'http-proxy' | 'http-proxy-3'} options.library
+ * @param {boolean} options.keepAlive reuse upstream connections; false opens one per request
+ *   and sends `Connection: close`
+ * @param {number} options.timeoutMs upstream inactivity timeout (connect, headers or body)
+ * @param {{ agentFor: (target: URL) => import('http').Agent | false, close: () => void }} options.agents
+ *   upstream agents (src/proxy/upstream-agents.js): http or https by the target's scheme
+ * @returns {import('../proxy-engine').ProxyEngine}
+ */
+function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
+  const lib = require(library)
+  const createProxyServer = lib.createProxyServer || lib.createProxy || (lib.default && lib.default.createProxyServer)
+  // toProxy: the request target goes out verbatim (the front server admits origin-form only);
+  // otherwise the library runs it through url.parse(), which throws, uncaught, on `//%zz@x`.
+  const proxy = createProxyServer({ xfwd: true, toProxy: true })
+  const outgoing = Object.values(OUTGOING[library]())
+  const kAttempt = Symbol('polistes.attempt')
+
+  // The library emits 'proxyReq' once the upstream socket is assigned: arm the timeout there, and
+  // honour an abort that came first.
+  proxy.on('proxyReq', (proxyReq, req) => {
+    const attempt = req[kAttempt]
+    if (!attempt) return
+    attempt.proxyReq = proxyReq
+    if (attempt.aborted) {
+      proxyReq.destroy()
+      return
+    }
+    stripHopByHop(proxyReq, req)
+    if (!keepAlive) proxyReq.setHeader('connection', 'close')
+    proxyReq.setHeader('via', via(req.headers.via))
+    if (proxyReq.getHeader('x-forwarded-host') === '') proxyReq.removeHeader('x-forwarded-host') // xfwd's value for a request without Host
+    proxyReq.setTimeout(timeoutMs, () => {
+      attempt.timedOut = true
+      proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
+    })
+  })
+
+  proxy.on('proxyRes', (proxyRes, req) => {
+    const attempt = req[kAttempt]
+    if (!attempt || attempt.ended) return
+    attempt.responded = true
+    stripHopByHopResponse(proxyRes.headers)
+    if (attempt.hold && attempt.hold.has(proxyRes.statusCode) && attempt.handlers.discard(proxyRes.statusCode, proxyRes.headers)) {
+      attempt.ended = true
+      proxyRes.resume() // read and drop the body: the upstream connection stays usable
+      return
+    }
+    // An upstream that breaks off mid-body: without this the client would wait forever on a
+    // response that never ends, because the library just unpipes.
+    proxyRes.on('close', () => {
+      if (!proxyRes.complete) attempt.fail(new Error('upstream closed the response early'), 'stream')
+    })
+    attempt.handlers.onResponse(proxyRes.statusCode, proxyRes.headers)
+    if (attempt.hold) {
+      // the library leaves a held attempt's response to us: its own head passes, then the body
+      for (const pass of outgoing) pass(req, attempt.res, proxyRes, {})
+      proxyRes.pipe(attempt.res)
+    }
+  })
+
+  // Every web() call passes a callback; this listener only guards against a library path that
+  // would emit instead (an unhandled 'error' event would crash the balancer).
+  proxy.on('error', () => {})
+
+  /**
+   * Forward one attempt of `req` to `upstream`. Bodiless retries pass `replay: true`: the original
+   * request stream has already been consumed, so an empty body is sent instead.
+   *
+   * @param {import('http').IncomingMessage} req
+   * @param {import('http').ServerResponse} res
+   * @param {{ target: URL }} upstream
+   * @param {import('../proxy-engine').AttemptHandlers} handlers
+   * @param {{ replay?: boolean, hold?: Set<number> }} [options] `hold`: response statuses offered to
+   *   `handlers.discard` before anything reaches the client (retry on 503)
+   * @returns {{ abort: () => void }} abort the upstream request (client went away)
+   */
+  function forward (req, res, upstream, handlers, { replay = false, hold } = {}) {
+    const attempt = {
+      handlers,
+      res,
+      hold: hold && hold.size > 0 ? hold : null,
+      proxyReq: null,
+      aborted: false,
+      timedOut: false,
+      responded: false,
+      ended: false,
+      fail (err, kind) {
+        if (attempt.ended) return
+        attempt.ended = true
+        handlers.onFailure(err, kind)
+      },
+      abort () {
+        attempt.aborted = true
+        attempt.ended = true
+        if (attempt.proxyReq) attempt.proxyReq.destroy()
+      }
+    }
+    req[kAttempt] = attempt
+    // Node's ClientRequest throws, uncaught, when a `Trailer` header goes out on a message that is
+    // not chunked: one `GET` with `Trailer: x` killed the process. The library forwards no
+    // request trailers anyway, so the announcement is dropped before the request is built.
+    delete req.headers.trailer
+    // The front server has already answered `Expect: 100-continue` (Node sends 100 itself), and
+    // the library skips its 'proxyReq' event for requests that carry Expect: no timeout, no
+    // hop-by-hop stripping. nginx drops Expect too.
+    delete req.headers.expect
+    const options = { target: upstream.target, agent: agents.agentFor(upstream.target) }
+    if (replay) options.buffer = Readable.from([])
+    if (attempt.hold) options.selfHandleResponse = true
+    proxy.web(req, res, options, (err) => {
+      if (req[kAttempt] !== attempt) return // a stale attempt's listener
+      const kind = attempt.timedOut ? 'timeout' : attempt.responded ? 'stream' : 'connect'
+      attempt.fail(err, kind)
+    })
+    return attempt
+  }
+
+  function close () {
+    agents.close()
+    proxy.close && proxy.close()
+  }
+
+  return { forward, close }
+}
+
+/**
+ * Connection headers are hop-by-hop (RFC 9110 §7.6.1): the client's `Connection: close` concerns
+ * its own connection to us, but the library copies it upstream, which silently closes every pooled
+ * upstream connection after one request. Remove it and the headers it names, so the agent's
+ * keep-alive holds whatever the client does.
+ * @param {import('http').ClientRequest} proxyReq
+ * @param {import('http').IncomingMessage} req
+ */
+function stripHopByHop (proxyReq, req) {
+  const connection = req.headers.connection
+  if (connection) {
+    for (const name of connection.split(',')) {
+      const header = name.trim().toLowerCase()
+      if (header && header !== 'upgrade') proxyReq.removeHeader(header)
+    }
+  }
+  proxyReq.removeHeader('connection')
+  proxyReq.removeHeader('keep-alive')
+  proxyReq.removeHeader('proxy-connection')
+  proxyReq.removeHeader('te')
+}
+
+/**
+ * The same rule on the way back: the upstream's `Connection: close` (always sent when keep-alive
+ * to upstreams is off) concerns the upstream hop only. Left in, the library copies it to the
+ * client and Node then closes the client's connection after every response. Without it, the
+ * library answers with the client's own `Connection` preference.
+ * @param {import('http').IncomingHttpHeaders} headers the upstream response's headers, edited in place
+ */
+function stripHopByHopResponse (headers) {
+  const connection = headers.connection
+  if (connection) {
+    for (const name of connection.split(',')) {
+      const header = name.trim().toLowerCase()
+      if (header) delete headers[header]
+    }
+    delete headers.connection
+  }
+  delete headers['keep-alive']
+  delete headers['proxy-connection']
+}
+
+module.exports = { createHttpProxyEngine }

@@ -1,0 +1,99 @@
+'use strict'
+
+/**
+ * The proxy engine moves a request's bytes to the upstream the balancer chose, and the response
+ * back; it never picks an upstream. Engines (src/proxy/engines/):
+ * - `http-proxy`: http-proxy 1.18 with polistes' fixes around it (the requested stack);
+ * - `http-proxy-3`: the same on http-proxy's API-compatible successor;
+ * - `node-http`: node:http's client through a keep-alive Agent, no proxy library;
+ * - `undici`: one undici Pool per upstream, driven through `dispatch()`;
+ * - `direct`: polistes' own HTTP/1.1 client: pooled sockets and a strict response parser of its own, no
+ *   ClientRequest, IncomingMessage or Agent per request.
+ * http-proxy and node-http take their connections from src/proxy/upstream-agents.js (http, and verified
+ * https per origin); undici keeps its own pools and speaks plain http only (see checkEngineTargets).
+ * All of them pass the same pitfall suite (test/proxy-pitfalls.test.js); bench/runners/engine-cpu.js
+ * measures their CPU per request.
+ */
+
+const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
+const { createUpstreamAgents } = require('./upstream-agents')
+
+const DEFAULT_ENGINE = 'direct'
+const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici', 'direct']
+
+/**
+ * How one attempt ended badly.
+ * - `connect`: refused, reset or closed before any response byte came back (safe to retry for
+ *   idempotent requests);
+ * - `timeout`: the upstream said nothing for `timeoutMs`;
+ * - `stream`: the upstream broke off after its response had begun.
+ * @typedef {'connect' | 'timeout' | 'stream'} FailureKind
+ */
+
+/**
+ * @typedef {object} AttemptHandlers
+ * @property {(statusCode: number, headers: Record<string, string | string[] | undefined>) => void} onResponse
+ *   the upstream's response head arrived (headers by lower-case name, hop-by-hop ones removed);
+ *   called before the head is written to the client
+ * @property {(err: Error, kind: FailureKind) => void} onFailure the attempt failed; called at most once
+ * @property {(statusCode: number, headers: Record<string, string | string[] | undefined>) => boolean} [discard]
+ *   with `hold`: called when a response's status is among the held ones; true drops the response
+ *   (its body is read and thrown away, nothing reaches the client, the attempt ends without
+ *   onResponse or onFailure) so the caller can try elsewhere
+ */
+
+/**
+ * @typedef {object} ProxyEngine
+ * @property {(req: import('http').IncomingMessage, res: import('http').ServerResponse, upstream: { target: URL },
+ *   handlers: AttemptHandlers, options?: { replay?: boolean, hold?: Set<number> }) => { abort: () => void }} forward
+ *   forward one attempt of `req` to `upstream`. Bodiless retries pass `replay: true`: the client's
+ *   request stream has been consumed, so an empty body is sent instead. `hold`: response statuses
+ *   offered to `handlers.discard` before anything reaches the client (retry on 503). `abort()` drops the upstream
+ *   request (the client went away).
+ * @property {() => void} close release pooled upstream connections
+ * @property {string} name the engine's name
+ */
+
+/**
+ * Create a proxy engine.
+ *
+ * @param {object} [options]
+ * @param {string} [options.engine='direct'] one of {@link ENGINES}
+ * @param {boolean} [options.keepAlive=true] reuse upstream connections; false opens one per request
+ *   and sends `Connection: close`
+ * @param {number} [options.timeoutMs=30000] upstream inactivity timeout (connect, headers or body)
+ * @param {Buffer | null} [options.upstreamCa] CA certificates (PEM) https upstreams are verified
+ *   against instead of Node's bundled roots
+ * @returns {ProxyEngine}
+ * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION for an unknown engine
+ */
+function createProxyEngine ({ engine = DEFAULT_ENGINE, keepAlive = true, timeoutMs = 30000, upstreamCa = null } = {}) {
+  if (!ENGINES.includes(engine)) throw new ERR_POLISTES_BAD_OPTION(`unknown proxy engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
+  let created
+  if (engine === 'undici') {
+    created = require('./engines/undici').createUndiciEngine({ keepAlive, timeoutMs })
+  } else if (engine === 'direct') {
+    created = require('./engines/direct').createDirectEngine({ keepAlive, timeoutMs, ca: upstreamCa })
+  } else {
+    const options = { keepAlive, timeoutMs, agents: createUpstreamAgents({ keepAlive, ca: upstreamCa }) }
+    created = engine === 'node-http'
+      ? require('./engines/node-http').createNodeHttpEngine(options)
+      : require('./engines/http-proxy').createHttpProxyEngine({ ...options, library: engine })
+  }
+  return { ...created, name: engine }
+}
+
+/**
+ * Refuse upstreams an engine cannot reach: the undici engine speaks plain http only (its pools
+ * would take the TLS server name from the client's Host header, not from the backend URL).
+ * @param {string} engine
+ * @param {URL[]} targets the upstreams' origins
+ * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION
+ */
+function checkEngineTargets (engine, targets) {
+  if (engine !== 'undici') return
+  const https = targets.find((t) => t.protocol === 'https:')
+  if (https) throw new ERR_POLISTES_BAD_OPTION(`engine undici does not proxy to https upstreams (${https.origin}); use engine http-proxy or node-http`)
+}
+
+module.exports = { createProxyEngine, checkEngineTargets, DEFAULT_ENGINE, ENGINES }
