@@ -145,8 +145,11 @@ function fail (handler, err) {
   else if (typeof handler.onError === 'function') handler.onError(err)
 }
 
-/** Feedback around a handler of the controller interface (`onRequestStart`, `onResponseStart`, ...). */
-class ControllerFeedback {
+/**
+ * What both feedback wrappers keep: the caller's handler, the report to the policy (once), the retry
+ * of an attempt the handler never heard of, and the final status and `X-Cache` seen.
+ */
+class Feedback {
   constructor (handler, report, retry) {
     this.handler = handler
     this.report = report
@@ -156,6 +159,18 @@ class ControllerFeedback {
     this.cache = undefined
   }
 
+  /**
+   * The attempt failed: report it, then send it elsewhere if the handler never saw it start.
+   * @returns {boolean} whether it went elsewhere (the error is then not the caller's)
+   */
+  failed (err) {
+    this.report(this.statusCode, this.cache, err.message)
+    return !this.started && this.retry()
+  }
+}
+
+/** Feedback around a handler of the controller interface (`onRequestStart`, `onResponseStart`, ...). */
+class ControllerFeedback extends Feedback {
   onRequestStart (controller, context) {
     this.started = true
     return this.handler.onRequestStart(controller, context)
@@ -182,23 +197,13 @@ class ControllerFeedback {
   }
 
   onResponseError (controller, err) {
-    this.report(this.statusCode, this.cache, err.message)
-    if (!this.started && this.retry()) return
+    if (this.failed(err)) return
     return this.handler.onResponseError?.(controller, err)
   }
 }
 
 /** Feedback around a handler of the callback interface (`onConnect`, `onHeaders`, ...). */
-class CallbackFeedback {
-  constructor (handler, report, retry) {
-    this.handler = handler
-    this.report = report
-    this.retry = retry
-    this.started = false
-    this.statusCode = undefined
-    this.cache = undefined
-  }
-
+class CallbackFeedback extends Feedback {
   onConnect (abort, context) {
     this.started = true
     return this.handler.onConnect?.(abort, context)
@@ -230,8 +235,7 @@ class CallbackFeedback {
   }
 
   onError (err) {
-    this.report(this.statusCode, this.cache, err.message)
-    if (!this.started && this.retry()) return
+    if (this.failed(err)) return
     return this.handler.onError?.(err)
   }
 
