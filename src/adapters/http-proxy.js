@@ -1,11 +1,8 @@
 'use strict'
 
-const { PolicyRouter, headerValue } = require('./policy-router')
+const { PolicyRouter, nextTry, headerValue } = require('./policy-router')
 const { DEFAULTS, validateOptions } = require('../config/defaults')
-const { hasBody } = require('../proxy/body-limit')
-
-/** Methods whose requests may be sent again (RFC 9110 §9.2.2), as the balancer's retries. */
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
+const { canRetry } = require('../proxy/body-limit')
 
 /**
  * `polistes/http-proxy`: a polistes policy in front of node-http-proxy (`http-proxy`, or its
@@ -46,11 +43,8 @@ function withPolicy (proxy, upstreams, options = {}) {
     // http-proxy 1.18 runs both through the deprecated url.parse() (DEP0169)
     proxy.web(req, res, { toProxy: true, ...webOptions, target: targetOf(ticket.member) }, (err, ...rest) => {
       ticket.end(undefined, undefined, err.message)
-      if (!res.headersSent && !res.destroyed && IDEMPOTENT.has(req.method) && !hasBody(req)) {
-        const failed = new Set(tried)
-        failed.add(ticket.member)
-        if (failed.size <= retries && router.pool.eligible().some((m) => !failed.has(m))) return attempt(req, res, webOptions, callback, failed)
-      }
+      const failed = !res.headersSent && !res.destroyed && canRetry(req) ? nextTry(router, tried, ticket.member, retries) : null
+      if (failed !== null) return attempt(req, res, webOptions, callback, failed)
       if (callback) return callback(err, ...rest)
       badGateway(res)
     })

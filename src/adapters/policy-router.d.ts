@@ -48,5 +48,8 @@ export declare class PolicyRouter {
   start (path: string, method?: string, tried?: Set<PolicyMember>): Ticket | null
 }
 
+/** After a failed attempt on `member`: the members tried so far if another attempt may go out, else null. */
+export declare function nextTry (router: PolicyRouter, tried: Set<PolicyMember> | undefined, member: PolicyMember, retries: number): Set<PolicyMember> | null
+
 /** The default routing key: the path without its query string. */
 export declare function pathKey (path: string): string

@@ -111,6 +111,21 @@ class PolicyRouter {
   }
 }
 
+/**
+ * After a failed attempt on `member`: the members tried so far, if another attempt may go out
+ * (fewer than `retries` retries made, and an eligible member not tried yet), else null.
+ * @param {PolicyRouter} router
+ * @param {Set<object> | undefined} tried the members whose attempts failed before
+ * @param {object} member the member of the attempt that just failed
+ * @param {number} retries
+ * @returns {Set<object> | null}
+ */
+function nextTry (router, tried, member, retries) {
+  const failed = new Set(tried)
+  failed.add(member)
+  return failed.size <= retries && router.pool.eligible().some((m) => !failed.has(m)) ? failed : null
+}
+
 /** The default routing key: the path without its query string. */
 function pathKey (path) {
   const q = path.indexOf('?')
@@ -134,4 +149,4 @@ function withRouter (router, options) {
   return Object.defineProperty(options, 'policyRouter', { value: router, enumerable: false })
 }
 
-module.exports = { PolicyRouter, pathKey, headerValue, withRouter }
+module.exports = { PolicyRouter, nextTry, pathKey, headerValue, withRouter }

@@ -1,7 +1,7 @@
 'use strict'
 
 const { Dispatcher, Pool } = require('undici')
-const { PolicyRouter, pathKey } = require('./policy-router')
+const { PolicyRouter, nextTry, pathKey } = require('./policy-router')
 const { DEFAULTS, validateOptions } = require('../config/defaults')
 
 /**
@@ -111,9 +111,8 @@ class PolicyDispatcher extends Dispatcher {
     // called when the attempt failed before the handler heard of it: true if it went elsewhere
     const retry = () => {
       if (this.closed || !resendable(opts.body)) return false
-      const failed = new Set(tried)
-      failed.add(ticket.member)
-      if (failed.size > this.retries || !this.router.pool.eligible().some((m) => !failed.has(m))) return false
+      const failed = nextTry(this.router, tried, ticket.member, this.retries)
+      if (failed === null) return false
       this.attempt(opts, handler, path, failed)
       return true
     }

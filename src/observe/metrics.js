@@ -42,26 +42,19 @@ function createMetrics ({ stats, telemetry }, { processMetrics = true } = {}) {
   /** the data of the scrape in progress, read once for all metrics */
   let scrape = null
 
-  const gauge = (name, help, labelNames, fill) => new client.Gauge({
+  /** A metric of `Metric`'s kind whose values `fill` puts at each scrape, through its `record` method. */
+  const collected = (Metric, record) => (name, help, labelNames, fill) => new Metric({
     name,
     help,
     labelNames,
     registers: [registry],
     collect () {
       this.reset()
-      fill((labels, value) => this.set(labels, value))
+      fill((labels, value) => this[record](labels, value))
     }
   })
-  const counter = (name, help, labelNames, fill) => new client.Counter({
-    name,
-    help,
-    labelNames,
-    registers: [registry],
-    collect () {
-      this.reset()
-      fill((labels, value) => this.inc(labels, value))
-    }
-  })
+  const gauge = collected(client.Gauge, 'set')
+  const counter = collected(client.Counter, 'inc')
   const perUpstream = (get) => (put) => { for (const u of scrape.stats.upstreams) put({ upstream: u.id }, get(u)) }
   const perRecord = (get) => (put) => { for (const u of telemetry.upstreams()) put({ upstream: u.id }, get(u)) }
 

@@ -9,7 +9,7 @@ const { DEFAULTS, validateOptions } = require('../config/defaults')
 const { createLifecycle } = require('../front/http-lifecycle')
 const { createFrontServer, refuse } = require('../front/front-server')
 const { readServerTls, readCa } = require('../front/tls-files')
-const { declaresTooLarge, watchBodySize, hasBody } = require('./body-limit')
+const { declaresTooLarge, watchBodySize, hasBody, canRetry } = require('./body-limit')
 const { tunnelUpgrade } = require('./upgrade')
 const { createTelemetry } = require('../observe/telemetry')
 const { createAdmin, isAdminPath } = require('../observe/admin')
@@ -21,7 +21,6 @@ const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('../config/recon
 const FAST_FRONT_ENGINES = new Set(['direct', 'node-http', 'undici'])
 
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
 
 /**
  * @typedef {object} BalancerOptions
@@ -372,7 +371,7 @@ class ProxiedRequest {
     this.t0 = lb.now()
     this.bytes0 = req.socket.bytesWritten
     this.ctx = { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method }
-    this.retryable = IDEMPOTENT.has(req.method) && !hasBody(req)
+    this.retryable = canRetry(req)
     /** @type {string[]} ids of the upstreams tried (each at most once) */
     this.tried = []
     /** @type {Attempt | null} */
