@@ -92,7 +92,8 @@ class Telemetry {
   }
 
   /**
-   * Record one finished request. Cheap and allocation-free once its upstream and page are known.
+   * Record one finished request. Cheap, and allocation-free once its upstream is known
+   * (except when a page takes over a heat map row: `hot-keys.js`).
    * @param {string | null | undefined} upstreamId who answered (null: nobody, e.g. 503)
    * @param {string} key routing key (the path)
    * @param {number} status status code the client got (0 or anything out of 100-599: "other")
