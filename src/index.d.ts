@@ -172,7 +172,7 @@ export interface TelemetryUpstream {
 export interface TelemetryOptions {
   /** seconds of per-second history (default 300) */
   windowS?: number
-  /** routing keys tracked one by one in the heat map; later ones share `(other)` (default 64) */
+  /** routing keys tracked one by one in the heat map: the hottest by decayed requests; the rest share `(other)` (default 64) */
   maxPages?: number
   /** half-life of the heat map's counts in seconds (default 5) */
   halfLifeS?: number

@@ -9,6 +9,8 @@ function setup (options = {}) {
   return { t, clock, tick: (s = 1) => { clock.ms += s * 1000 } }
 }
 
+const sum = (xs) => xs.reduce((x, y) => x + y, 0)
+
 describe('telemetry: counters since start', () => {
   test('counts responses by status class, cache hits and misses, and bytes per upstream', () => {
     const { t } = setup()
@@ -147,6 +149,107 @@ describe('telemetry: pages x upstreams heat map', () => {
     const h = t.heatmap()
     expect(h.pages).toEqual(['/a', '/b', OTHER_PAGE])
     expect(h.counts.map((row) => row[0])).toEqual([1, 1, 2])
+  })
+
+  test('a key that becomes hot after maxPages others were seen gets its own row', () => {
+    const { t } = setup()
+    for (let i = 0; i < 100; i++) t.record('a', `/cold${i}`, 200, 1, 'HIT', 0)
+    for (let i = 0; i < 10; i++) t.record(i % 2 ? 'a' : 'b', '/late', 200, 1, 'HIT', 0)
+    const h = t.heatmap()
+    expect(h.pages).toHaveLength(65)
+    expect(h.pages[64]).toBe(OTHER_PAGE)
+    const late = h.pages.indexOf('/late')
+    expect(late).toBeGreaterThanOrEqual(0)
+    // its first request went to (other), the next ones to its row: both upstreams show there
+    expect(h.counts[late][0]).toBeGreaterThan(0)
+    expect(h.counts[late][1]).toBeGreaterThan(0)
+    expect(sum(h.counts.flat())).toBe(110)
+  })
+
+  test('rows plus (other) hold every request, per upstream, while rows change hands', () => {
+    const { t } = setup({ maxPages: 8 })
+    const served = { a: 0, b: 0, c: 0 }
+    let n = 0
+    for (let round = 0; round < 40; round++) {
+      // a hot set that moves every 10 rounds, and a tail of keys seen once
+      for (let k = 0; k < 12; k++) {
+        const up = ['a', 'b', 'c'][(k + round) % 3]
+        t.record(up, `/hot${k + 8 * Math.floor(round / 10)}`, 200, 1, 'HIT', 0)
+        served[up]++
+        n++
+      }
+      t.record('c', `/tail${round}`, 200, 1, 'MISS', 0)
+      served.c++
+      n++
+    }
+    expect(t.hotPages.replacements).toBeGreaterThan(0)
+    const h = t.heatmap()
+    expect(h.pages).toHaveLength(9)
+    const column = (j) => sum(h.counts.map((row) => row[j]))
+    expect([column(0), column(1), column(2)]).toEqual([served.a, served.b, served.c])
+    expect(sum(h.counts.flat())).toBe(n)
+  })
+
+  test('memory stays bounded after 100,000 distinct keys; a steadily hot key keeps its row', () => {
+    const { t } = setup()
+    const candidates = t.hotPages.candidates.length
+    for (let i = 0; i < 100000; i++) {
+      t.record('a', `/k${i}`, 200, 1, 'HIT', 0)
+      if (i % 10 === 0) t.record('b', '/hot', 200, 1, 'HIT', 0)
+    }
+    expect(t.hotPages.byKey.size).toBe(64)
+    expect(t.hotPages.names).toHaveLength(64)
+    expect(t.hotPages.candidates).toHaveLength(candidates)
+    expect(t.upstream('a').pages).toHaveLength(65)
+    const h = t.heatmap()
+    expect(h.pages).toHaveLength(65)
+    expect(h.counts[h.pages.indexOf('/hot')]).toEqual([0, 10000])
+    expect(sum(h.counts.flat())).toBe(110000)
+  })
+
+  test('a hot key that cooled down is replaced by a newly hot one; its counts move to (other)', () => {
+    const { t, tick } = setup({ maxPages: 2, halfLifeS: 5 })
+    for (let i = 0; i < 120; i++) t.record('a', '/old', 200, 1, 'HIT', 0)
+    for (let i = 0; i < 200; i++) t.record('b', '/steady', 200, 1, 'HIT', 0)
+    tick(30) // halved six times: /old 1.875, /steady 3.125
+    for (let i = 0; i < 5; i++) t.record('a', '/new', 200, 1, 'HIT', 0)
+    const h = t.heatmap()
+    expect(h.pages).toEqual(['/new', '/steady', OTHER_PAGE])
+    // /new's first two requests are admission candidates (counted in (other)): 2 is more than
+    // /old's 1.875 but not 1.25 times more; at the third it takes /old's row, whose counts join (other)
+    expect(h.counts.slice(0, 2)).toEqual([[3, 0], [0, 3.125]])
+    expect(h.counts[2][0]).toBeCloseTo(2 + 1.875, 2)
+    expect(h.counts[2][1]).toBe(0)
+    expect(t.hotPages.replacements).toBe(1)
+  })
+
+  test('a tail of keys seen once does not push out rows hotter than its admission counters', () => {
+    const { t } = setup({ maxPages: 4 })
+    for (const key of ['/p1', '/p2', '/p3', '/p4']) for (let i = 0; i < 50; i++) t.record('a', key, 200, 1, 'HIT', 0)
+    for (let i = 0; i < 1000; i++) t.record('a', `/tail${i}`, 200, 1, 'HIT', 0)
+    expect(t.hotPages.replacements).toBe(0)
+    expect(t.heatmap().pages).toEqual(['/p1', '/p2', '/p3', '/p4', OTHER_PAGE])
+  })
+
+  test('the row table stays consistent: lightest row on top, key <-> row both ways (long keys too)', () => {
+    const { t, tick } = setup({ maxPages: 16 })
+    const hot = t.hotPages
+    let seed = 7
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648)
+    const long = '/' + 'x'.repeat(200)
+    for (let i = 0; i < 5000; i++) {
+      const k = Math.floor(Math.pow(random(), 3) * 400) // skewed towards small k
+      t.record('a', k % 5 === 0 ? `${long}/${k}` : `/p${k}`, 200, 1, 'HIT', 0)
+      if (i % 500 === 499) tick()
+      const least = Math.min(...hot.weight.subarray(0, hot.names.length))
+      expect(hot.weight[hot.heap[0]]).toBe(least)
+      for (let j = 0; j < hot.names.length; j++) {
+        expect(hot.byKey.get(hot.names[j])).toBe(j)
+        expect(hot.heap[hot.place[j]]).toBe(j)
+      }
+    }
+    expect(hot.byKey.size).toBe(16)
+    expect(hot.replacements).toBeGreaterThan(0)
   })
 
   test('the no-upstream record is not a column', () => {

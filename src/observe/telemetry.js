@@ -1,5 +1,7 @@
 'use strict'
 
+const { HotKeys } = require('./hot-keys')
+
 /**
  * Telemetry: what the balancer saw, one observation per finished request, aggregated in plain
  * numbers and typed arrays so that recording stays cheap on the hot path (no allocation, no
@@ -13,9 +15,12 @@
  *   and a latency histogram with fixed buckets (from 0.25 ms, so a cache hit and a 20 ms miss land
  *   in different buckets);
  * - per second, over the last `windowS` seconds: requests, hits, misses;
- * - per page (at most `maxPages` routing keys, the rest counted as `(other)`): requests with an
- *   exponential decay (half-life `halfLifeS`), so the pages x upstreams heat map shows who serves
- *   what now, and re-forms when an upstream dies.
+ * - per page: requests with an exponential decay (half-life `halfLifeS`), so the pages x upstreams
+ *   heat map shows who serves what now, and re-forms when an upstream dies. The rows are the
+ *   `maxPages` hottest routing keys by decayed requests (`hot-keys.js`, a filtered space-saving
+ *   table: O(maxPages) memory however many distinct keys come); the others are counted in the
+ *   `(other)` row, and a key that loses its row hands its counts to `(other)`, so rows plus
+ *   `(other)` always hold every request, decayed.
  * And for the balancer as a whole, per second: a log-scale latency histogram (2^(1/8) steps,
  * about 4 % wide), from which p50 and p99 per second are read.
  */
@@ -55,7 +60,8 @@ class Telemetry {
   /**
    * @param {object} [options]
    * @param {number} [options.windowS=300] seconds of per-second history kept (the dashboard's span)
-   * @param {number} [options.maxPages=64] routing keys tracked one by one in the heat map
+   * @param {number} [options.maxPages=64] routing keys tracked one by one in the heat map: the
+   *   hottest by decayed requests (the rest share the `(other)` row)
    * @param {number} [options.halfLifeS=5] half-life of the heat map's request counts (a page that
    *   moves to another upstream shows there within seconds)
    * @param {() => number} [options.now=Date.now] wall clock in ms (injected for tests)
@@ -74,10 +80,10 @@ class Telemetry {
     this.byId = new Map()
     /** @type {UpstreamRecord[]} */
     this.list = []
-    /** @type {Map<string, number>} routing key -> page row */
-    this.pageRows = new Map()
-    /** @type {string[]} page row -> routing key (the last row is OTHER_PAGE once the table is full) */
-    this.pageNames = []
+    /** the heat map's rows: routing key <-> page row (row `maxPages` is OTHER_PAGE) */
+    this.hotPages = new HotKeys(maxPages, (row) => this.toOther(row))
+    /** whether the `(other)` row has received anything (it is shown from then on) */
+    this.otherUsed = false
     this.secLatency = new Uint32Array(windowS * LOG_BUCKETS)
     this.secCount = new Float64Array(windowS)
     this.sec = Math.floor(now() / 1000)
@@ -86,7 +92,8 @@ class Telemetry {
   }
 
   /**
-   * Record one finished request. Cheap and allocation-free once its upstream and page are known.
+   * Record one finished request. Cheap, and allocation-free once its upstream is known
+   * (except when a page takes over a heat map row: `hot-keys.js`).
    * @param {string | null | undefined} upstreamId who answered (null: nobody, e.g. 503)
    * @param {string} key routing key (the path)
    * @param {number} status status code the client got (0 or anything out of 100-599: "other")
@@ -120,8 +127,8 @@ class Telemetry {
     if (lb >= LOG_BUCKETS) lb = LOG_BUCKETS - 1
     this.secLatency[slot * LOG_BUCKETS + lb]++
     this.secCount[slot]++
-    let row = this.pageRows.get(key)
-    if (row === undefined) row = this.pageRow(key)
+    const row = this.hotPages.touch(key)
+    if (row === this.maxPages) this.otherUsed = true
     u.pages[row]++
     this.total++
   }
@@ -161,16 +168,19 @@ class Telemetry {
     return this.list
   }
 
-  /** Row of a routing key not seen before: a new row while there is room, else `(other)`. */
-  pageRow (key) {
-    if (this.pageNames.length < this.maxPages) {
-      const row = this.pageNames.length
-      this.pageNames.push(key)
-      this.pageRows.set(key, row)
-      return row
+  /**
+   * Page row `row` goes to another key: what its evicted key had, per upstream, moves to `(other)`
+   * (so the new key's cells start from zero and the totals stay whole). O(upstreams).
+   * @param {number} row
+   */
+  toOther (row) {
+    const other = this.maxPages
+    for (const u of this.list) {
+      const p = u.pages
+      p[other] += p[row]
+      p[row] = 0
     }
-    if (this.pageNames.length === this.maxPages) this.pageNames.push(OTHER_PAGE)
-    return this.maxPages
+    this.otherUsed = true
   }
 
   /**
@@ -197,6 +207,7 @@ class Telemetry {
       const p = u.pages
       for (let i = 0; i < p.length; i++) p[i] *= decay
     }
+    this.hotPages.decay(decay)
     this.sec = sec
   }
 
@@ -287,7 +298,9 @@ class Telemetry {
   /**
    * The pages x upstreams matrix of recent requests (decayed, half-life `halfLifeS`): row i is
    * page `pages[i]`, column j upstream `upstreams[j]`; `share[i][j]` is the part of page i's recent
-   * requests that upstream j served (0 when the page saw nothing lately).
+   * requests that upstream j served (0 when the page saw nothing lately). The pages are the
+   * `maxPages` hottest routing keys lately (in natural order), then `(other)` once any request
+   * went there; a page's counts start when it got its row.
    * @param {string[]} [columns] upstream ids to show, in this order (default: every one seen)
    * @returns {{ pages: string[], upstreams: string[], counts: number[][], share: number[][], halfLifeS: number }}
    */
@@ -295,7 +308,8 @@ class Telemetry {
     this.tick()
     const ids = columns || this.list.filter((u) => u.id !== NO_UPSTREAM).map((u) => u.id)
     const recs = ids.map((id) => this.byId.get(id))
-    const order = this.pageNames.map((name, row) => ({ name, row })).sort((a, b) => comparePages(a.name, b.name))
+    const order = this.hotPages.names.map((name, row) => ({ name, row })).sort((a, b) => comparePages(a.name, b.name))
+    if (this.otherUsed) order.push({ name: OTHER_PAGE, row: this.maxPages })
     const counts = []
     const share = []
     for (const { row } of order) {
@@ -330,10 +344,8 @@ function quantilesOf (counts, base, qs) {
   })
 }
 
-/** Natural order: page2 before page10; `(other)` last. */
+/** Natural order: page2 before page10. */
 function comparePages (a, b) {
-  if (a === OTHER_PAGE) return 1
-  if (b === OTHER_PAGE) return -1
   return a.localeCompare(b, 'en', { numeric: true })
 }
 
