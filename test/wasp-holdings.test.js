@@ -1,7 +1,7 @@
 'use strict'
 
 const { createWasp, defaults } = require('../src/policies/wasp')
-const { bandOf, observe, ABSENT_PICKS } = require('../src/policies/wasp-holdings')
+const { bandOf, observe, ABSENT_PICKS, SHARE_RATIO } = require('../src/policies/wasp-holdings')
 const { mulberry32 } = require('../src/common/prng')
 
 const ups = (n, prefix = 'u') => Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, inflight: 0 }))
@@ -50,6 +50,20 @@ describe('wasp holdings: contests', () => {
     const off = createWasp({ shareGap: 0 }, { random: mulberry32(3) })
     serve(off, ups(7), keyOf, 7000)
     expect(spread(off.snapshot().owned)).toBeGreaterThan(spread(onHeld) + 2) // measured 7 (7 to 14 keys)
+  })
+
+  test('SHARE_RATIO: where each upstream holds hundreds of keys, a contest needs a gap of 5 % as well as shareGap, so a re-added upstream takes its share back with fewer moves', () => {
+    const keyOf = (i) => `/k${i % 600}`
+    const wasp = createWasp({}, { random: mulberry32(5) })
+    const three = ups(3)
+    serve(wasp, three.slice(0, 2), keyOf, 6000) // u0 and u1 hold 300 each
+    serve(wasp, three, keyOf, 12000) // u2 joins: contests move keys to it
+    const counts = held(wasp)
+    expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(600)
+    const most = Math.max(...Object.values(counts))
+    expect(spread(counts)).toBeLessThanOrEqual(Math.ceil(SHARE_RATIO * most) + 1) // within 5 % (+1 for the last swap); measured 197, 197 and 206 (u2)
+    expect(spread(counts)).toBeGreaterThan(defaults.shareGap) // and no closer: the moves stop at 5 %, not at shareGap
+    expect(counts.u2).toBeGreaterThan(180)
   })
 
   test('holdings are counted per unit of weight: weights 2, 1, 1 hold 40, 20 and 20 of 80 keys (within shareGap)', () => {

@@ -477,7 +477,7 @@ function cli (argv) {
   console.table(rows)
 }
 
-/** `bench:model` with workload options: wasp, chash-bounded and round-robin against the static optimum. */
+/** `bench:model` with workload options: wasp, chash-bounded, unbounded chash and round-robin against the static optimum. */
 function workloadCli (args, seeds, waspOptions) {
   const { parseWorkload } = require('../workloads/workload-options')
   const { runWorkload } = require('./model-workload')
@@ -494,6 +494,9 @@ function workloadCli (args, seeds, waspOptions) {
   const policies = {
     wasp: (random) => createWasp(waspOptions, { random }),
     'chash-bounded': (random) => createChashBounded({}, { random }),
+    // unbounded consistent hashing: what HAProxy `balance uri` + `hash-type consistent` and nginx
+    // `hash $request_uri consistent` do (the bench's haproxy-uri and nginx-uri peers)
+    chash: (random) => createChashBounded({ balanceFactor: Number.MAX_SAFE_INTEGER }, { random }),
     'round-robin': (random) => createRoundRobin({}, { random })
   }
   const median = (xs) => { const a = [...xs].sort((x, y) => x - y); const m = a.length >> 1; return a.length % 2 ? a[m] : (a[m - 1] + a[m]) / 2 }
