@@ -59,7 +59,7 @@ async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDi
     const { backends, pageBytes } = await fleet.request('start', { fleet: settings.fleet, pages: settings.pages, pageSizes: settings.pageSizes, host: HOST })
     const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
     const { url, version } = await balancer.request('start', {
-      healthChecks: Boolean(settings.workload && settings.workload.churn), // HAProxy: check the servers (bench/peers/peer-configs.js)
+      healthChecks: Boolean(settings.workload && settings.workload.churn), // HAProxy and polistes check the servers each second (nginx: passive only)
       backends: lbBackends,
       algo: arm.algo,
       policyOptions: settings.policyOptions,
