@@ -446,14 +446,19 @@ function feedback (w, upstream, ctx, outcome) {
   memory.adjust(krec, urec, refund)
 }
 
+/** Keys listed (most recent first) in a snapshot's `recent`. */
+const RECENT_KEYS = 50
+
 /** Plain JSON: counters, upstream records, and the specialist of the most recent keys. */
 function snapshot (w) {
   const { memory } = w
   const recent = []
-  let i = 0
-  const arr = [...memory.keys]
-  for (let j = arr.length - 1; j >= 0 && i < 50; j--, i++) {
-    const [key, krec] = arr[j]
+  // the 50 most recently used keys are the last 50 of the LRU map: skip the rest without copying it
+  let skip = memory.keys.size - RECENT_KEYS
+  const last = []
+  for (const entry of memory.keys) if (skip-- <= 0) last.push(entry)
+  for (let j = last.length - 1; j >= 0; j--) {
+    const [key, krec] = last[j]
     let sid
     let st = Infinity
     for (const [id, urec] of memory.ups) {
