@@ -1,5 +1,7 @@
 'use strict'
 
+const { fnv1a32, FNV_PRIME } = require('../common/hash')
+
 /**
  * The hottest routing keys by decayed request count, in a fixed number of rows: the heat map's
  * pages. Memory is O(rows) whatever the number of distinct keys (no per-key map beyond the rows).
@@ -160,21 +162,14 @@ class HotKeys {
 const HASH_ENDS = 48
 
 /**
- * FNV-1a over the UTF-16 code units of a string (32 bits, unsigned): all of them up to
- * 2 × HASH_ENDS, else the first and last HASH_ENDS and the length. A collision only makes two
- * keys share an admission counter.
+ * FNV-1a of a string (32 bits, unsigned): of all of it up to 2 × HASH_ENDS characters, else of its
+ * first and last HASH_ENDS and its length. A collision only makes two keys share an admission counter.
  */
 function hash (s) {
   const n = s.length
-  let h = 0x811c9dc5
-  if (n <= 2 * HASH_ENDS) {
-    for (let i = 0; i < n; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193)
-  } else {
-    for (let i = 0; i < HASH_ENDS; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193)
-    for (let i = n - HASH_ENDS; i < n; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193)
-    h = Math.imul(h ^ n, 0x01000193)
-  }
-  return h >>> 0
+  if (n <= 2 * HASH_ENDS) return fnv1a32(s)
+  const h = fnv1a32(s.slice(n - HASH_ENDS), fnv1a32(s.slice(0, HASH_ENDS)))
+  return Math.imul(h ^ n, FNV_PRIME) >>> 0
 }
 
 module.exports = { HotKeys, ADMIT_FACTOR, BUCKETS_PER_ROW, hash }

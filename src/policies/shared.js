@@ -1,5 +1,7 @@
 'use strict'
 
+const { fnv1a32 } = require('../common/hash')
+
 /**
  * What several policies use: checking option names, reading an upstream's load and weight,
  * forgetting departed ids, nginx's smooth weighted round-robin, a following round-robin cursor, a
@@ -142,24 +144,6 @@ function checkOptions (policy, options, known) {
     }
   }
   return options
-}
-
-const FNV_OFFSET = 0x811c9dc5
-const FNV_PRIME = 0x01000193
-
-/**
- * FNV-1a, 32 bits, over the string's UTF-16 code units (identical to byte-wise FNV-1a for ASCII).
- * @param {string} str
- * @param {number} [seed] starting state (default the FNV offset basis), to chain strings
- * @returns {number} unsigned 32-bit hash
- */
-function fnv1a32 (str, seed = FNV_OFFSET) {
-  let h = seed
-  for (let i = 0; i < str.length; i++) {
-    h ^= str.charCodeAt(i)
-    h = Math.imul(h, FNV_PRIME)
-  }
-  return h >>> 0
 }
 
 /**

@@ -1,0 +1,24 @@
+'use strict'
+
+/** String hashing shared by the policies (keys, upstream ids) and the heat map's admission counters. */
+
+/** FNV-1a's offset basis and prime (32 bits). */
+const FNV_OFFSET = 0x811c9dc5
+const FNV_PRIME = 0x01000193
+
+/**
+ * FNV-1a, 32 bits, over the string's UTF-16 code units (identical to byte-wise FNV-1a for ASCII).
+ * @param {string} str
+ * @param {number} [seed] starting state (default the FNV offset basis), to chain strings
+ * @returns {number} unsigned 32-bit hash
+ */
+function fnv1a32 (str, seed = FNV_OFFSET) {
+  let h = seed
+  for (let i = 0; i < str.length; i++) {
+    h ^= str.charCodeAt(i)
+    h = Math.imul(h, FNV_PRIME)
+  }
+  return h >>> 0
+}
+
+module.exports = { fnv1a32, FNV_PRIME }
