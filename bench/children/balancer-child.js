@@ -20,15 +20,13 @@
 const path = require('node:path')
 const cluster = require('node:cluster')
 const { serve } = require('./child')
+const { CHURN_HEALTH_CHECK } = require('../peers/peer-configs')
 
 let lb
 let accessLog = null
 let workers = []
 let nextId = 1
 const pending = new Map()
-
-/** The active check of a run with --churn: HAProxy's `check inter 1s fall 2 rise 1` (bench/peers/peer-configs.js). */
-const CHURN_HEALTH_CHECK = Object.freeze({ path: '/_stats', intervalMs: 1000, timeoutMs: 500, rise: 1, fall: 2 })
 
 async function start ({ backends, algo, policyOptions = {}, keepAlive = true, retryOn = [], tryTimeoutMs = null, host = '127.0.0.1', workers: n = 1, accessLogFile, engine, healthChecks = false, balancerOptions = {} }) {
   const options = { ...(healthChecks ? { healthCheck: CHURN_HEALTH_CHECK } : {}), ...balancerOptions, backends, algo, policyOptions, port: 0, host, keepAlive, retryOn, tryTimeoutMs, engine }

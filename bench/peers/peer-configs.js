@@ -165,6 +165,16 @@ function directiveLines (directives, indent, terminator = '') {
 }
 
 /**
+ * The active check of a run with --churn, for every arm that has one: HAProxy's `check inter 1s
+ * fall 2 rise 1` below, and the polistes arms' `healthCheck` (bench/children/balancer-child.js, on
+ * the backends' `/_stats`). nginx (open source) has passive checks only.
+ */
+const CHURN_HEALTH_CHECK = Object.freeze({ path: '/_stats', intervalMs: 1000, timeoutMs: 500, rise: 1, fall: 2 })
+
+/** HAProxy's server check option for CHURN_HEALTH_CHECK, plus the passive mark-down. */
+const CHURN_CHECK_LINE = ` check inter ${CHURN_HEALTH_CHECK.intervalMs / 1000}s fall ${CHURN_HEALTH_CHECK.fall} rise ${CHURN_HEALTH_CHECK.rise} observe layer4 error-limit 1 on-error mark-down`
+
+/**
  * haproxy.cfg for one arm.
  * @param {{ mode: 'uri' | 'uri-bounded' | 'rr', backends: Array<{ id?: string, url: string }>, host: string, port: number, workers?: number, tuning?: Tuning, healthChecks?: boolean }} params
  *   workers: threads (`nbthread`), default 1; healthChecks (runs with --churn): a TCP connect check
@@ -196,7 +206,7 @@ function haproxyConfig ({ mode, backends, host, port, workers = 1, tuning, healt
     '',
     'backend fleet',
     ...balance.map((l) => `  ${l}`),
-    ...backends.map((b, i) => `  server ${serverName(b, i)} ${hostPort(b.url)}${healthChecks ? ' check inter 1s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down' : ''}`),
+    ...backends.map((b, i) => `  server ${serverName(b, i)} ${hostPort(b.url)}${healthChecks ? CHURN_CHECK_LINE : ''}`),
     ''
   ].join('\n')
 }
@@ -272,4 +282,4 @@ function parsePeers (value) {
   return Object.keys(PEER_ARMS).filter((label) => wanted.has(label))
 }
 
-module.exports = { PEER_ARMS, PEERS, NGINX_KEEPALIVE, HAPROXY_DEFAULTS, NGINX_DEFAULTS, applyTuning, haproxyConfig, nginxConfig, parsePeers }
+module.exports = { PEER_ARMS, PEERS, CHURN_HEALTH_CHECK, NGINX_KEEPALIVE, HAPROXY_DEFAULTS, NGINX_DEFAULTS, applyTuning, haproxyConfig, nginxConfig, parsePeers }
