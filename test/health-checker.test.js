@@ -12,7 +12,10 @@ const { request, startUpstream, closedPort, sleep, waitFor } = require('./helper
  */
 async function checkedUpstream (id, state = { status: 200, delayMs: 0 }) {
   const checks = { count: 0, inflight: 0, maxInflight: 0, headers: [] }
+  const served = new Map() // socket → the URLs it carried
   const upstream = await startUpstream((req, res) => {
+    if (!served.has(req.socket)) served.set(req.socket, [])
+    served.get(req.socket).push(req.url)
     if (req.url === '/health') {
       checks.count++
       checks.inflight++
@@ -25,7 +28,7 @@ async function checkedUpstream (id, state = { status: 200, delayMs: 0 }) {
     res.writeHead(200, { 'x-server': id })
     res.end(`${id} ${req.url}\n`)
   })
-  return Object.assign(upstream, { id, state, checks })
+  return Object.assign(upstream, { id, state, checks, served })
 }
 
 const upstreamStats = (lb, id) => lb.stats().upstreams.find((u) => u.id === id)
@@ -101,8 +104,13 @@ describe('active health checks through real HTTP', () => {
     for (let i = 0; i < 5; i++) await request(`${lb.url}/page`, { agent })
     await waitFor(() => a.checks.count >= 5)
     agent.destroy()
-    // pages: one pooled connection; checks: one connection each
-    expect(a.connections).toBe(1 + a.checks.count)
+    // pages: one pooled connection; checks: one connection each, never a page's
+    const carried = [...a.served.values()]
+    const pageSockets = carried.filter((urls) => urls.includes('/page'))
+    expect(pageSockets).toEqual([Array(5).fill('/page')])
+    const checkSockets = carried.filter((urls) => urls.includes('/health'))
+    expect(checkSockets.length).toBeGreaterThanOrEqual(5)
+    expect(checkSockets.every((urls) => urls.length === 1)).toBe(true)
   })
 
   test('close() stops the checks', async () => {
