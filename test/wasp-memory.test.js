@@ -56,4 +56,21 @@ describe('wasp memory', () => {
     expect(m.theta(krec, back)).toBe(defaults.thetaStart) // a newcomer to a key born before it
     expect(m.picks).toBe(FORGET_AFTER + 1024)
   })
+
+  test('a key keeps one threshold entry per current upstream record: a forgotten record\'s entry goes at the next adjust', () => {
+    const m = make()
+    const a = m.upstream('a')
+    const b = m.upstream('b')
+    const krec = m.key('/k', true)
+    m.adjust(krec, a, -400)
+    m.adjust(krec, b, -100)
+    m.adjust(krec, a, -50)
+    expect(krec.entries.map((e) => [e.u.id, e.theta])).toEqual([['a', 50], ['b', 400]])
+    for (let i = 0; i < FORGET_AFTER + 1024; i++) { m.tick(); if (i % 1000 === 0) m.upstream('b').seen = m.picks }
+    expect(m.ups.has('a')).toBe(false)
+    const back = m.upstream('a')
+    m.adjust(krec, back, -10)
+    expect(krec.entries.map((e) => [e.u.id, e.u === back || e.u === b])).toEqual([['b', true], ['a', true]])
+    expect(m.theta(krec, back)).toBe(defaults.thetaStart - 10)
+  })
 })

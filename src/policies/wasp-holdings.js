@@ -115,9 +115,12 @@ function count (urec, band, delta) {
   urec.heldTotal += delta
 }
 
+/** A new holder. The arrays are replaced by concat, not grown by push: push gives an array 17 slots
+ * (V8), and a key has one or two holders, so a table of `maxKeys` keys would carry ~300 idle bytes
+ * per key. Holders change rarely (a join, a swap), so the copy costs nothing per pick. */
 function addHolder (krec, urec) {
-  krec.holders.push(urec)
-  krec.warm.push(0)
+  krec.holders = krec.holders.concat(urec)
+  krec.warm = krec.warm.concat(0)
   count(urec, krec.band, 1)
 }
 
@@ -172,7 +175,7 @@ function contend (w, upstreams, krec) {
   const { recs, memory } = w
   const n = upstreams.length
   const picks = memory.picks
-  const { holders } = krec
+  const holders = krec.holders // removals splice in place; addHolder (below, last) replaces the array
   for (let j = holders.length - 1; j >= 0; j--) {
     if (picks - holders[j].seen > ABSENT_PICKS || memory.ups.get(holders[j].id) !== holders[j]) yieldKey(w, krec, j)
   }
@@ -226,7 +229,7 @@ function contend (w, upstreams, krec) {
     swap(w, krec, recs[most], recs[least])
   }
   // the holders are the key's specialists: each answers as one, and replicas share it by load
-  for (const h of holders) if (memory.theta(krec, h) > w.o.thetaMin) setTheta(memory, krec, h, w.o.thetaMin)
+  for (const h of krec.holders) if (memory.theta(krec, h) > w.o.thetaMin) setTheta(memory, krec, h, w.o.thetaMin)
 }
 
 /** The dominance contest lost by holder `h` to `u`: they swap thresholds, and `u` holds the key. */

@@ -38,8 +38,8 @@ const { fnv1a32, hash32 } = require('./shared')
  *   (see `./wasp-packing.js`)
  * @property {string} [owner] with `balanced`: the key's upstream in the packing of version `packed`
  * @property {number} [packed]
- * @property {Map<string, { theta: number, at: number, epoch: number }>} entries θ per upstream id as
- *   of step `at`, for the upstream record of epoch `epoch`
+ * @property {ThresholdEntry[]} entries θ of each upstream that served, held or contested the key
+ *   (a few: a small array scanned by record identity is a third of the memory of a Map per key)
  * @property {number} last the pick of its latest request
  * @property {number} gap EWMA of the picks between its requests (1 / its share of the requests)
  * @property {number} slowGap the same, averaged over more requests (for its replicas)
@@ -49,8 +49,23 @@ const { fnv1a32, hash32 } = require('./shared')
  *   key since it took it: the first is the cold miss every new holder pays, not a sign of capacity
  */
 
+/**
+ * @typedef {object} ThresholdEntry
+ * @property {UpstreamRecord} u the upstream record it belongs to: a record created anew (the
+ *   upstream re-joined) is another object, so an older record's entries are ignored, and dropped
+ *   when the key is next adjusted
+ * @property {number} theta θ[u][k] as of the key's step `at`
+ * @property {number} at
+ */
+
 /** Popularity bands (log2 of a key's mean gap between requests, in picks): 2^31 picks is plenty. */
 const BANDS = 32
+
+/** The entry of upstream record `urec` in a key's entries, or undefined. */
+function entryOf (entries, urec) {
+  for (let i = 0; i < entries.length; i++) if (entries[i].u === urec) return entries[i]
+  return undefined
+}
 
 /**
  * Create the memory of one wasp policy.
@@ -72,9 +87,9 @@ function createMemory (o, { onEvict } = {}) {
    * @returns {number}
    */
   function theta (krec, urec) {
-    const e = krec.entries.get(urec.id)
+    const e = entryOf(krec.entries, urec)
     let t
-    if (e !== undefined && e.epoch === urec.epoch) {
+    if (e !== undefined) {
       t = e.theta + phi * (krec.step - e.at)
     } else if (urec.joined > krec.born) {
       return thetaStart // joined after the key was first seen: a neutral newcomer
@@ -94,9 +109,12 @@ function createMemory (o, { onEvict } = {}) {
   function adjust (krec, urec, delta) {
     const t = theta(krec, urec) + delta
     const value = t < thetaMin ? thetaMin : (t > thetaMax ? thetaMax : t)
-    const e = krec.entries.get(urec.id)
-    if (e === undefined || e.epoch !== urec.epoch) {
-      krec.entries.set(urec.id, { theta: value, at: krec.step, epoch: urec.epoch })
+    const e = entryOf(krec.entries, urec)
+    if (e === undefined) {
+      const entries = krec.entries
+      // entries of records no longer current (a forgotten or re-joined upstream) go first
+      for (let i = entries.length - 1; i >= 0; i--) if (ups.get(entries[i].u.id) !== entries[i].u) entries.splice(i, 1)
+      krec.entries = entries.concat({ u: urec, theta: value, at: krec.step }) // concat: a tight array (push gives 17 slots)
     } else {
       e.theta = value
       e.at = krec.step
@@ -165,7 +183,7 @@ function createMemory (o, { onEvict } = {}) {
         return rec
       }
       if (!create) return undefined
-      rec = { step: 0, born: picks, hash: fnv1a32(key), entries: new Map(), last: picks, gap: 0, slowGap: 0, band: 0, holders: [], warm: [] }
+      rec = { step: 0, born: picks, hash: fnv1a32(key), entries: [], last: picks, gap: 0, slowGap: 0, band: 0, holders: [], warm: [] }
       keys.set(key, rec)
       if (keys.size > maxKeys) evictOldest()
       return rec

@@ -470,15 +470,18 @@ function snapshot (w) {
   // keys held by more than one upstream (replicated), counted over the table (snapshot only)
   let replicated = 0
   for (const krec of memory.keys.values()) if (krec.holders.length > 1) replicated++
-  // keys owned: those whose lowest threshold is below thetaStart (learnt), by that upstream
+  // keys owned: those whose lowest threshold is below thetaStart (learnt), by that upstream. Only an
+  // upstream with an entry for the key can be below thetaStart (one without reads thetaStart or
+  // more), so this reads the key's few entries, not every upstream (O(keys), not O(keys × upstreams))
   const owned = {}
   for (const id of memory.ups.keys()) owned[id] = 0
   for (const krec of memory.keys.values()) {
     let sid
     let st = w.o.thetaStart
-    for (const [id, urec] of memory.ups) {
-      const t = memory.theta(krec, urec)
-      if (t < st) { st = t; sid = id }
+    for (const e of krec.entries) {
+      if (memory.ups.get(e.u.id) !== e.u) continue // a forgotten record
+      const t = memory.theta(krec, e.u)
+      if (t < st) { st = t; sid = e.u.id }
     }
     if (sid !== undefined) owned[sid]++
   }
