@@ -1,6 +1,7 @@
 'use strict'
 
 const { startBalancer } = require('../src/proxy/balancer')
+const { createTelemetry } = require('../src/observe/telemetry')
 const { request, startUpstream, waitFor } = require('./helper')
 
 /** Upstreams a, b, c answering with X-Server; `hold` keeps responses back while set. */
@@ -51,6 +52,26 @@ describe('balancer.reconfigure applies a new config to a running balancer', () =
     for (let round = 0; round < 3; round++) for (const k of kept) if (await server(lb, k) === before.get(k)) same++
     expect(same / (3 * kept.length)).toBeGreaterThan(0.7) // the specialists keep their keys
     for (const k of keys) expect(await server(lb, k)).not.toBe('c')
+  })
+
+  test('a removed backend\'s telemetry record (and its metrics series) goes one window later', async () => {
+    const clock = { ms: 1e9 }
+    const telemetry = createTelemetry({ windowS: 5, now: () => clock.ms })
+    lb = await startBalancer({ backends: backends('a', 'b', 'c'), algo: 'round-robin', port: 0, telemetry })
+    for (let i = 0; i < 6; i++) await server(lb, `/p${i}`)
+    const seen = () => lb.telemetry.upstreams().map((u) => u.id)
+    expect(seen()).toEqual(['a', 'b', 'c'])
+    lb.reconfigure({ backends: backends('a', 'b', 'd'), algo: 'round-robin' })
+    clock.ms += 2000
+    expect(seen()).toEqual(['a', 'b', 'c', 'd']) // c's history still shows
+    const responses = async () => (await request(`${lb.url}/_polistes/metrics`)).body.split('\n').filter((l) => l.startsWith('polistes_responses_total'))
+    expect((await responses()).some((l) => l.includes('upstream="c"'))).toBe(true)
+    clock.ms += 4000
+    expect(seen()).toEqual(['a', 'b', 'd'])
+    for (let i = 0; i < 4; i++) await server(lb, `/p${i}`)
+    const lines = await responses()
+    expect(lines.some((l) => l.includes('upstream="d"'))).toBe(true)
+    expect(lines.some((l) => l.includes('upstream="c"'))).toBe(false)
   })
 
   test('an invalid config throws and changes nothing', async () => {

@@ -51,6 +51,27 @@ describe('telemetry: counters since start', () => {
     expect(t.upstream('z').count).toBe(0)
   })
 
+  test('a retired upstream keeps its record for one window, then it goes; one back in time keeps it', () => {
+    const { t, tick } = setup({ windowS: 3 })
+    for (const id of ['a', 'b', 'c']) t.record(id, '/p', 200, 1, 'HIT', 10)
+    t.retire('b')
+    t.retire('c')
+    t.retire('nobody') // never seen: nothing to retire
+    tick(2)
+    t.tick()
+    expect(t.upstreams().map((u) => u.id)).toEqual(['a', 'b', 'c'])
+    t.upstream('c') // back in the pool before its window passed
+    tick(1)
+    t.record('a', '/p', 200, 1, 'HIT', 10)
+    expect(t.upstreams().map((u) => [u.id, u.index])).toEqual([['a', 0], ['c', 1]])
+    expect(t.upstream('c').count).toBe(1) // kept its history
+    tick(10)
+    t.tick()
+    expect(t.upstreams().map((u) => u.id)).toEqual(['a', 'c'])
+    expect(t.upstream('b').count).toBe(0) // seen again: a new record, a new column at the end
+    expect(t.upstreams().map((u) => u.id)).toEqual(['a', 'c', 'b'])
+  })
+
   test('bad options throw', () => {
     expect(() => createTelemetry({ windowS: 0 })).toThrow(/windowS/)
     expect(() => createTelemetry({ maxPages: 1.5 })).toThrow(/maxPages/)

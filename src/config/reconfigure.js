@@ -84,6 +84,7 @@ function reconfigure (balancer, o) {
     const spec = next.get(id)
     if (spec === undefined || spec.url !== balancer.specs.get(id).url) {
       pool.remove(id)
+      balancer.telemetry.retire(id) // its record goes after one window (bounded with a changing fleet)
       removed.push(id)
     }
   }
@@ -91,6 +92,7 @@ function reconfigure (balancer, o) {
     const old = balancer.specs.get(spec.id)
     if (old === undefined || old.url !== spec.url) {
       pool.add(spec, { slowStart: true })
+      balancer.telemetry.upstream(spec.id) // a column from now (or its old one, if not yet dropped)
       added.push(spec.id)
     } else if (!sameJson(old, spec)) {
       pool.update(spec)

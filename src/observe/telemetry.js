@@ -80,6 +80,10 @@ class Telemetry {
     this.byId = new Map()
     /** @type {UpstreamRecord[]} */
     this.list = []
+    /** upstreams removed from the pool -> the second of their removal: their records (dashboard
+     * column, /stats and metrics series) stay for one window, then go, so a fleet whose members come
+     * and go keeps a bounded number of records */
+    this.retired = new Map()
     /** the heat map's rows: routing key <-> page row (row `maxPages` is OTHER_PAGE) */
     this.hotPages = new HotKeys(maxPages, (row) => this.toOther(row))
     /** whether the `(other)` row has received anything (it is shown from then on) */
@@ -141,7 +145,10 @@ class Telemetry {
    */
   upstream (id) {
     let u = this.byId.get(id)
-    if (u !== undefined) return u
+    if (u !== undefined) {
+      if (this.retired.size > 0) this.retired.delete(id) // back in the pool before its record went
+      return u
+    }
     const w = this.windowS
     u = {
       id,
@@ -163,9 +170,33 @@ class Telemetry {
     return u
   }
 
-  /** @returns {UpstreamRecord[]} every upstream seen, in order of first sight */
+  /** @returns {UpstreamRecord[]} every upstream seen, in order of first sight (a retired one until its window has passed) */
   upstreams () {
+    this.tick() // a reader catches up with the clock, so retired records past their window are gone
     return this.list
+  }
+
+  /**
+   * Upstream `id` left the pool: its record stays for `windowS` seconds (its history is still on the
+   * dashboard), then goes, unless `upstream(id)` brought it back meanwhile.
+   * @param {string} id
+   */
+  retire (id) {
+    if (this.byId.has(id) && !this.retired.has(id)) this.retired.set(id, this.sec)
+  }
+
+  /** Drop the records retired at least a window ago; the others keep their order. */
+  dropRetired () {
+    let dropped = false
+    for (const [id, at] of this.retired) {
+      if (this.sec - at < this.windowS) continue
+      this.retired.delete(id)
+      this.byId.delete(id)
+      dropped = true
+    }
+    if (!dropped) return
+    this.list = this.list.filter((u) => this.byId.get(u.id) === u)
+    this.list.forEach((u, i) => { u.index = i })
   }
 
   /**
@@ -209,6 +240,7 @@ class Telemetry {
     }
     this.hotPages.decay(decay)
     this.sec = sec
+    if (this.retired.size > 0) this.dropRetired()
   }
 
   /** Catch up with the clock (for readers: an idle balancer records nothing). */
