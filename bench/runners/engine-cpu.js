@@ -11,7 +11,7 @@
  * alternate within each round (order rotated per round) and the table shows medians over rounds.
  *
  *   npm run bench:engine -- [--engines direct,direct:node,undici,http-proxy,relay,nginx,haproxy] [--algo wasp]
- *       [--rounds 3] [--duration 15] [--warmup 5] [--connections 32] [--profile DIR] [--json FILE]
+ *       [--rounds 3] [--duration 15] [--warmup 5] [--connections 32] [--cache-pages 4] [--profile DIR] [--json FILE]
  *
  * An arm is an engine, optionally with the front after a colon: `direct` runs on the default
  * front (`fast`: simple requests parsed by polistes, src/front/fast-front.js), `direct:node` on node:http's
@@ -24,7 +24,11 @@
  *   connection per client connection (round-robin over the fleet) and bytes relayed both ways, no
  *   HTTP parsing, so the least CPU any Node proxy can spend per request. It cannot route by page,
  *   so its hit rate is low (~cachePages / pages) and more requests wait for a 20 ms miss: fewer
- *   req/s, and at a lower rate each wake-up of the event loop carries fewer requests.
+ *   req/s, and at a lower rate each wake-up of the event loop carries fewer requests, so its CPU per
+ *   request is no floor under the default load. `--cache-pages 25` lets every backend hold every
+ *   page, so that after the warm-up every arm's requests are hits, the backends do the same work
+ *   per request whatever the routing, and every arm runs at the rate the two cores allow (not the
+ *   cache scenario any more: a load for comparing the cost of relaying at comparable rates).
  * - `nginx` and `haproxy`: the bench's `nginx-uri` and `haproxy-uri` peers (bench/peers/peer-configs.js,
  *   one worker / one thread, run by bench/peers/peers.js), CPU from /proc for the peer's processes.
  *   Any other arm label of bench/peers/peer-configs.js (e.g. `nginx-uri-buffered`) runs too.
@@ -56,7 +60,7 @@ const { ENGINES, DEFAULT_ENGINE } = require('../../src/proxy/proxy-engine')
 const { policyNames } = require('../../src/policies')
 
 const HOST = '127.0.0.1'
-const FLEET = { count: 7, cachePages: 4, missMs: 20 }
+const FLEET = { count: 7, missMs: 20 }
 const PAGES = 25
 
 /** wrk script: a uniformly random page per request; prints its summary as one JSON line. */
@@ -132,16 +136,16 @@ function usage (message) {
 
 /**
  * @param {string[]} argv
- * @returns {{ engines: string[], algo: string, rounds: number, duration: number, warmup: number, connections: number, profile?: string, json?: string }}
+ * @returns {{ engines: string[], algo: string, rounds: number, duration: number, warmup: number, connections: number, cachePages: number, profile?: string, json?: string }}
  */
 function parseArgs (argv) {
-  const o = { engines: [DEFAULT_ENGINE], algo: 'wasp', rounds: 3, duration: 15, warmup: 5, connections: 32 }
+  const o = { engines: [DEFAULT_ENGINE], algo: 'wasp', rounds: 3, duration: 15, warmup: 5, connections: 32, cachePages: 4 }
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]
     const value = argv[i + 1]
     if (flag === '--help' || flag === '-h') {
       console.log([
-        'npm run bench:engine -- [--engines direct,direct:node,undici,direct@DIR,relay,nginx,haproxy] [--algo wasp] [--rounds 3] [--duration 15] [--warmup 5] [--connections 32] [--profile DIR] [--json FILE]',
+        'npm run bench:engine -- [--engines direct,direct:node,undici,direct@DIR,relay,nginx,haproxy] [--algo wasp] [--rounds 3] [--duration 15] [--warmup 5] [--connections 32] [--cache-pages 4] [--profile DIR] [--json FILE]',
         `  arms: ${ARMS.join(', ')}; ENGINE:FRONT (fronts: ${FRONTS.join(', ')}); ENGINE@DIR (another polistes checkout)`,
         `  relay: the Node floor, bytes relayed per connection without parsing (relay:${RELAY_MODES.join(', relay:')})`,
         `  nginx, haproxy: the bench's ${PEER_SHORT.nginx} and ${PEER_SHORT.haproxy} peers; any arm of bench/peers/peer-configs.js: ${Object.keys(PEER_ARMS).join(', ')}`
@@ -158,6 +162,10 @@ function parseArgs (argv) {
       const n = Number(value)
       if (!Number.isInteger(n) || n < (key === 'warmup' ? 0 : 1)) usage(`--${key} must be a ${key === 'warmup' ? 'non-negative' : 'positive'} integer, got "${value}"`)
       o[key] = n
+    } else if (key === 'cache-pages') {
+      const n = Number(value)
+      if (!Number.isInteger(n) || n < 0 || n > PAGES) usage(`--cache-pages must be an integer from 0 to ${PAGES}, got "${value}"`)
+      o.cachePages = n
     } else usage(`unknown option ${flag}`)
   }
   if (o.engines.length === 0) usage('--engines needs at least one engine')
@@ -261,7 +269,7 @@ async function runOnce (arm, o, script, tag) {
   const fleet = new Child(path.join(__dirname, '..', 'children', 'fleet-child.js'), { name: 'fleet child' })
   let proxy = null
   try {
-    const { backends } = await fleet.request('start', { fleet: FLEET, pages: PAGES, host: HOST })
+    const { backends } = await fleet.request('start', { fleet: { ...FLEET, cachePages: o.cachePages }, pages: PAGES, host: HOST })
     const made = proxyOf(arm, o, tag, backends.map((b) => ({ id: b.id, url: b.url })))
     proxy = made.proxy
     const { url } = await proxy.request('start', made.payload)
@@ -344,7 +352,7 @@ async function main () {
   const runs = []
   try {
     console.log(`node ${process.version}, ${os.cpus().length} CPUs; algo ${o.algo}; ${o.rounds} rounds x [${o.engines.join(', ')}]; ` +
-      `wrk -t1 -c${o.connections}, ${o.warmup} s warm-up + ${o.duration} s measured; fleet 7 x 4-page caches, 25 pages, 20 ms miss`)
+      `wrk -t1 -c${o.connections}, ${o.warmup} s warm-up + ${o.duration} s measured; fleet 7 x ${o.cachePages}-page caches, ${PAGES} pages, ${FLEET.missMs} ms miss`)
     for (let r = 0; r < o.rounds; r++) {
       const k = r % o.engines.length
       const order = o.engines.slice(k).concat(o.engines.slice(0, k))
