@@ -94,7 +94,8 @@ describe('bench:engine arms', () => {
     [['--engines', 'relay:splice'], 'engine-cpu: unknown relay mode "splice" in "relay:splice"; expected one of: data, pipe'],
     [['--engines', 'nginx:fast'], 'engine-cpu: "nginx:fast": a peer arm takes no front nor @DIR'],
     [['--engines', 'relay@/tmp'], 'engine-cpu: "relay@/tmp": the relay takes no @DIR'],
-    [['--cache-pages', '26'], 'engine-cpu: --cache-pages must be an integer from 0 to 25, got "26"']
+    [['--cache-pages', '26'], 'engine-cpu: --cache-pages must be an integer from 0 to 25, got "26"'],
+    [['--cache-pages', ''], 'engine-cpu: --cache-pages must be an integer from 0 to 25, got ""']
   ])('%j: one line, exit 2', async (args, message) => {
     const { code, stdout, stderr } = await runNode(RUNNER, args)
     expect(code).toBe(2)

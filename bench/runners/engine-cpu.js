@@ -164,7 +164,7 @@ function parseArgs (argv) {
       o[key] = n
     } else if (key === 'cache-pages') {
       const n = Number(value)
-      if (!Number.isInteger(n) || n < 0 || n > PAGES) usage(`--cache-pages must be an integer from 0 to ${PAGES}, got "${value}"`)
+      if (!/^\d+$/.test(value) || n > PAGES) usage(`--cache-pages must be an integer from 0 to ${PAGES}, got "${value}"`)
       o.cachePages = n
     } else usage(`unknown option ${flag}`)
   }
