@@ -10,8 +10,8 @@
  * (`--duration`), bracketed by `process.cpuUsage()` readings of the balancer child. Engines
  * alternate within each round (order rotated per round) and the table shows medians over rounds.
  *
- *   npm run bench:engine -- [--engines direct,direct:node,undici,http-proxy] [--algo wasp] [--rounds 3]
- *       [--duration 15] [--warmup 5] [--connections 32] [--profile DIR] [--json FILE]
+ *   npm run bench:engine -- [--engines direct,direct:node,undici,http-proxy,relay,nginx,haproxy] [--algo wasp]
+ *       [--rounds 3] [--duration 15] [--warmup 5] [--connections 32] [--cache-pages 4] [--profile DIR] [--json FILE]
  *
  * An arm is an engine, optionally with the front after a colon: `direct` runs on the default
  * front (`fast`: simple requests parsed by polistes, src/front/fast-front.js), `direct:node` on node:http's
@@ -19,12 +19,32 @@
  * balancer of another polistes checkout (e.g. `git worktree add /tmp/base <commit>`), so that two
  * versions of the code alternate in one run: `--engines direct,direct@/tmp/base`.
  *
- * --profile DIR runs every balancer with `node --cpu-prof` into DIR (summarize a profile with
- * `node bench/reports/profile-summary.js DIR/<file>.cpuprofile`); profiling adds its own CPU, so figures
- * from a profiled run are not comparable with unprofiled ones.
+ * Reference arms, measured in the same rounds under the same load, which are not polistes:
+ * - `relay` (`relay:data`, `relay:pipe`): the Node floor, bench/children/relay-child.js: one upstream
+ *   connection per client connection (round-robin over the fleet) and bytes relayed both ways, no
+ *   HTTP parsing, so the least CPU any Node proxy can spend per request. It cannot route by page,
+ *   so its hit rate is low (~cachePages / pages) and more requests wait for a 20 ms miss: fewer
+ *   req/s, and at a lower rate each wake-up of the event loop carries fewer requests, so its CPU per
+ *   request is no floor under the default load. `--cache-pages 25` lets every backend hold every
+ *   page, so that after the warm-up every arm's requests are hits, the backends do the same work
+ *   per request whatever the routing, and every arm runs at the rate the two cores allow (not the
+ *   cache scenario any more: a load for comparing the cost of relaying at comparable rates).
+ * - `nginx` and `haproxy`: the bench's `nginx-uri` and `haproxy-uri` peers (bench/peers/peer-configs.js,
+ *   one worker / one thread, run by bench/peers/peers.js), CPU from /proc for the peer's processes.
+ *   Any other arm label of bench/peers/peer-configs.js (e.g. `nginx-uri-buffered`) runs too.
+ * With a peer arm in the run, a line under the table gives every other arm's median CPU per request
+ * over the best peer's (the lowest median), and its req/s over the best peer's req/s.
+ *
+ * Each round line also shows wrk's own CPU share of the measured window (from the runner's reaped
+ * children in /proc/self/stat, Linux): near 100 % of a core, wrk and not the proxy sets req/s.
+ *
+ * --profile DIR runs every Node proxy (balancer, relay) with `node --cpu-prof` into DIR (summarize a
+ * profile with `node bench/reports/profile-summary.js DIR/<file>.cpuprofile`); profiling adds its own CPU,
+ * so figures from a profiled run are not comparable with unprofiled ones. Peers are not profiled.
  *
  * CPU-time per request is the figure to compare on a noisy shared machine: req/s moves with
- * whatever else runs, CPU per request much less. Requires wrk on the PATH.
+ * whatever else runs, CPU per request much less. Requires wrk on the PATH, and nginx / HAProxy
+ * for their arms.
  */
 
 const fs = require('node:fs')
@@ -34,11 +54,13 @@ const { spawn } = require('node:child_process')
 const { Child } = require('../children/child')
 const metrics = require('../reports/metrics')
 const { median } = require('../reports/stats')
+const { PeerProcess, findBinary, procCpu, INSTALL } = require('../peers/peers')
+const { PEER_ARMS } = require('../peers/peer-configs')
 const { ENGINES, DEFAULT_ENGINE } = require('../../src/proxy/proxy-engine')
 const { policyNames } = require('../../src/policies')
 
 const HOST = '127.0.0.1'
-const FLEET = { count: 7, cachePages: 4, missMs: 20 }
+const FLEET = { count: 7, missMs: 20 }
 const PAGES = 25
 
 /** wrk script: a uniformly random page per request; prints its summary as one JSON line. */
@@ -62,6 +84,40 @@ end
 
 const FRONTS = ['fast', 'node']
 
+/** The Node floor (bench/children/relay-child.js) and its ways of moving bytes, after a colon. */
+const RELAY = 'relay'
+const RELAY_MODES = ['data', 'pipe']
+
+/** Short peer arms: the bench's peers as `npm run bench` configures them. */
+const PEER_SHORT = { nginx: 'nginx-uri', haproxy: 'haproxy-uri' }
+
+/** Every arm name `--engines` accepts, besides `@DIR` and fronts after a colon. */
+const ARMS = [...ENGINES, RELAY, ...Object.keys(PEER_SHORT)]
+
+/**
+ * The peer arm label (bench/peers/peer-configs.js) an arm stands for, or undefined.
+ * @param {string} arm e.g. "nginx" -> "nginx-uri", "haproxy-uri-untuned" -> itself
+ * @returns {string | undefined}
+ */
+function peerLabel (arm) {
+  if (Object.hasOwn(PEER_SHORT, arm)) return PEER_SHORT[arm]
+  if (Object.hasOwn(PEER_ARMS, arm)) return arm
+  return undefined
+}
+
+/**
+ * What an arm runs: a polistes engine (`engine`), the Node floor (`relay`) or a peer (`peer`).
+ * @param {string} arm
+ * @returns {{ kind: 'engine', engine: string, front?: string, dir?: string } | { kind: 'relay', mode: string } | { kind: 'peer', label: string }}
+ */
+function armKind (arm) {
+  const label = peerLabel(arm)
+  if (label !== undefined) return { kind: 'peer', label }
+  const { engine, front, dir } = splitArm(arm)
+  if (engine === RELAY && dir === undefined) return { kind: 'relay', mode: front ?? RELAY_MODES[0] }
+  return { kind: 'engine', engine, front, dir }
+}
+
 /**
  * "direct:node" -> { engine: 'direct', front: 'node', dir: undefined }; "direct" -> { engine: 'direct' };
  * "direct@/tmp/base" -> the direct engine of the polistes checkout in /tmp/base
@@ -80,15 +136,20 @@ function usage (message) {
 
 /**
  * @param {string[]} argv
- * @returns {{ engines: string[], algo: string, rounds: number, duration: number, warmup: number, connections: number, profile?: string, json?: string }}
+ * @returns {{ engines: string[], algo: string, rounds: number, duration: number, warmup: number, connections: number, cachePages: number, profile?: string, json?: string }}
  */
 function parseArgs (argv) {
-  const o = { engines: [DEFAULT_ENGINE], algo: 'wasp', rounds: 3, duration: 15, warmup: 5, connections: 32 }
+  const o = { engines: [DEFAULT_ENGINE], algo: 'wasp', rounds: 3, duration: 15, warmup: 5, connections: 32, cachePages: 4 }
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]
     const value = argv[i + 1]
     if (flag === '--help' || flag === '-h') {
-      console.log('npm run bench:engine -- [--engines direct,direct:node,undici,direct@DIR] [--algo wasp] [--rounds 3] [--duration 15] [--warmup 5] [--connections 32] [--profile DIR] [--json FILE]')
+      console.log([
+        'npm run bench:engine -- [--engines direct,direct:node,undici,direct@DIR,relay,nginx,haproxy] [--algo wasp] [--rounds 3] [--duration 15] [--warmup 5] [--connections 32] [--cache-pages 4] [--profile DIR] [--json FILE]',
+        `  arms: ${ARMS.join(', ')}; ENGINE:FRONT (fronts: ${FRONTS.join(', ')}); ENGINE@DIR (another polistes checkout)`,
+        `  relay: the Node floor, bytes relayed per connection without parsing (relay:${RELAY_MODES.join(', relay:')})`,
+        `  nginx, haproxy: the bench's ${PEER_SHORT.nginx} and ${PEER_SHORT.haproxy} peers; any arm of bench/peers/peer-configs.js: ${Object.keys(PEER_ARMS).join(', ')}`
+      ].join('\n'))
       process.exit(0)
     }
     if (!flag.startsWith('--') || value === undefined) usage(`unexpected argument "${flag}"`)
@@ -101,14 +162,27 @@ function parseArgs (argv) {
       const n = Number(value)
       if (!Number.isInteger(n) || n < (key === 'warmup' ? 0 : 1)) usage(`--${key} must be a ${key === 'warmup' ? 'non-negative' : 'positive'} integer, got "${value}"`)
       o[key] = n
+    } else if (key === 'cache-pages') {
+      const n = Number(value)
+      if (!/^\d+$/.test(value) || n > PAGES) usage(`--cache-pages must be an integer from 0 to ${PAGES}, got "${value}"`)
+      o.cachePages = n
     } else usage(`unknown option ${flag}`)
   }
   if (o.engines.length === 0) usage('--engines needs at least one engine')
   for (const arm of o.engines) {
-    const { engine, front } = splitArm(arm)
-    if (!ENGINES.includes(engine)) usage(`unknown engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
+    const kind = armKind(arm)
+    if (kind.kind === 'peer') continue
+    if (kind.kind === 'relay') {
+      if (!RELAY_MODES.includes(kind.mode)) usage(`unknown relay mode "${kind.mode}" in "${arm}"; expected one of: ${RELAY_MODES.join(', ')}`)
+      continue
+    }
+    const { engine, front, dir } = kind
+    if (!ENGINES.includes(engine)) {
+      const peer = PEER_ARMS[splitArm(arm).engine] || PEER_ARMS[PEER_SHORT[splitArm(arm).engine]]
+      if (peer || splitArm(arm).engine === RELAY) usage(`"${arm}": ${peer ? 'a peer arm takes no front nor @DIR' : 'the relay takes no @DIR'}`)
+      usage(`unknown engine "${engine}"; expected one of: ${ARMS.join(', ')} (or a peer arm: ${Object.keys(PEER_ARMS).join(', ')})`)
+    }
     if (front !== undefined && !FRONTS.includes(front)) usage(`unknown front "${front}" in "${arm}"; expected one of: ${FRONTS.join(', ')}`)
-    const { dir } = splitArm(arm)
     if (dir !== undefined && !fs.existsSync(balancerChildIn(dir))) usage(`"${arm}": no polistes checkout in "${dir}" (no bench/children/balancer-child.js, nor bench/balancer-child.js)`)
   }
   if (!policyNames().includes(o.algo)) usage(`unknown algorithm "${o.algo}"`)
@@ -145,25 +219,66 @@ function balancerChildIn (dir) {
 }
 
 /**
- * One measured run of one engine on a fresh fleet and balancer.
- * @returns {Promise<object>} figures of the measured window
+ * The proxy of an arm, as a process answering `start`, `cpu` and `close` (bench/children/child.js
+ * `Child`, or bench/peers/peers.js `PeerProcess`), and what its `start` is sent.
+ * @param {string} arm
+ * @param {{ algo: string, profile?: string }} o
+ * @param {string} tag names the profile file
+ * @param {Array<{ id: string, url: string }>} backends
+ * @returns {{ proxy: { request: Function, close: Function }, payload: object }}
  */
-async function runOnce (arm, o, script, tag) {
-  const { engine, front, dir } = splitArm(arm)
+function proxyOf (arm, o, tag, backends) {
+  const kind = armKind(arm)
+  if (kind.kind === 'peer') return { proxy: new PeerProcess(kind.label), payload: { backends, host: HOST, workers: 1 } }
   const execArgv = []
   if (o.profile) {
     fs.mkdirSync(o.profile, { recursive: true })
-    execArgv.push('--cpu-prof', `--cpu-prof-dir=${o.profile}`, `--cpu-prof-name=balancer-${arm.replace(/[:@/]/g, '-')}-${tag}.cpuprofile`)
+    execArgv.push('--cpu-prof', `--cpu-prof-dir=${o.profile}`, `--cpu-prof-name=${kind.kind === 'relay' ? 'relay' : 'balancer'}-${arm.replace(/[:@/]/g, '-')}-${tag}.cpuprofile`)
   }
-  const fleet = new Child(path.join(__dirname, '..', 'children', 'fleet-child.js'), { name: 'fleet child' })
-  const balancer = new Child(dir === undefined ? path.join(__dirname, '..', 'children', 'balancer-child.js') : balancerChildIn(dir), { name: 'balancer child', execArgv })
+  if (kind.kind === 'relay') {
+    return {
+      proxy: new Child(path.join(__dirname, '..', 'children', 'relay-child.js'), { name: 'relay child', execArgv }),
+      payload: { backends, host: HOST, mode: kind.mode }
+    }
+  }
+  const { engine, front, dir } = kind
+  return {
+    proxy: new Child(dir === undefined ? path.join(__dirname, '..', 'children', 'balancer-child.js') : balancerChildIn(dir), { name: 'balancer child', execArgv }),
+    payload: { backends, algo: o.algo, host: HOST, engine, balancerOptions: front ? { front } : {} }
+  }
+}
+
+/**
+ * CPU time of this process's children that have ended and been waited for (wrk's, once it has
+ * exited), µs; NaN where /proc is missing.
+ * @returns {{ user: number, system: number }}
+ */
+function reapedCpu () {
   try {
-    const { backends } = await fleet.request('start', { fleet: FLEET, pages: PAGES, host: HOST })
-    const { url } = await balancer.request('start', { backends: backends.map((b) => ({ id: b.id, url: b.url })), algo: o.algo, host: HOST, engine, balancerOptions: front ? { front } : {} })
+    return procCpu('self', { children: true })
+  } catch {
+    return { user: NaN, system: NaN }
+  }
+}
+
+/**
+ * One measured run of one arm on a fresh fleet and proxy.
+ * @returns {Promise<object>} figures of the measured window
+ */
+async function runOnce (arm, o, script, tag) {
+  const fleet = new Child(path.join(__dirname, '..', 'children', 'fleet-child.js'), { name: 'fleet child' })
+  let proxy = null
+  try {
+    const { backends } = await fleet.request('start', { fleet: { ...FLEET, cachePages: o.cachePages }, pages: PAGES, host: HOST })
+    const made = proxyOf(arm, o, tag, backends.map((b) => ({ id: b.id, url: b.url })))
+    proxy = made.proxy
+    const { url } = await proxy.request('start', made.payload)
     if (o.warmup > 0) await wrk(url, { seconds: o.warmup, connections: o.connections, script })
-    const [stats0, cpu0, fleetCpu0] = await Promise.all([fleet.request('stats'), balancer.request('cpu'), fleet.request('cpu')])
+    const [stats0, cpu0, fleetCpu0] = await Promise.all([fleet.request('stats'), proxy.request('cpu'), fleet.request('cpu')])
+    const wrkCpu0 = reapedCpu()
     const w = await wrk(url, { seconds: o.duration, connections: o.connections, script })
-    const [stats1, cpu1, fleetCpu1] = await Promise.all([fleet.request('stats'), balancer.request('cpu'), fleet.request('cpu')])
+    const wrkCpu1 = reapedCpu()
+    const [stats1, cpu1, fleetCpu1] = await Promise.all([fleet.request('stats'), proxy.request('cpu'), fleet.request('cpu')])
     const seconds = w.durationUs / 1e6
     return {
       engine: arm,
@@ -174,6 +289,7 @@ async function runOnce (arm, o, script, tag) {
       systemPer10k: (cpu1.system - cpu0.system) / 1e6 * 10000 / w.requests,
       balancerCpuShare: metrics.cpuSeconds(cpu0, cpu1) / seconds,
       fleetCpuShare: metrics.cpuSeconds(fleetCpu0, fleetCpu1) / seconds,
+      wrkCpuShare: metrics.cpuSeconds(wrkCpu0, wrkCpu1) / seconds,
       hitRate: metrics.hitRate(stats0, stats1),
       p50: w.p50 / 1000,
       p99: w.p99 / 1000,
@@ -181,22 +297,62 @@ async function runOnce (arm, o, script, tag) {
       non2xx: w.non2xx
     }
   } finally {
-    await balancer.close()
+    if (proxy) await proxy.close()
     await fleet.close()
   }
+}
+
+/**
+ * Lines comparing every non-peer arm with the best peer of the run: median CPU per request over
+ * the lowest peer median, and median req/s over the highest peer median. Empty without a peer arm.
+ * @param {string[]} arms in the order of the table
+ * @param {Record<string, { cpuPer10k: number, rps: number }>} summary medians by arm
+ * @returns {string[]}
+ */
+function ratioLines (arms, summary) {
+  const peers = arms.filter((a) => armKind(a).kind === 'peer')
+  const others = arms.filter((a) => armKind(a).kind !== 'peer')
+  if (peers.length === 0 || others.length === 0) return []
+  const best = (key, better) => peers.reduce((b, a) => (better(summary[a][key], summary[b][key]) ? a : b))
+  const cpuBest = best('cpuPer10k', (x, y) => x < y)
+  const rpsBest = best('rps', (x, y) => x > y)
+  return [
+    `CPU per request / best peer (${cpuBest}, ${fmt(summary[cpuBest].cpuPer10k, 3)} CPU-s/10k, medians): ` +
+      others.map((a) => `${a} / ${cpuBest} = ${fmt(summary[a].cpuPer10k / summary[cpuBest].cpuPer10k, 2)}x`).join(', '),
+    `req/s / best peer (${rpsBest}, ${fmt(summary[rpsBest].rps, 0)} req/s, medians): ` +
+      others.map((a) => `${a} / ${rpsBest} = ${fmt(summary[a].rps / summary[rpsBest].rps, 2)}x`).join(', ')
+  ]
+}
+
+/**
+ * The programs the arms need that are not installed, as one message, or null.
+ * @param {string[]} arms
+ * @returns {string | null}
+ */
+function missingPrograms (arms) {
+  const programs = new Set(['wrk'])
+  for (const arm of arms) {
+    const kind = armKind(arm)
+    if (kind.kind === 'peer') programs.add(PEER_ARMS[kind.label].peer)
+  }
+  const missing = [...programs].filter((p) => !findBinary(p))
+  if (missing.length === 0) return null
+  return `not installed: ${missing.join(', ')} (install: ${missing.map((p) => INSTALL[p] || `apt-get install ${p}`).join('; ')})`
 }
 
 const fmt = (x, d) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a')
 
 async function main () {
   const o = parseArgs(process.argv.slice(2))
+  const missing = missingPrograms(o.engines)
+  if (missing) throw new Error(missing)
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-engine-cpu-'))
   const script = path.join(dir, 'pages.lua')
   fs.writeFileSync(script, WRK_SCRIPT)
   const runs = []
   try {
     console.log(`node ${process.version}, ${os.cpus().length} CPUs; algo ${o.algo}; ${o.rounds} rounds x [${o.engines.join(', ')}]; ` +
-      `wrk -t1 -c${o.connections}, ${o.warmup} s warm-up + ${o.duration} s measured; fleet 7 x 4-page caches, 25 pages, 20 ms miss`)
+      `wrk -t1 -c${o.connections}, ${o.warmup} s warm-up + ${o.duration} s measured; fleet 7 x ${o.cachePages}-page caches, ${PAGES} pages, ${FLEET.missMs} ms miss`)
     for (let r = 0; r < o.rounds; r++) {
       const k = r % o.engines.length
       const order = o.engines.slice(k).concat(o.engines.slice(0, k))
@@ -204,22 +360,24 @@ async function main () {
         const run = await runOnce(engine, o, script, `r${r + 1}-${process.pid}`)
         runs.push({ round: r + 1, ...run })
         console.log(`  round ${r + 1} ${engine.padEnd(14)} ${fmt(run.cpuPer10k, 3)} CPU-s/10k (user ${fmt(run.userPer10k, 3)} sys ${fmt(run.systemPer10k, 3)})  ${fmt(run.rps, 0)} req/s  ` +
-          `hit ${fmt(run.hitRate, 3)}  p50 ${fmt(run.p50, 2)} ms  p99 ${fmt(run.p99, 2)} ms  balancer CPU ${fmt(run.balancerCpuShare * 100, 0)} %  errors ${run.errors + run.non2xx}`)
+          `hit ${fmt(run.hitRate, 3)}  p50 ${fmt(run.p50, 2)} ms  p99 ${fmt(run.p99, 2)} ms  balancer CPU ${fmt(run.balancerCpuShare * 100, 0)} %  wrk CPU ${fmt(run.wrkCpuShare * 100, 0)} %  errors ${run.errors + run.non2xx}`)
       }
     }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
   }
-  console.log('\n| engine | runs | CPU-s / 10k req (median) | user | system | req/s (median) | hit rate | p50 ms | p99 ms | balancer CPU | errors |')
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|')
+  console.log('\n| engine | runs | CPU-s / 10k req (median) | user | system | req/s (median) | hit rate | p50 ms | p99 ms | balancer CPU | wrk CPU | errors |')
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|')
   const summary = {}
   for (const engine of o.engines) {
     const mine = runs.filter((x) => x.engine === engine)
     const m = (k) => median(mine.map((x) => x[k]))
-    summary[engine] = { runs: mine.length, cpuPer10k: m('cpuPer10k'), userPer10k: m('userPer10k'), systemPer10k: m('systemPer10k'), rps: m('rps'), hitRate: m('hitRate'), p50: m('p50'), p99: m('p99'), balancerCpuShare: m('balancerCpuShare') }
+    summary[engine] = { runs: mine.length, cpuPer10k: m('cpuPer10k'), userPer10k: m('userPer10k'), systemPer10k: m('systemPer10k'), rps: m('rps'), hitRate: m('hitRate'), p50: m('p50'), p99: m('p99'), balancerCpuShare: m('balancerCpuShare'), wrkCpuShare: m('wrkCpuShare') }
     const s = summary[engine]
-    console.log(`| ${engine} | ${s.runs} | ${fmt(s.cpuPer10k, 3)} | ${fmt(s.userPer10k, 3)} | ${fmt(s.systemPer10k, 3)} | ${fmt(s.rps, 0)} | ${fmt(s.hitRate, 3)} | ${fmt(s.p50, 2)} | ${fmt(s.p99, 2)} | ${fmt(s.balancerCpuShare * 100, 0)} % | ${mine.reduce((a, x) => a + x.errors + x.non2xx, 0)} |`)
+    console.log(`| ${engine} | ${s.runs} | ${fmt(s.cpuPer10k, 3)} | ${fmt(s.userPer10k, 3)} | ${fmt(s.systemPer10k, 3)} | ${fmt(s.rps, 0)} | ${fmt(s.hitRate, 3)} | ${fmt(s.p50, 2)} | ${fmt(s.p99, 2)} | ${fmt(s.balancerCpuShare * 100, 0)} % | ${fmt(s.wrkCpuShare * 100, 0)} % | ${mine.reduce((a, x) => a + x.errors + x.non2xx, 0)} |`)
   }
+  const ratios = ratioLines(o.engines, summary)
+  if (ratios.length > 0) console.log(`\n${ratios.join('\n')}`)
   if (o.json) fs.writeFileSync(o.json, JSON.stringify({ options: o, node: process.version, runs, summary }, null, 2))
 }
 
@@ -230,4 +388,4 @@ if (require.main === module) {
   })
 }
 
-module.exports = { parseArgs, splitArm }
+module.exports = { parseArgs, splitArm, armKind, ratioLines, ARMS }
