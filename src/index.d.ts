@@ -148,7 +148,10 @@ export interface Admin {
 export interface Telemetry {
   record (upstreamId: string | null | undefined, key: string, status: number, latencyMs: number, cache: string | undefined, bytes: number): void
   upstream (id: string): TelemetryUpstream
+  /** every upstream seen, in order of first sight; one retired more than a window ago is gone */
   upstreams (): TelemetryUpstream[]
+  /** upstream `id` left the pool: its record stays one window (`windowS`), then goes (the balancer calls this on a reload) */
+  retire (id: string): void
   series (fromSec?: number): {
     t: number[], rps: number[], hitRate: Array<number | null>, p50: Array<number | null>, p99: Array<number | null>,
     upstreams: Array<{ id: string, rps: number[], hitRate: Array<number | null> }>
