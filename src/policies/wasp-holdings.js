@@ -146,7 +146,7 @@ function setTheta (memory, krec, urec, value) {
 function yieldKey (w, krec, j) {
   const urec = removeHolder(krec, j)
   const { memory } = w
-  if (memory.ups.get(urec.id) === urec && memory.theta(krec, urec) < w.o.thetaStart) setTheta(memory, krec, urec, w.o.thetaStart)
+  if (memory.current(urec) && memory.theta(krec, urec) < w.o.thetaStart) setTheta(memory, krec, urec, w.o.thetaStart)
   return urec
 }
 
@@ -177,7 +177,7 @@ function contend (w, upstreams, krec) {
   const picks = memory.picks
   const holders = krec.holders // removals splice in place; addHolder (below, last) replaces the array
   for (let j = holders.length - 1; j >= 0; j--) {
-    if (picks - holders[j].seen > ABSENT_PICKS || memory.ups.get(holders[j].id) !== holders[j]) yieldKey(w, krec, j)
+    if (picks - holders[j].seen > ABSENT_PICKS || !memory.current(holders[j])) yieldKey(w, krec, j)
   }
   const b = krec.band
   // holdings are compared per unit of weight (an upstream of weight 2 holds twice the keys; the

@@ -17,7 +17,6 @@ const { fnv1a32, hash32 } = require('./shared')
  * @property {string} id
  * @property {number} hash `hash32(id)`, for the packing (./wasp-packing.js)
  * @property {number} weight its `weight` (1 when none) the last time it was listed
- * @property {number} epoch new on each (re)join: entries of an older epoch are ignored
  * @property {number} joined the pick at which it (re)joined
  * @property {number} seen the last pick that listed it
  * @property {number} latency latency EWMA in ms, 0 before the first sample
@@ -77,7 +76,6 @@ function createMemory (o, { onEvict } = {}) {
   const keys = new Map()
   /** @type {Map<string, UpstreamRecord>} */
   const ups = new Map()
-  let epochs = 0
   let picks = 0
 
   /**
@@ -100,6 +98,16 @@ function createMemory (o, { onEvict } = {}) {
   }
 
   /**
+   * Whether `urec` is the current record of its upstream (not one forgotten since, or replaced by
+   * a new record when the upstream re-joined): what a key's entries and holders refer to.
+   * @param {UpstreamRecord} urec
+   * @returns {boolean}
+   */
+  function current (urec) {
+    return ups.get(urec.id) === urec
+  }
+
+  /**
    * Add `delta` to θ[u][k] (negative = learn), clamped to [thetaMin, thetaMax], and stamp it with
    * the key's step.
    * @param {KeyRecord} krec
@@ -113,7 +121,7 @@ function createMemory (o, { onEvict } = {}) {
     if (e === undefined) {
       const entries = krec.entries
       // entries of records no longer current (a forgotten or re-joined upstream) go first
-      for (let i = entries.length - 1; i >= 0; i--) if (ups.get(entries[i].u.id) !== entries[i].u) entries.splice(i, 1)
+      for (let i = entries.length - 1; i >= 0; i--) if (!current(entries[i].u)) entries.splice(i, 1)
       krec.entries = entries.concat({ u: urec, theta: value, at: krec.step }) // concat: a tight array (push gives 17 slots)
     } else {
       e.theta = value
@@ -157,13 +165,13 @@ function createMemory (o, { onEvict } = {}) {
     },
 
     /**
-     * The record of upstream `id`, created (a new epoch) when it is not known.
+     * The record of upstream `id`, created (a new record object) when it is not known.
      * @returns {UpstreamRecord}
      */
     upstream (id) {
       let rec = ups.get(id)
       if (rec === undefined) {
-        rec = { id, hash: hash32(id), weight: 1, epoch: ++epochs, joined: picks, seen: picks, latency: 0, idle: 0, g: 1, held: new Int32Array(BANDS), heldTotal: 0, hits: 1, cap: Infinity }
+        rec = { id, hash: hash32(id), weight: 1, joined: picks, seen: picks, latency: 0, idle: 0, g: 1, held: new Int32Array(BANDS), heldTotal: 0, hits: 1, cap: Infinity }
         ups.set(id, rec)
       }
       return rec
@@ -190,7 +198,8 @@ function createMemory (o, { onEvict } = {}) {
     },
 
     theta,
-    adjust
+    adjust,
+    current
   }
 }
 

@@ -479,7 +479,7 @@ function snapshot (w) {
     let sid
     let st = w.o.thetaStart
     for (const e of krec.entries) {
-      if (memory.ups.get(e.u.id) !== e.u) continue // a forgotten record
+      if (!memory.current(e.u)) continue // a forgotten record
       const t = memory.theta(krec, e.u)
       if (t < st) { st = t; sid = e.u.id }
     }
