@@ -178,8 +178,8 @@ function parseArgs (argv) {
     }
     const { engine, front, dir } = kind
     if (!ENGINES.includes(engine)) {
-      const peer = PEER_ARMS[splitArm(arm).engine] || PEER_ARMS[PEER_SHORT[splitArm(arm).engine]]
-      if (peer || splitArm(arm).engine === RELAY) usage(`"${arm}": ${peer ? 'a peer arm takes no front nor @DIR' : 'the relay takes no @DIR'}`)
+      const peer = peerLabel(engine) !== undefined
+      if (peer || engine === RELAY) usage(`"${arm}": ${peer ? 'a peer arm takes no front nor @DIR' : 'the relay takes no @DIR'}`)
       usage(`unknown engine "${engine}"; expected one of: ${ARMS.join(', ')} (or a peer arm: ${Object.keys(PEER_ARMS).join(', ')})`)
     }
     if (front !== undefined && !FRONTS.includes(front)) usage(`unknown front "${front}" in "${arm}"; expected one of: ${FRONTS.join(', ')}`)
