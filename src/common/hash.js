@@ -10,15 +10,18 @@ const FNV_PRIME = 0x01000193
  * FNV-1a, 32 bits, over the string's UTF-16 code units (identical to byte-wise FNV-1a for ASCII).
  * @param {string} str
  * @param {number} [seed] starting state (default the FNV offset basis), to chain strings
+ * @param {number} [from] first code unit hashed (default 0)
+ * @param {number} [to] end of the hashed range, exclusive (default the length): a part of a string
+ *   without slicing it
  * @returns {number} unsigned 32-bit hash
  */
-function fnv1a32 (str, seed = FNV_OFFSET) {
+function fnv1a32 (str, seed = FNV_OFFSET, from = 0, to = str.length) {
   let h = seed
-  for (let i = 0; i < str.length; i++) {
+  for (let i = from; i < to; i++) {
     h ^= str.charCodeAt(i)
     h = Math.imul(h, FNV_PRIME)
   }
   return h >>> 0
 }
 
-module.exports = { fnv1a32, FNV_PRIME }
+module.exports = { fnv1a32, FNV_OFFSET, FNV_PRIME }
