@@ -418,25 +418,34 @@ class ProxiedRequest {
     }
   }
 
-  /** Pick an upstream not tried yet and forward the request to it (or answer 503). */
+  /**
+   * Pick an upstream not tried yet and forward the request to it (or answer 503). A pick that sets
+   * `ctx.noStore = true` sends the request with `Cache-Control: no-store` (the upstream should not
+   * keep the page); a retry follows its own pick's word, never an earlier one's.
+   */
   dispatch () {
     const lb = this.lb
     const req = this.req
     const eligible = lb.pool.eligible()
     const tried = this.tried
-    const candidates = tried.length === 0 ? eligible : eligible.filter((u) => !tried.includes(u.id))
-    const upstream = lb.policy.pick(candidates, this.ctx)
+    const ctx = this.ctx
+    let candidates = eligible
+    if (tried.length > 0) {
+      candidates = eligible.filter((u) => !tried.includes(u.id))
+      if (ctx.noStore !== undefined) ctx.noStore = undefined // the earlier pick's hint was for its upstream
+    }
+    const upstream = lb.policy.pick(candidates, ctx)
     if (!upstream) {
       lb.counters.noUpstream++
       return lb.reply(this.res, 503, 'no-upstream', 'no upstream available')
     }
     tried.push(upstream.id)
     lb.pool.acquire(upstream)
-    if (lb.policy.onStart) lb.policy.onStart(upstream, this.ctx)
+    if (lb.policy.onStart) lb.policy.onStart(upstream, ctx)
     const attempt = new Attempt(this, upstream, lb.policy, lb.engine, lb.now())
     this.current = attempt
     lb.useEngine(attempt.engine, 1)
-    attempt.handle = attempt.engine.forward(req, this.res, upstream, attempt, { replay: tried.length > 1, hold: this.retryable ? lb.retryStatuses : undefined })
+    attempt.handle = attempt.engine.forward(req, this.res, upstream, attempt, { replay: tried.length > 1, hold: this.retryable ? lb.retryStatuses : undefined, noStore: ctx.noStore === true })
     if (lb.tryTimeoutMs !== null && !attempt.done) {
       // the per-try timeout runs from when the request is sent: at once without a body, else from
       // the end of the client's body (a slow upload is not the upstream's delay)

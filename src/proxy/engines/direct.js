@@ -62,13 +62,14 @@ function createDirectEngine ({ keepAlive, timeoutMs, ca = null, idleTimeoutMs = 
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean, hold?: Set<number> }} [options]
+   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean }} [options]
    * @returns {{ abort: () => void }}
    */
   function forward (req, res, upstream, handlers, options) {
     const replay = options !== undefined && options.replay === true
     const hold = options !== undefined && options.hold !== undefined && options.hold.size > 0 ? options.hold : null
-    const exchange = new Exchange(req, res, originFor(upstream), handlers, replay, hold, keepAlive, timeoutMs)
+    const noStore = options !== undefined && options.noStore === true
+    const exchange = new Exchange(req, res, originFor(upstream), handlers, replay, hold, keepAlive, timeoutMs, noStore)
     exchange.start()
     return exchange
   }
@@ -86,7 +87,7 @@ function createDirectEngine ({ keepAlive, timeoutMs, ca = null, idleTimeoutMs = 
  * Implements the connection's ConnectionUser contract.
  */
 class Exchange {
-  constructor (req, res, origin, handlers, replay, hold, keepAlive, timeoutMs) {
+  constructor (req, res, origin, handlers, replay, hold, keepAlive, timeoutMs, noStore) {
     this.req = req
     this.res = res
     this.origin = origin
@@ -94,7 +95,7 @@ class Exchange {
     this.hold = hold
     this.timeoutMs = timeoutMs
     this.sendBody = !replay && hasBody(req)
-    this.head = requestHead(req, !keepAlive, origin.authority)
+    this.head = requestHead(req, !keepAlive, origin.authority, noStore)
     /** @type {import('./upstream-connections').UpstreamConnection | null} */
     this.conn = null
     this.headed = false // a final response head arrived
@@ -248,10 +249,11 @@ class Exchange {
  * @param {import('http').IncomingMessage} req
  * @param {boolean} close add `Connection: close`
  * @param {string} authority the upstream's host[:port], sent as Host when the client sent none
+ * @param {boolean} noStore send `Cache-Control: no-store` (the policy's admission hint)
  * @returns {string}
  */
-function requestHead (req, close, authority) {
-  const headers = requestHeaders(req, { keepTransferEncoding: true, close, authority })
+function requestHead (req, close, authority, noStore) {
+  const headers = requestHeaders(req, { keepTransferEncoding: true, close, authority, noStore })
   let head = req.method + ' ' + req.url + ' HTTP/1.1\r\n'
   for (let i = 0; i < headers.length; i += 2) {
     const value = headers[i + 1]

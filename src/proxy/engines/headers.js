@@ -1,6 +1,7 @@
 'use strict'
 
 const { HeaderNames } = require('../../common/header-names')
+const { withNoStore } = require('../cache-control')
 
 /**
  * The header rules the node-http and undici engines share (the http-proxy engine gets the same
@@ -12,7 +13,9 @@ const { HeaderNames } = require('../../common/header-names')
  * `100-continue` already) and Trailer (no request trailers are forwarded, and node:http throws on
  * a Trailer header of a message that is not chunked); X-Forwarded-For, -Port and -Proto get this hop appended to any value
  * the client sent, X-Forwarded-Host is set when the client did not send one (http-proxy's `xfwd`
- * rules). Transfer-Encoding is framing: the engine decides whether to keep it.
+ * rules). Transfer-Encoding is framing: the engine decides whether to keep it. With `noStore` (the
+ * policy's admission hint, src/proxy/cache-control.js) Cache-Control carries `no-store`, merged into
+ * the client's value.
  *
  * Response: the same hop-by-hop set plus Transfer-Encoding; Node frames the response to the client
  * itself (Content-Length kept, otherwise chunked for HTTP/1.1, close-delimited for HTTP/1.0).
@@ -49,13 +52,14 @@ function connectionNames (value, always) {
  * `http.request` and undici take without building a header object).
  *
  * @param {import('http').IncomingMessage} req the client's request (its `headers`: lower-case, duplicates joined)
- * @param {{ keepTransferEncoding: boolean, close: boolean, authority?: string }} options `keepTransferEncoding`: pass the
+ * @param {{ keepTransferEncoding: boolean, close: boolean, authority?: string, noStore?: boolean }} options `keepTransferEncoding`: pass the
  *   client's Transfer-Encoding on (node:http then chunk-encodes the body); `close`: add `Connection: close`;
  *   `authority`: the upstream's host[:port], sent as Host when the client sent none (HTTP/1.0 allows
- *   that, HTTP/1.1 upstreams refuse a request without it)
+ *   that, HTTP/1.1 upstreams refuse a request without it); `noStore`: send `Cache-Control: no-store`
+ *   (appended to the client's Cache-Control)
  * @returns {string[]}
  */
-function requestHeaders (req, { keepTransferEncoding, close, authority }) {
+function requestHeaders (req, { keepTransferEncoding, close, authority, noStore }) {
   const headers = req.headers
   const extra = connectionNames(headers.connection, REQUEST_DROPPED)
   const out = []
@@ -79,7 +83,28 @@ function requestHeaders (req, { keepTransferEncoding, close, authority }) {
   if (forwardedHost) out.push('x-forwarded-host', forwardedHost) // an HTTP/1.0 request may have no Host
   if (close) out.push('connection', 'close')
   if (headers.host === undefined && authority) out.push('host', authority)
+  if (noStore === true) addNoStore(out, headers['cache-control'])
   return out
+}
+
+/**
+ * Put `no-store` into the Cache-Control of a flat header array: the client's entry (copied there
+ * by requestHeaders) gets it appended, or a new one is added. Only requests whose policy asked pay
+ * for this scan.
+ * @param {string[]} out flat `[name, value, ...]`, lower-case names
+ * @param {string | undefined} existing the client's Cache-Control
+ */
+function addNoStore (out, existing) {
+  const value = withNoStore(existing)
+  if (existing !== undefined) {
+    for (let i = 0; i < out.length; i += 2) {
+      if (out[i] === 'cache-control') {
+        out[i + 1] = value
+        return
+      }
+    }
+  }
+  out.push('cache-control', value)
 }
 
 /** RFC 9110 §7.6.3: a gateway MUST add itself to Via on the requests it forwards (requests only). */

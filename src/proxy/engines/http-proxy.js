@@ -2,6 +2,7 @@
 
 const { Readable } = require('node:stream')
 const { via } = require('./headers')
+const { withNoStore } = require('../cache-control')
 
 /** Each library's passes that turn an upstream response into the client's head (status, headers). */
 const OUTGOING = {
@@ -46,6 +47,7 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
     stripHopByHop(proxyReq, req)
     if (!keepAlive) proxyReq.setHeader('connection', 'close')
     proxyReq.setHeader('via', via(req.headers.via))
+    if (attempt.noStore) proxyReq.setHeader('cache-control', withNoStore(proxyReq.getHeader('cache-control')))
     if (proxyReq.getHeader('x-forwarded-host') === '') proxyReq.removeHeader('x-forwarded-host') // xfwd's value for a request without Host
     proxyReq.setTimeout(timeoutMs, () => {
       attempt.timedOut = true
@@ -88,15 +90,17 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean, hold?: Set<number> }} [options] `hold`: response statuses offered to
-   *   `handlers.discard` before anything reaches the client (retry on 503)
+   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean }} [options] `hold`: response statuses offered to
+   *   `handlers.discard` before anything reaches the client (retry on 503); `noStore`: send
+   *   `Cache-Control: no-store` (appended to the client's Cache-Control)
    * @returns {{ abort: () => void }} abort the upstream request (client went away)
    */
-  function forward (req, res, upstream, handlers, { replay = false, hold } = {}) {
+  function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false } = {}) {
     const attempt = {
       handlers,
       res,
       hold: hold && hold.size > 0 ? hold : null,
+      noStore,
       proxyReq: null,
       aborted: false,
       timedOut: false,

@@ -43,11 +43,11 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean, hold?: Set<number> }} [options] `hold`: response statuses offered
-   *   to `handlers.discard` before anything reaches the client
+   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean }} [options] `hold`: response statuses offered
+   *   to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control: no-store`
    * @returns {{ abort: () => void }}
    */
-  function forward (req, res, upstream, handlers, { replay = false, hold } = {}) {
+  function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false } = {}) {
     const { host, port, request, agent } = target(upstream)
     let ended = false
     let responded = false
@@ -64,7 +64,7 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
       port,
       method: req.method,
       path: req.url,
-      headers: requestHeaders(req, { keepTransferEncoding: true, close: false, authority: upstream.target.host }),
+      headers: requestHeaders(req, { keepTransferEncoding: true, close: false, authority: upstream.target.host, noStore }),
       agent
     })
     proxyReq.setTimeout(timeoutMs, () => {

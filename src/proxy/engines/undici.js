@@ -47,16 +47,16 @@ function createUndiciEngine ({ keepAlive, timeoutMs }) {
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean, hold?: Set<number> }} [options] `hold`: response statuses offered
-   *   to `handlers.discard` before anything reaches the client
+   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean }} [options] `hold`: response statuses offered
+   *   to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control: no-store`
    * @returns {{ abort: () => void }}
    */
-  function forward (req, res, upstream, handlers, { replay = false, hold } = {}) {
+  function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false } = {}) {
     const attempt = new Attempt(res, handlers, hold && hold.size > 0 ? hold : null)
     pool(upstream).dispatch({
       method: req.method,
       path: req.url,
-      headers: requestHeaders(req, { keepTransferEncoding: false, close: !keepAlive }),
+      headers: requestHeaders(req, { keepTransferEncoding: false, close: !keepAlive, noStore }),
       // undici destroys a stream body once sent; a pass-through keeps that away from the client's
       // request (whose socket the server still needs for the response)
       body: replay || !hasBody(req) ? null : req.pipe(new PassThrough())
