@@ -18,6 +18,14 @@ export interface PickContext {
   key?: string
   clientAddress?: string
   method?: string
+  /**
+   * set by `pick`, a cache-admission hint: true asks that the picked upstream not keep
+   * the response, and the balancer sends the request with `Cache-Control: no-store` (RFC 9111
+   * §5.2.1.5), appended to the client's Cache-Control; false or left undefined forwards the
+   * client's headers unchanged. A retry picks again with the same context, cleared first, so each
+   * attempt follows its own pick's word. Feedback (`onEnd`) sees the value of the attempt it reports.
+   */
+  noStore?: boolean
 }
 
 /** What happened to a request, reported at its end. */
