@@ -2,7 +2,7 @@
 
 /**
  * The backend's own bounded page cache: an LRU (lru-cache) of at most `capacity` page bodies with
- * the counters the experiment reads (hits, misses, evictions).
+ * the counters the experiment reads (hits, misses, evictions, and what no-store requests left alone).
  *
  * Why a cache of our own: node-static has none (its `cache` option only sets Cache-Control), and
  * the OS page cache is shared by every backend on one machine, so without a per-backend bounded
@@ -25,13 +25,15 @@ const { LRUCache } = require('lru-cache')
  *
  * @param {number} capacity maximum number of pages kept (integer >= 0); ignored with maxBytes
  * @param {{ maxBytes?: number }} [options] bound in bytes (integer > 0) instead of pages
- * @returns {{ lookup: (key: string) => CachedPage|undefined, store: (key: string, page: CachedPage) => void,
- *   stats: () => { hits: number, misses: number, evictions: number, cachedKeys: string[], cachedBytes: number } }}
+ * @returns {{ lookup: (key: string, noStore?: boolean) => CachedPage|undefined, store: (key: string, page: CachedPage) => void,
+ *   stats: () => PageCacheStats }}
  */
 function createPageCache (capacity, { maxBytes } = {}) {
   let hits = 0
   let misses = 0
   let evictions = 0
+  let noStoreHits = 0
+  let notStored = 0
   // 'evict' = pushed out by capacity; 'set' (overwrite) and 'delete' are not evictions.
   const dispose = (_page, _key, reason) => { if (reason === 'evict') evictions++ }
   let lru
@@ -40,15 +42,24 @@ function createPageCache (capacity, { maxBytes } = {}) {
 
   return {
     /**
-     * Look a page up, counting a hit or a miss and refreshing its recency on a hit.
+     * Look a page up, counting a hit or a miss and refreshing its recency on a hit. For a request
+     * that must not be stored (`Cache-Control: no-store`) a hit leaves the recency as it was (it
+     * counts in `noStoreHits` too) and a miss counts in `notStored`: the caller serves the page
+     * without calling store().
      *
      * @param {string} key cache key (the page path, e.g. "/page1.html")
+     * @param {boolean} [noStore=false] the request carries `Cache-Control: no-store`
      * @returns {CachedPage|undefined} the page, or undefined on a miss
      */
-    lookup (key) {
-      const page = lru && lru.get(key)
-      if (page) hits++
-      else misses++
+    lookup (key, noStore = false) {
+      const page = lru && (noStore ? lru.peek(key) : lru.get(key))
+      if (page) {
+        hits++
+        if (noStore) noStoreHits++
+      } else {
+        misses++
+        if (noStore) notStored++
+      }
       return page
     },
     /**
@@ -60,14 +71,25 @@ function createPageCache (capacity, { maxBytes } = {}) {
     store (key, page) {
       if (lru) lru.set(key, page)
     },
-    /** @returns {{ hits: number, misses: number, evictions: number, cachedKeys: string[], cachedBytes: number }} counters and contents, most recently used key first */
+    /** @returns {PageCacheStats} counters and contents, most recently used key first */
     stats () {
       const cachedKeys = lru ? [...lru.keys()] : []
       let cachedBytes = 0
       if (lru) for (const page of lru.values()) cachedBytes += page.body.length
-      return { hits, misses, evictions, cachedKeys, cachedBytes }
+      return { hits, misses, evictions, noStoreHits, notStored, cachedKeys, cachedBytes }
     }
   }
 }
+
+/**
+ * @typedef {object} PageCacheStats
+ * @property {number} hits lookups that found the page
+ * @property {number} misses lookups that did not
+ * @property {number} evictions pages pushed out by the capacity
+ * @property {number} noStoreHits hits of no-store lookups (recency left as it was; counted in `hits` too)
+ * @property {number} notStored misses of no-store lookups (the page served, not kept; counted in `misses` too)
+ * @property {string[]} cachedKeys most recently used first
+ * @property {number} cachedBytes total bytes of cached bodies
+ */
 
 module.exports = { createPageCache }

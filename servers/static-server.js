@@ -7,7 +7,9 @@
  * the counters as JSON.
  *
  * On a MISS node-static serves the file and the cache keeps what it writes (servers/cache-tee.js);
- * on a HIT we replay the cached body and entity headers from memory.
+ * on a HIT we replay the cached body and entity headers from memory. A request with
+ * `Cache-Control: no-store` (RFC 9111 §5.2.1.5; the balancer's admission hint) is served the same
+ * way, but its MISS is not kept and its HIT leaves the page's LRU recency as it was.
  */
 
 const http = require('node:http')
@@ -22,6 +24,7 @@ const { createPeriodicLoad } = require('./periodic-load')
 const { createFaults } = require('./faults')
 const { wait, burnCpu } = require('./miss-cost')
 const { checkMethod, resolvePagePath, guardWriteHead, parseRange } = require('./guards')
+const { hasNoStore } = require('../src/proxy/cache-control')
 
 /**
  * @typedef {object} BackendStats the body of `GET /_stats`
@@ -32,6 +35,10 @@ const { checkMethod, resolvePagePath, guardWriteHead, parseRange } = require('./
  * @property {number} hits served from the page cache
  * @property {number} misses paid the miss cost and went to node-static (404s included)
  * @property {number} evictions pages pushed out of the cache by its capacity
+ * @property {number} noStoreHits hits of requests with `Cache-Control: no-store`, served without
+ *   refreshing the page's recency (counted in `hits` too)
+ * @property {number} notStored misses of requests with `Cache-Control: no-store`, served and not
+ *   kept (counted in `misses` too, 404s included)
  * @property {string[]} cachedKeys cached page paths, most recently used first
  * @property {number} cachedBytes total bytes of cached bodies
  * @property {number} inflight page requests being handled now (hung ones included)
@@ -105,6 +112,8 @@ function createBackend (options = {}) {
       hits: c.hits,
       misses: c.misses,
       evictions: c.evictions,
+      noStoreHits: c.noStoreHits,
+      notStored: c.notStored,
       cachedKeys: c.cachedKeys,
       cachedBytes: c.cachedBytes,
       inflight,
@@ -212,9 +221,13 @@ function createBackend (options = {}) {
     return fault !== null
   }
 
-  /** A HIT after the profile's extra delay, or a MISS after the miss cost, unless the client left meanwhile. */
+  /**
+   * A HIT after the profile's extra delay, or a MISS after the miss cost, unless the client left
+   * meanwhile; with `Cache-Control: no-store`, a HIT that does not refresh and a MISS that is not kept.
+   */
   async function servePage (req, res, route, gone) {
-    const page = cache.lookup(route.key)
+    const noStore = hasNoStore(req.headers['cache-control'])
+    const page = cache.lookup(route.key, noStore)
     served.set(route.key, (served.get(route.key) || 0) + 1)
     const extraMs = profile.next() + periodic.next()
     if (page) {
@@ -226,7 +239,7 @@ function createBackend (options = {}) {
     res.setHeader('X-Cache', 'MISS')
     await wait(o.missMs + extraMs)
     if (o.missCpuMs > 0) burnCpu(o.missCpuMs)
-    if (!gone()) serveMiss(req, res, route)
+    if (!gone()) serveMiss(req, res, route, noStore)
   }
 
   /** Replay a cached page: the whole body, or the one byte range asked for. */
@@ -240,10 +253,13 @@ function createBackend (options = {}) {
     })
   }
 
-  /** Let node-static serve the file, and keep the page in the cache once its last byte is written. */
-  function serveMiss (req, res, route) {
+  /**
+   * Let node-static serve the file, and keep the page in the cache once its last byte is written
+   * (unless the request said no-store).
+   */
+  function serveMiss (req, res, route, noStore) {
     if (closing) res.setHeader('Connection', 'close')
-    teeFullBody(res, (body, headers) => cache.store(route.key, { body, headers }))
+    if (!noStore) teeFullBody(res, (body, headers) => cache.store(route.key, { body, headers }))
     serveStatic(files, route.key, fullPageRequest(req, route.url), res, (err) => {
       if (!err) return
       if (res.headersSent) return res.destroy() // a read error mid-stream: the body is truncated

@@ -154,7 +154,75 @@ describe('page cache', () => {
     cache.store('y', page('3'))
     expect(cache.lookup('x').body.toString()).toBe('22')
     cache.store('z', page('4'))
-    expect(cache.stats()).toEqual({ hits: 1, misses: 1, evictions: 1, cachedKeys: ['z', 'x'], cachedBytes: 3 })
+    expect(cache.stats()).toEqual({ hits: 1, misses: 1, evictions: 1, noStoreHits: 0, notStored: 0, cachedKeys: ['z', 'x'], cachedBytes: 3 })
+  })
+
+  test('createPageCache: a no-store lookup counts its hit or miss and leaves the recency as it was', () => {
+    const cache = createPageCache(2)
+    const page = (s) => ({ body: Buffer.from(s), headers: {} })
+    expect(cache.lookup('x', true)).toBeUndefined()
+    cache.store('x', page('1'))
+    cache.store('y', page('2'))
+    expect(cache.lookup('x', true).body.toString()).toBe('1')
+    cache.store('z', page('3')) // x is still the least recently used
+    expect(cache.stats()).toEqual({ hits: 1, misses: 1, evictions: 1, noStoreHits: 1, notStored: 1, cachedKeys: ['z', 'y'], cachedBytes: 2 })
+  })
+})
+
+describe('Cache-Control: no-store requests', () => {
+  const noStore = { headers: { 'cache-control': 'no-store' } }
+  const xcache = async (url, p, options) => {
+    const res = await get(url, p, options)
+    expect(res.status).toBe(200)
+    return res.headers['x-cache']
+  }
+
+  test('a no-store miss is served whole and not kept: the next plain request misses, then stores', async () => {
+    const { url, backend } = await start({ cachePages: 4, missMs: 0 })
+    const res = await get(url, '/page1.html', noStore)
+    expect(res.status).toBe(200)
+    expect(res.headers['x-cache']).toBe('MISS')
+    expect(res.body.equals(fs.readFileSync(path.join(PUBLIC, 'page1.html')))).toBe(true)
+    expect(backend.stats()).toMatchObject({ misses: 1, notStored: 1, cachedKeys: [] })
+    expect(await xcache(url, '/page1.html')).toBe('MISS')
+    expect(await xcache(url, '/page1.html')).toBe('HIT')
+    expect(backend.stats()).toMatchObject({ hits: 1, misses: 2, noStoreHits: 0, notStored: 1, cachedKeys: ['/page1.html'] })
+  })
+
+  test('a no-store hit is a HIT that does not refresh recency: A, B, A (no-store), C evicts A, not B', async () => {
+    const { url, backend } = await start({ cachePages: 2, missMs: 0 })
+    expect([await xcache(url, '/page1.html'), await xcache(url, '/page2.html')]).toEqual(['MISS', 'MISS'])
+    const hit = await get(url, '/page1.html', noStore)
+    expect(hit.headers['x-cache']).toBe('HIT')
+    expect(hit.body.equals(fs.readFileSync(path.join(PUBLIC, 'page1.html')))).toBe(true)
+    expect(backend.stats().cachedKeys).toEqual(['/page2.html', '/page1.html'])
+    expect(await xcache(url, '/page3.html')).toBe('MISS')
+    expect(backend.stats()).toMatchObject({ evictions: 1, noStoreHits: 1, notStored: 0, cachedKeys: ['/page3.html', '/page2.html'] })
+    expect(await xcache(url, '/page2.html')).toBe('HIT')
+    expect(await xcache(url, '/page1.html')).toBe('MISS')
+  })
+
+  test('the same sequence with a plain request for A refreshes it: C evicts B', async () => {
+    const { url, backend } = await start({ cachePages: 2, missMs: 0 })
+    for (const p of ['/page1.html', '/page2.html', '/page1.html', '/page3.html']) await xcache(url, p)
+    expect(backend.stats().cachedKeys).toEqual(['/page3.html', '/page1.html'])
+  })
+
+  test('no-store is a directive among others, in any case; a longer token is not it', async () => {
+    const { url, backend } = await start({ cachePages: 4, missMs: 0 })
+    expect(await xcache(url, '/page1.html', { headers: { 'cache-control': 'max-age=0, No-Store' } })).toBe('MISS')
+    expect(await xcache(url, '/page2.html', { headers: { 'cache-control': 'max-age=0,NO-STORE ' } })).toBe('MISS')
+    expect(await xcache(url, '/page3.html', { headers: { 'cache-control': 'no-storey' } })).toBe('MISS')
+    expect(await xcache(url, '/page4.html', { headers: { 'cache-control': 'no-cache' } })).toBe('MISS')
+    expect(backend.stats()).toMatchObject({ misses: 4, notStored: 2, cachedKeys: ['/page4.html', '/page3.html'] })
+  })
+
+  test('a no-store miss of a missing page is a 404 MISS, counted in notStored', async () => {
+    const { url, backend } = await start({ missMs: 0 })
+    const res = await get(url, '/nope.html', noStore)
+    expect(res.status).toBe(404)
+    expect(res.headers['x-cache']).toBe('MISS')
+    expect(backend.stats()).toMatchObject({ misses: 1, notStored: 1, cachedKeys: [] })
   })
 })
 
