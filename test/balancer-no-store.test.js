@@ -114,3 +114,31 @@ describe.each(ENGINES)('Cache-Control: no-store from ctx.noStore with the %s eng
     expect(seenByOnEnd).toEqual(ends)
   })
 })
+
+describe('through the balancer to a page backend', () => {
+  const open = []
+  afterAll(async () => {
+    await Promise.all(open.map((x) => x.close()))
+  })
+
+  test('pages the policy marks no-store are served but never kept; the others are kept', async () => {
+    const path = require('node:path')
+    const { createBackend } = require('../servers/static-server')
+    const backend = createBackend({ root: path.join(__dirname, '..', 'public'), cachePages: 4, missMs: 0 })
+    const { url } = await backend.listen(0, '127.0.0.1')
+    open.push(backend)
+    const policy = {
+      name: 'keep-page1-only',
+      pick (candidates, ctx) {
+        ctx.noStore = ctx.key !== '/page1.html'
+        return candidates[0]
+      }
+    }
+    const lb = await startBalancer({ port: 0, backends: [url], policy })
+    open.push(lb)
+    const cache = async (p) => (await request(`${lb.url}${p}`)).headers['x-cache']
+    expect([await cache('/page1.html'), await cache('/page1.html')]).toEqual(['MISS', 'HIT'])
+    expect([await cache('/page2.html'), await cache('/page2.html')]).toEqual(['MISS', 'MISS'])
+    expect(backend.stats()).toMatchObject({ hits: 1, misses: 3, notStored: 2, cachedKeys: ['/page1.html'] })
+  })
+})
