@@ -44,7 +44,10 @@ const CASES = [
   { path: '/cold/c', headers: { 'cache-control': 'No-Store, max-age=0' }, want: ['No-Store, max-age=0'] },
   { path: '/warm/b', headers: {}, want: [] },
   { path: '/plain/b', headers: { 'cache-control': 'no-cache' }, want: ['no-cache'] },
-  { path: '/cold/d?q=1', headers: { 'cache-control': 'no-cache' }, want: ['no-cache, no-store'] }
+  { path: '/cold/d?q=1', headers: { 'cache-control': 'no-cache' }, want: ['no-cache, no-store'] },
+  // a Cache-Control the client's Connection names is hop-by-hop: dropped, and no-store alone goes on
+  { path: '/cold/e', headers: { connection: 'keep-alive, cache-control', 'cache-control': 'max-age=0' }, want: ['no-store'] },
+  { path: '/plain/c', headers: { connection: 'keep-alive, cache-control', 'cache-control': 'max-age=0' }, want: [] }
 ]
 
 describe.each(ENGINES)('Cache-Control: no-store from ctx.noStore with the %s engine', (engine) => {

@@ -89,22 +89,21 @@ function requestHeaders (req, { keepTransferEncoding, close, authority, noStore 
 
 /**
  * Put `no-store` into the Cache-Control of a flat header array: the client's entry (copied there
- * by requestHeaders) gets it appended, or a new one is added. Only requests whose policy asked pay
- * for this scan.
+ * by requestHeaders unless its Connection header named it) gets it appended, or a new one is added.
+ * Only requests whose policy asked pay for this scan.
  * @param {string[]} out flat `[name, value, ...]`, lower-case names
  * @param {string | undefined} existing the client's Cache-Control
  */
 function addNoStore (out, existing) {
-  const value = withNoStore(existing)
   if (existing !== undefined) {
     for (let i = 0; i < out.length; i += 2) {
       if (out[i] === 'cache-control') {
-        out[i + 1] = value
+        out[i + 1] = withNoStore(existing)
         return
       }
     }
   }
-  out.push('cache-control', value)
+  out.push('cache-control', withNoStore(undefined))
 }
 
 /** RFC 9110 §7.6.3: a gateway MUST add itself to Via on the requests it forwards (requests only). */
