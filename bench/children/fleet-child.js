@@ -25,7 +25,7 @@ const http = require('node:http')
 const { serve } = require('./child')
 
 const DEFAULT_PAGES = 25
-const COUNTERS = ['requests', 'hits', 'misses', 'evictions', 'rejected', 'guarded']
+const COUNTERS = ['requests', 'hits', 'misses', 'evictions', 'rejected', 'guarded', 'notStored', 'noStoreHits']
 const agent = new http.Agent({ keepAlive: true })
 
 let fleet

@@ -217,7 +217,7 @@ function createModel (options = {}) {
     if (policy.onStart) policy.onStart(up, ctx)
     if (o.recordPicks) picks.push(up.id)
     const hit = server.cache.has(key)
-    if (hit) { // LRU touch
+    if (hit && ctx.noStore !== true) { // LRU touch (not for a request that asks not to be stored: Cache-Control: no-store)
       const value = server.cache.get(key)
       server.cache.delete(key)
       server.cache.set(key, value)
@@ -252,7 +252,7 @@ function createModel (options = {}) {
     now = ev.time
     const { server, job } = ev
     server.busy--
-    if (!job.hit) store(server, job.ctx.key)
+    if (!job.hit && job.ctx.noStore !== true) store(server, job.ctx.key)
     const up = server.views[job.colony]
     up.inflight--
     inflightTotal--

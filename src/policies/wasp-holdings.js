@@ -43,6 +43,7 @@
  */
 
 const { BANDS } = require('./wasp-memory')
+const admission = require('./wasp-admission')
 
 /** Weight of the newest gap in a key's gap EWMA: popularity is read from about the last 16 requests. */
 const GAP_ALPHA = 1 / 16
@@ -93,7 +94,11 @@ function observe (krec, picks) {
   if (krec.step <= 1) krec.gap = picks > 1 ? picks : 1
   else if (krec.step === 2) krec.gap = gap > 1 ? gap : 1 // the first real gap replaces the guess
   else krec.gap += GAP_ALPHA * (gap - krec.gap)
-  krec.slowGap = krec.step <= 2 ? krec.gap : krec.slowGap + SLOW_ALPHA * (gap - krec.slowGap)
+  // the slow estimate is the mean of the gaps so far until it has 1 / SLOW_ALPHA of them, then an EWMA:
+  // an EWMA from the first gap would carry that one sample for a hundred requests
+  const alpha = krec.step - 2 > 1 / SLOW_ALPHA ? SLOW_ALPHA : 1 / (krec.step - 2)
+  krec.slowGap = krec.step <= 2 ? krec.gap : krec.slowGap + alpha * (gap - krec.slowGap)
+  admission.observe(krec)
   if (krec.step > 1) { // hysteresis: noise around a band's edge must not move the key back and forth
     const lg = Math.log2(krec.gap)
     if (lg >= krec.band - BAND_MARGIN && lg < krec.band + 1 + BAND_MARGIN) return
@@ -122,6 +127,7 @@ function addHolder (krec, urec) {
   krec.holders = krec.holders.concat(urec)
   krec.warm = krec.warm.concat(0)
   count(urec, krec.band, 1)
+  admission.count(urec, krec, 1)
 }
 
 function removeHolder (krec, j) {
@@ -129,6 +135,7 @@ function removeHolder (krec, j) {
   krec.holders.splice(j, 1)
   krec.warm.splice(j, 1)
   count(urec, krec.band, -1)
+  admission.count(urec, krec, -1)
   return urec
 }
 
@@ -202,18 +209,20 @@ function contend (w, upstreams, krec) {
     const i = (start + k) % n
     const u = recs[i]
     const h = u.held[b] / (u.weight * unit)
+    const cap = u.cap
     if (holders.includes(u)) {
       if (h > mostHeld) { most = i; mostHeld = h }
-      if (u.held[b] > u.cap + SHED_MARGIN) over = i
+      if (u.held[b] > cap + SHED_MARGIN) over = i
     } else {
       if (h < anyHeld || (h === anyHeld && upstreams[i].inflight < upstreams[any].inflight)) { any = i; anyHeld = h }
-      if (u.held[b] + 1 <= u.cap && (h < leastHeld || (h === leastHeld && upstreams[i].inflight < upstreams[least].inflight))) {
+      if (u.held[b] + 1 <= cap && (h < leastHeld || (h === leastHeld && upstreams[i].inflight < upstreams[least].inflight))) {
         least = i
         leastHeld = h
       }
     }
   }
   const want = needed(krec, n, holders.length, w.o.replicate)
+  let roomy
   if (holders.length < want) {
     const to = least >= 0 ? least : any
     if (to >= 0) {
@@ -222,6 +231,11 @@ function contend (w, upstreams, krec) {
     }
   } else if (holders.length > want) { // the newest holder goes: the oldest have held it longest
     yieldKey(w, krec, holders.length - 1)
+  } else if (w.o.admission && holders.length === 1 && !admission.keeps(krec, holders[0]) && (roomy = roomiest(recs, n, holders[0], w.o.shareGap)) >= 0) {
+    swap(w, krec, holders[0], recs[roomy]) // a free move: the key misses at its holder anyway
+  } else if (w.o.admission && least >= 0 && room(recs[least], w.o.shareGap) > 0) {
+    // the least-held has room: it fills with keys its peers do not keep (above) before it takes
+    // one they keep, whose move costs a miss
   } else if (over >= 0 && least >= 0) {
     shed(recs[over])
     swap(w, krec, recs[over], recs[least])
@@ -230,6 +244,31 @@ function contend (w, upstreams, krec) {
   }
   // the holders are the key's specialists: each answers as one, and replicas share it by load
   for (const h of krec.holders) if (memory.theta(krec, h) > w.o.thetaMin) setTheta(memory, krec, h, w.o.thetaMin)
+}
+
+/**
+ * The room an upstream has for more keys it would keep: its admission size less its holdings, when
+ * that size is learnt and the room is at least the contest's gap (`shareGap`, and SHARE_RATIO of
+ * the size); else 0. A backend that comes back has it (its size outlives its record), one that has
+ * not shown its cache size (Infinity) has not.
+ */
+function room (u, shareGap) {
+  const size = u.admission.size
+  if (size === Infinity) return 0
+  const r = size - u.heldTotal
+  return r >= shareGap && r >= SHARE_RATIO * size ? r : 0
+}
+
+/** The candidate other than `holder` with the most room (see `room`), or -1 when none has any. */
+function roomiest (recs, n, holder, shareGap) {
+  let best = -1
+  let most = 0
+  for (let i = 0; i < n; i++) {
+    if (recs[i] === holder) continue
+    const r = room(recs[i], shareGap)
+    if (r > most) { most = r; best = i }
+  }
+  return best
 }
 
 /** The dominance contest lost by holder `h` to `u`: they swap thresholds, and `u` holds the key. */
@@ -265,10 +304,17 @@ function shed (urec) {
  * @param {import('./wasp-memory').UpstreamRecord} urec
  * @param {boolean} hit
  */
-function observeCache (krec, urec, hit) {
+function observeCache (krec, urec, hit, kept = true, tested = false) {
   const j = krec.holders.indexOf(urec)
   if (j < 0) return
-  if (krec.warm[j]++ === 0) return
+  if (kept) {
+    if (krec.warm[j] <= 0) { // the first result since it took (or was told to keep) the key; -1: told not to since
+      if (krec.warm[j] === 0) krec.warm[j] = 1
+      return
+    }
+    krec.warm[j]++
+    if (tested) admission.learn(urec, hit)
+  } // a key it was told not to keep counts as held all the same: a cache too small for its share thrashes less but still misses
   urec.hits += HIT_ALPHA * ((hit ? 1 : 0) - urec.hits)
   if (urec.hits < FULL) urec.cap = urec.heldTotal * urec.hits
   else if (urec.cap !== Infinity) {

@@ -9,8 +9,11 @@
 
 /** Picks after which an upstream absent from every list is forgotten (amortized sweep). */
 const FORGET_AFTER = 4096
+/** Admission sizes remembered for forgotten upstreams (a backend that comes back has the same cache). */
+const PAST_SIZES = 1024
 
 const { fnv1a32, hash32 } = require('./shared')
+const { createAdmission } = require('./wasp-admission')
 
 /**
  * @typedef {object} UpstreamRecord
@@ -27,6 +30,8 @@ const { fnv1a32, hash32 } = require('./shared')
  * @property {number} hits EWMA of the cache results (HIT 1, MISS 0) of the keys it holds, warm ones
  *   only (see ./wasp-holdings.js `observeCache`); 1 before any
  * @property {number} cap its capacity estimate in keys (Infinity: none seen, or none needed)
+ * @property {{ tree: Int32Array, size: number }} admission the keys it holds by fine popularity, and
+ *   its admission size (see ./wasp-admission.js)
  */
 
 /**
@@ -43,9 +48,11 @@ const { fnv1a32, hash32 } = require('./shared')
  * @property {number} gap EWMA of the picks between its requests (1 / its share of the requests)
  * @property {number} slowGap the same, averaged over more requests (for its replicas)
  * @property {number} band its popularity band, floor(log2(gap)), where its holders count it
+ * @property {number} fine its popularity on the admission's fine scale, where its holders count it
  * @property {UpstreamRecord[]} holders its specialists (with `shareGap`): one, or a few replicas
  * @property {number[]} warm for each holder (same order), the cache results it has reported for the
- *   key since it took it: the first is the cold miss every new holder pays, not a sign of capacity
+ *   key since it took it (or, with admission, since it was last told to keep it; -1 while told not
+ *   to): the first is the cold miss every new holder pays, not a sign of capacity
  */
 
 /**
@@ -76,6 +83,8 @@ function createMemory (o, { onEvict } = {}) {
   const keys = new Map()
   /** @type {Map<string, UpstreamRecord>} */
   const ups = new Map()
+  /** @type {Map<string, number>} admission sizes of forgotten upstreams (at most PAST_SIZES, oldest out) */
+  const past = new Map()
   let picks = 0
 
   /**
@@ -137,7 +146,16 @@ function createMemory (o, { onEvict } = {}) {
   }
 
   function sweep () {
-    for (const [id, rec] of ups) if (picks - rec.seen > FORGET_AFTER) ups.delete(id)
+    for (const [id, rec] of ups) {
+      if (picks - rec.seen <= FORGET_AFTER) continue
+      ups.delete(id)
+      // the same backend coming back has the same cache: its admission size outlives the record
+      if (rec.admission.size !== Infinity) {
+        past.delete(id)
+        past.set(id, rec.admission.size)
+        if (past.size > PAST_SIZES) past.delete(past.keys().next().value)
+      }
+    }
   }
 
   return {
@@ -171,8 +189,13 @@ function createMemory (o, { onEvict } = {}) {
     upstream (id) {
       let rec = ups.get(id)
       if (rec === undefined) {
-        rec = { id, hash: hash32(id), weight: 1, joined: picks, seen: picks, latency: 0, idle: 0, g: 1, held: new Int32Array(BANDS), heldTotal: 0, hits: 1, cap: Infinity }
+        rec = { id, hash: hash32(id), weight: 1, joined: picks, seen: picks, latency: 0, idle: 0, g: 1, held: new Int32Array(BANDS), heldTotal: 0, hits: 1, cap: Infinity, admission: createAdmission() }
         ups.set(id, rec)
+        const size = past.get(id)
+        if (size !== undefined) {
+          rec.admission.size = size
+          past.delete(id)
+        }
       }
       return rec
     },
@@ -191,7 +214,7 @@ function createMemory (o, { onEvict } = {}) {
         return rec
       }
       if (!create) return undefined
-      rec = { step: 0, born: picks, hash: fnv1a32(key), entries: [], last: picks, gap: 0, slowGap: 0, band: 0, holders: [], warm: [] }
+      rec = { step: 0, born: picks, hash: fnv1a32(key), entries: [], last: picks, gap: 0, slowGap: 0, band: 0, fine: 0, holders: [], warm: [] }
       keys.set(key, rec)
       if (keys.size > maxKeys) evictOldest()
       return rec

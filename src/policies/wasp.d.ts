@@ -62,6 +62,13 @@ export interface WaspOptions {
    * upstream's fair share) gets another holder, up to ceil(share × n / replicate); 0 = off (default 1)
    */
   replicate?: number
+  /**
+   * admission (with shareGap): an upstream whose cache results (X-Cache) show a cache of at least 8
+   * keys that keeps fewer keys than it holds is told not to keep (`ctx.noStore`, sent upstream as
+   * `Cache-Control: no-store`) the keys it holds beyond that size by popularity, nor keys it does
+   * not hold (default true)
+   */
+  admission?: boolean
 }
 
 /** The resolved defaults. */
@@ -93,8 +100,10 @@ export interface WaspSnapshot {
   maxKeys: number
   /** `idle`: picks since the upstream last served anything; `held`: keys it holds; `heldHitRatio`:
    * EWMA of the cache results (X-Cache HIT 1, MISS 0) of its warm held keys (1 before any);
-   * `capacity`: its capacity estimate in keys, learnt from them (null: none, it is not full) */
-  upstreams: Array<{ id: string, latencyMs: number, idle: number, held: number, heldHitRatio: number, capacity: number | null }>
+   * `capacity`: its capacity estimate in keys, learnt from them (null: none, it is not full);
+   * `admissionSize`: the keys its cache keeps, learnt from the results of kept keys (null: not
+   * learnt, it keeps everything; see `admission`) */
+  upstreams: Array<{ id: string, latencyMs: number, idle: number, held: number, heldHitRatio: number, capacity: number | null, admissionSize: number | null }>
   /** keys owned per upstream id: keys whose lowest threshold is that upstream's and below `thetaStart` */
   owned: Record<string, number>
   /** the 50 most recently used keys with their specialist (lowest threshold) */

@@ -48,6 +48,7 @@ const { checkOptions, ewma, weightOf } = require('./shared')
 const { createMemory } = require('./wasp-memory')
 const { createPacking } = require('./wasp-packing')
 const holdings = require('./wasp-holdings')
+const admission = require('./wasp-admission')
 
 /** Every parameter, with the reason for its default in the comment (and in docs/algorithms.md, "Wasp options"). */
 const defaults = Object.freeze({
@@ -113,7 +114,11 @@ const defaults = Object.freeze({
    * backend carries a page hotter than its fair share alone; 0 = off. 1: the hottest page of
    * Zipf(1) over 200 pages (17 % > 1/7) gets 2 holders; the model's backends have no capacity limit,
    * so it costs one cache slot and gains no hit rate there (0.954 either way) */
-  replicate: 1
+  replicate: 1,
+  /** admission (with shareGap; ./wasp-admission.js): an upstream whose cache results show it keeps
+   * fewer keys than it holds is told (ctx.noStore, sent as Cache-Control: no-store) not to keep
+   * those beyond its learnt cache size, by popularity, nor the keys it does not hold */
+  admission: true
 })
 
 const NUMERIC = ['thetaMin', 'thetaMax', 'thetaStart', 'xi', 'phi', 'stimulus', 'stimulusGrowth',
@@ -145,6 +150,7 @@ function resolveOptions (options) {
   if (!(o.balanced === 0 || (o.balanced >= 1 && o.balanced <= 1e6))) throw badOption('balanced must be 0 (off) or lie in [1, 1e6]')
   if (!(o.shareGap === 0 || (Number.isInteger(o.shareGap) && o.shareGap >= 2 && o.shareGap <= 1e6))) throw badOption('shareGap must be 0 (off) or an integer in [2, 1e6]')
   if (!(o.replicate >= 0 && o.replicate <= 1e6)) throw badOption('replicate must be 0 (off) or lie in (0, 1e6]')
+  if (typeof o.admission !== 'boolean') throw badOption('admission must be a boolean')
   for (const f of ['cache', 'latency']) {
     if (typeof o.feedback[f] !== 'boolean') throw badOption(`feedback.${f} must be a boolean`)
   }
@@ -253,6 +259,7 @@ function pick (w, upstreams, ctx) {
   krec.step++
   holdings.observe(krec, picks)
   if (n === 1) {
+    if (w.o.admission) ctx.noStore = false // a retry's earlier pick may have set it
     learn(w, krec, w.recs[0])
     return upstreams[0]
   }
@@ -272,6 +279,7 @@ function pick (w, upstreams, ctx) {
   const cr = w.recs[chosen]
   keepIdleDiscount(w, krec, cr)
   learn(w, krec, cr)
+  if (w.o.admission && w.o.shareGap > 0) admit(krec, cr, ctx)
   return upstreams[chosen]
 }
 
@@ -413,6 +421,22 @@ function keepIdleDiscount (w, krec, urec) {
   w.memory.adjust(krec, urec, w.memory.theta(krec, urec) * (urec.g - 1))
 }
 
+/**
+ * Admission (./wasp-admission.js): whether the chosen upstream should keep the page, as
+ * `ctx.noStore` (the proxy sends `Cache-Control: no-store` when set); a holder told not to keep a
+ * key is marked (warm -1), so that its first result once told to keep it again counts as cold.
+ */
+function admit (krec, urec, ctx) {
+  const keep = admission.keeps(krec, urec)
+  ctx.noStore = !keep
+  ctx[admission.TEST] = false
+  const j = krec.holders.indexOf(urec)
+  if (j < 0) return
+  if (!keep) krec.warm[j] = -1
+  else if (krec.warm[j] < 0) krec.warm[j] = 0
+  else if (krec.warm[j] > 0) ctx[admission.TEST] = true // kept, and a kept answer came back since: it should hit
+}
+
 /** Serving: the upstream is busy again, and its threshold for the key falls by ξ. */
 function learn (w, krec, urec) {
   urec.idle = 0
@@ -433,7 +457,7 @@ function feedback (w, upstream, ctx, outcome) {
   const { xi, missLearning } = w.o
   if (w.o.shareGap > 0 && (outcome.cache === 'HIT' || outcome.cache === 'MISS')) {
     const held = memory.keys.get(String(key)) // no LRU touch: feedback is not a use
-    if (held !== undefined) holdings.observeCache(held, urec, outcome.cache === 'HIT')
+    if (held !== undefined) holdings.observeCache(held, urec, outcome.cache === 'HIT', ctx.noStore !== true, ctx[admission.TEST] === true)
   }
   const failed = outcome.error !== undefined && outcome.error !== null
   const refund = failed || outcome.statusCode >= 500
@@ -497,7 +521,7 @@ function snapshot (w) {
     joins: w.joins,
     swaps: w.swaps,
     replicated,
-    upstreams: [...memory.ups.values()].map((u) => ({ id: u.id, latencyMs: u.latency, idle: u.idle, held: u.heldTotal, heldHitRatio: u.hits, capacity: u.cap === Infinity ? null : u.cap })),
+    upstreams: [...memory.ups.values()].map((u) => ({ id: u.id, latencyMs: u.latency, idle: u.idle, held: u.heldTotal, heldHitRatio: u.hits, capacity: u.cap === Infinity ? null : u.cap, admissionSize: u.admission.size === Infinity ? null : u.admission.size })),
     owned,
     recent
   }

@@ -1,0 +1,136 @@
+'use strict'
+
+/**
+ * Admission: which of the keys an upstream holds it should keep in its cache.
+ *
+ * Holdings (./wasp-holdings.js) give every key a holder, so a fleet whose caches hold fewer pages
+ * than there are pages gives each backend more keys than its cache keeps. Its LRU then stores every
+ * page it serves, and each request for one of its coldest keys evicts a page that would have hit.
+ * The static optimum keeps the hottest pages that fit and never stores the others; this is that,
+ * learnt online, per upstream:
+ *
+ * - Each upstream counts the keys it holds by **popularity** on a fine scale (FINE bins per octave
+ *   of the key's mean gap between requests), in a Fenwick tree, so the **rank** of a key among the
+ *   keys its holder holds (how many are more popular) costs O(log bins).
+ * - Each upstream has an **admission size** A, its cache size in keys as learnt from its `X-Cache`
+ *   results: Infinity (keep everything) until a held key it was told to keep, and had kept, misses;
+ *   then each such miss takes one off A, and each such hit adds GROW, so A settles where about GROW
+ *   of those requests miss: the cache holds A keys. Past its holdings + 2 it is Infinity again.
+ * - A pick for key k by upstream u: u keeps k if A is Infinity, or u holds k and k's rank at u is
+ *   below A. Otherwise the request carries the `noStore` hint (`Cache-Control: no-store`, RFC 9111
+ *   §5.2.1.5): a page that fits nowhere does not evict one that fits, and a stranger serving a key
+ *   (the load guard shed it) does not evict its own.
+ *
+ * Pure bookkeeping, O(log bins) per pick and per holder change.
+ */
+
+/** Bins per octave of a key's gap: a bin holds the keys within 2^(1/FINE) of each other's popularity. */
+const FINE = 16
+/** Octaves covered (gaps up to 2^31 picks). */
+const OCTAVES = 32
+const BINS = FINE * OCTAVES
+/** Steps of A: down by SHRINK per tested miss, up by GROW per tested hit, so that at equilibrium
+ * about GROW / SHRINK (0.5 %) of the tested requests miss. Small steps: a cache answers a smaller A
+ * only once the pages kept under the larger one have aged out, and a step of 1 drove A of a 4-page
+ * cache to 1 (model, 25 pages, Zipf(1): 0.974 with steps 1 and 1/200, 0.982 with 1/8 and 1/1600). */
+const GROW = 1 / 1600
+const SHRINK = 1 / 8
+
+/** Below this admission size everything is kept: among a handful of keys the ranks are noise
+ * (the model, 25 uniform pages on 6 caches of 4: a key in and out of the kept set misses each time
+ * it comes back, 0.82 against 0.85 keeping everything). */
+const MIN_SIZE = 8
+
+/** Marks a pick context whose cache result tests the admission size (see ./wasp.js `admit`). */
+const TEST = Symbol('polistes.wasp.admissionTest')
+
+/** A new admission record for an upstream record. */
+function createAdmission () {
+  return { tree: new Int32Array(BINS + 1), size: Infinity }
+}
+
+/** Fractional bin of a gap: log2(gap) × FINE, in [0, BINS). */
+function position (gap) {
+  if (!(gap > 1)) return 0
+  const p = Math.log2(gap) * FINE
+  return p < BINS ? p : BINS - 1e-9
+}
+
+/** Add `delta` to bin `bin` (0-based) of a Fenwick tree. */
+function add (tree, bin, delta) {
+  for (let i = bin + 1; i <= BINS; i += i & -i) tree[i] += delta
+}
+
+/** Sum of bins [0, bin) of a Fenwick tree. */
+function below (tree, bin) {
+  let s = 0
+  for (let i = bin; i > 0; i -= i & -i) s += tree[i]
+  return s
+}
+
+/**
+ * The key's rank among the keys `urec` holds: the holders more popular, plus the key's share of
+ * its own bin by its position in it.
+ */
+function rank (urec, krec) {
+  const { tree } = urec.admission
+  const p = krec.fine
+  const bin = Math.floor(p)
+  const before = below(tree, bin)
+  const own = below(tree, bin + 1) - before
+  return before + own * (p - bin)
+}
+
+/** The key's popularity for admission: its gap, the slow estimate once it has settled. */
+function gapOf (krec) {
+  return krec.slowGap > 0 ? krec.slowGap : krec.gap
+}
+
+/** Count the key at holder `urec` (delta +1) or uncount it (-1), at its fine bin. */
+function count (urec, krec, delta) {
+  add(urec.admission.tree, Math.floor(krec.fine), delta)
+}
+
+/** The key's popularity changed: move it between its holders' bins. */
+function observe (krec) {
+  const p = position(gapOf(krec))
+  const from = Math.floor(krec.fine)
+  const to = Math.floor(p)
+  if (from !== to) {
+    for (const h of krec.holders) {
+      add(h.admission.tree, from, -1)
+      add(h.admission.tree, to, 1)
+    }
+  }
+  krec.fine = p
+}
+
+/**
+ * Whether upstream `urec`, picked for key `krec`, should keep the page.
+ * @returns {boolean}
+ */
+function keeps (krec, urec) {
+  const size = urec.admission.size
+  if (size < MIN_SIZE || size === Infinity) return true
+  if (!krec.holders.includes(urec)) return urec.heldTotal + 1 < size // a stranger: only into room to spare
+  return rank(urec, krec) < size
+}
+
+/**
+ * A cache result of a kept request from a holder that had kept the key before (warm): learn the
+ * admission size.
+ * @param {import('./wasp-memory').UpstreamRecord} urec
+ * @param {boolean} hit
+ */
+function learn (urec, hit) {
+  const a = urec.admission
+  if (hit) {
+    // no higher than its holdings can show (the hits of a backend that holds few keys say little)
+    if (a.size < urec.heldTotal + 2) a.size += GROW
+    return
+  }
+  if (a.size === Infinity) a.size = urec.heldTotal
+  a.size = a.size > 1 + SHRINK ? a.size - SHRINK : 1
+}
+
+module.exports = { TEST, createAdmission, observe, count, keeps, learn, rank, position, FINE, BINS, GROW }
