@@ -1,0 +1,143 @@
+'use strict'
+
+const admission = require('../src/policies/wasp-admission')
+const { createWasp } = require('../src/policies/wasp')
+const { createModel } = require('../bench/model/closed-loop')
+const { runWorkload } = require('../bench/model/model-workload')
+const { parseWorkload } = require('../bench/workloads/workload-options')
+const { FORGET_AFTER } = require('../src/policies/wasp-memory')
+const { mulberry32 } = require('../src/common/prng')
+
+/** An upstream record with what admission reads. */
+const urecOf = (id) => ({ id, heldTotal: 0, admission: admission.createAdmission() })
+/** A key record held by `holders`, with mean gap `gap`, counted in their trees. */
+function held (gap, holders) {
+  const krec = { gap, slowGap: gap, fine: 0, holders: [] }
+  admission.observe(krec)
+  for (const u of holders) {
+    krec.holders.push(u)
+    u.heldTotal++
+    admission.count(u, krec, 1)
+  }
+  return krec
+}
+
+describe('wasp admission: ranks and sizes', () => {
+  test('a key\'s rank at its holder is the number of keys it holds that are more popular (shorter gaps)', () => {
+    const u = urecOf('u0')
+    const keys = [10, 40, 20, 1000, 80, 5].map((gap) => held(gap, [u]))
+    const ranks = keys.map((k) => admission.rank(u, k))
+    // gaps 10, 40, 20, 1000, 80, 5 → order 5 < 10 < 20 < 40 < 80 < 1000
+    expect(ranks.map((r) => Math.floor(r))).toEqual([1, 3, 2, 5, 4, 0])
+  })
+
+  test('a key that becomes hotter moves up its holders\' ranks', () => {
+    const u = urecOf('u0')
+    const keys = [10, 20, 40, 80].map((gap) => held(gap, [u]))
+    const cold = keys[3]
+    expect(Math.floor(admission.rank(u, cold))).toBe(3)
+    cold.slowGap = 15
+    admission.observe(cold)
+    expect(Math.floor(admission.rank(u, cold))).toBe(1)
+    expect(Math.floor(admission.rank(u, keys[2]))).toBe(3) // 10, 15 (the cold key now), 20
+    admission.count(u, cold, -1) // given up: the others move up
+    expect(Math.floor(admission.rank(u, keys[2]))).toBe(2)
+  })
+
+  test('an upstream keeps everything until a kept key that should hit misses; then each such miss takes SHRINK off and each hit adds GROW, up to its holdings + 2', () => {
+    const u = urecOf('u0')
+    u.heldTotal = 30
+    expect(u.admission.size).toBe(Infinity)
+    admission.learn(u, true)
+    expect(u.admission.size).toBe(Infinity)
+    admission.learn(u, false)
+    expect(u.admission.size).toBeCloseTo(30 - 1 / 8)
+    for (let i = 0; i < 8; i++) admission.learn(u, false)
+    expect(u.admission.size).toBeCloseTo(29 - 1 / 8)
+    for (let i = 0; i < 1600; i++) admission.learn(u, true)
+    expect(u.admission.size).toBeCloseTo(30 - 1 / 8)
+    for (let i = 0; i < 20000; i++) admission.learn(u, true)
+    expect(u.admission.size).toBeLessThanOrEqual(32 + admission.GROW)
+  })
+
+  test('keeps: a holder keeps the keys ranked below its size, a stranger only into room to spare, and a size under 8 keeps everything', () => {
+    const u = urecOf('u0')
+    const keys = Array.from({ length: 12 }, (_, i) => held(10 * (i + 1), [u]))
+    u.admission.size = 10
+    expect(keys.map((k) => admission.keeps(k, u))).toEqual([...Array(10).fill(true), false, false])
+    const stranger = held(5, [urecOf('u1')])
+    expect(admission.keeps(stranger, u)).toBe(false) // holds 12, keeps 10: no room
+    u.admission.size = 14
+    expect(admission.keeps(stranger, u)).toBe(true)
+    u.admission.size = 7.9
+    expect(keys.every((k) => admission.keeps(k, u))).toBe(true)
+    u.admission.size = Infinity
+    expect(keys.every((k) => admission.keeps(k, u)) && admission.keeps(stranger, u)).toBe(true)
+  })
+})
+
+describe('wasp admission: the policy', () => {
+  test('a pick by the only upstream clears a noStore a retry\'s earlier pick left', () => {
+    const wasp = createWasp({}, { random: mulberry32(1) })
+    const ctx = { key: '/a', noStore: true }
+    wasp.pick([{ id: 'u0', inflight: 0 }], ctx)
+    expect(ctx.noStore).toBe(false)
+  })
+
+  test('admission off: pick never sets noStore', () => {
+    const wasp = createWasp({ admission: false }, { random: mulberry32(1) })
+    const model = createModel({ policy: wasp, keys: 200, popularity: { zipf: 1 }, cacheSize: 24, seed: 1 })
+    const pick = wasp.pick
+    let set = 0
+    wasp.pick = (list, ctx) => { const u = pick(list, ctx); if ('noStore' in ctx) set++; return u }
+    model.run(20000)
+    expect(set).toBe(0)
+  })
+
+  test('rejects a non-boolean admission', () => {
+    expect(() => createWasp({ admission: 1 })).toThrow(/admission must be a boolean/)
+  })
+
+  // the model honours ctx.noStore as the bundled backends honour Cache-Control: no-store
+  const workload = (extra = {}) => parseWorkload({ pages: 200, ...extra })
+
+  test.each([1, 2, 3])('Zipf(1) over 200 pages on caches of 24: each upstream learns a size near 24, and the hit rate rises by at least 0.003 over admission off (seed %i)', (seed) => {
+    let wasp
+    const on = runWorkload((random) => (wasp = createWasp({}, { random })), workload(), { seed, warmup: 20000, measure: 20000 })
+    const off = runWorkload((random) => createWasp({ admission: false }, { random }), workload(), { seed, warmup: 20000, measure: 20000 })
+    expect(on.hitRate).toBeGreaterThanOrEqual(off.hitRate + 0.003) // measured +0.004 to +0.010 on 20,000 requests
+    expect(on.distance).toBeLessThanOrEqual(0.01)
+    for (const u of wasp.snapshot().upstreams) {
+      expect(u.admissionSize).toBeGreaterThan(18)
+      expect(u.admissionSize).toBeLessThan(30)
+    }
+  })
+
+  test('25 pages on caches of 4 (the headline): sizes stay under 8, so nothing is refused', () => {
+    const wasp = createWasp({}, { random: mulberry32(7) })
+    const model = createModel({ policy: wasp, keys: 25, popularity: { zipf: 1 }, cacheSize: 4, seed: 7 })
+    const pick = wasp.pick
+    let refused = 0
+    wasp.pick = (list, ctx) => { const u = pick(list, ctx); if (ctx.noStore) refused++; return u }
+    model.run(20000)
+    expect(refused).toBe(0)
+  })
+
+  test('an upstream forgotten while away gets its admission size back when it returns, and takes keys its peers do not keep', () => {
+    let wasp
+    const model = createModel({
+      policy: (wasp = createWasp({}, { random: mulberry32(3) })), keys: 200, popularity: { zipf: 1 }, cacheSize: 24, seed: 3
+    })
+    model.run(30000)
+    const size = (id) => wasp.snapshot().upstreams.find((u) => u.id === id)?.admissionSize
+    const before = size('u0')
+    expect(before).toBeGreaterThan(18)
+    model.removeUpstream('u0')
+    model.run(FORGET_AFTER + 2048)
+    expect(size('u0')).toBeUndefined() // forgotten
+    model.addUpstream('u0')
+    const back = model.run(2000)
+    expect(size('u0')).toBeGreaterThan(before - 1)
+    expect(back.counts.u0).toBeGreaterThan(0)
+  })
+})
