@@ -36,12 +36,24 @@ describe('wasp admission: ranks and sizes', () => {
     const keys = [10, 20, 40, 80].map((gap) => held(gap, [u]))
     const cold = keys[3]
     expect(Math.floor(admission.rank(u, cold))).toBe(3)
-    cold.slowGap = 15
+    cold.slowGap = cold.gap = 15
     admission.observe(cold)
     expect(Math.floor(admission.rank(u, cold))).toBe(1)
     expect(Math.floor(admission.rank(u, keys[2]))).toBe(3) // 10, 15 (the cold key now), 20
     admission.count(u, cold, -1) // given up: the others move up
     expect(Math.floor(admission.rank(u, keys[2]))).toBe(2)
+  })
+
+  test('a key is ranked by its slow estimate unless the fast one has drifted 1.5 times away from it (the ranking shifted)', () => {
+    const krec = { gap: 120, slowGap: 100, fine: 0, holders: [] }
+    admission.observe(krec)
+    expect(krec.fine).toBeCloseTo(admission.position(100))
+    krec.gap = 40 // became hotter: the fast estimate leads
+    admission.observe(krec)
+    expect(krec.fine).toBeCloseTo(admission.position(40))
+    krec.gap = 140 // colder, but within 1.5 times
+    admission.observe(krec)
+    expect(krec.fine).toBeCloseTo(admission.position(100))
   })
 
   test('an upstream keeps everything until a kept key that should hit misses; then each such miss takes SHRINK off and each hit adds GROW, up to its holdings + 2', () => {

@@ -81,9 +81,21 @@ function rank (urec, krec) {
   return before + own * (p - bin)
 }
 
-/** The key's popularity for admission: its gap, the slow estimate once it has settled. */
+/** The fast estimate takes over when it is this factor away from the slow one (either way). */
+const DRIFT = 1.5
+
+/**
+ * The key's popularity for admission: its slow gap estimate (64 gaps), steady enough to tell the
+ * keys at the edge of a cache apart, unless the fast one (16 gaps) has drifted DRIFT away from it,
+ * as when the popularity ranking shifts: a page become hot must not wait 64 requests to be kept.
+ * (Model, Zipf(1) over 200 pages, the ranking rotated by 20 every simulated second: slow alone 0.936,
+ * no admission 0.944, this 0.946; the four stable workloads within 0.001 of slow alone.)
+ */
 function gapOf (krec) {
-  return krec.slowGap > 0 ? krec.slowGap : krec.gap
+  const slow = krec.slowGap
+  const fast = krec.gap
+  if (!(slow > 0)) return fast
+  return fast < slow * DRIFT && fast * DRIFT > slow ? slow : fast
 }
 
 /** Count the key at holder `urec` (delta +1) or uncount it (-1), at its fine bin. */
