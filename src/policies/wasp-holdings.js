@@ -209,13 +209,12 @@ function contend (w, upstreams, krec) {
     const i = (start + k) % n
     const u = recs[i]
     const h = u.held[b] / (u.weight * unit)
-    const cap = u.cap
     if (holders.includes(u)) {
       if (h > mostHeld) { most = i; mostHeld = h }
-      if (u.held[b] > cap + SHED_MARGIN) over = i
+      if (u.held[b] > u.cap + SHED_MARGIN) over = i
     } else {
       if (h < anyHeld || (h === anyHeld && upstreams[i].inflight < upstreams[any].inflight)) { any = i; anyHeld = h }
-      if (u.held[b] + 1 <= cap && (h < leastHeld || (h === leastHeld && upstreams[i].inflight < upstreams[least].inflight))) {
+      if (u.held[b] + 1 <= u.cap && (h < leastHeld || (h === leastHeld && upstreams[i].inflight < upstreams[least].inflight))) {
         least = i
         leastHeld = h
       }
