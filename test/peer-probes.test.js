@@ -126,8 +126,8 @@ describeIfInstalled(['nginx', 'haproxy'], 'polistes beside nginx and HAProxy: th
   beforeAll(async () => {
     const { targets, missing } = makeTargets()
     expect(missing).toEqual([])
-    results = await runMatrix({ probes: PROBES, targets, timeoutMs: 1500 })
-  }, 45000)
+    results = await runMatrix({ probes: PROBES, targets, timeoutMs: 2000 })
+  }, 60000)
 
   test('every target started and answered every probe', () => {
     expect(results.map((r) => r.name)).toEqual([...ENGINES.map((e) => `polistes ${e}`), 'nginx', 'haproxy'])

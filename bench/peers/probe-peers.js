@@ -15,7 +15,7 @@
 
 const { selectProbes } = require('./probes')
 const { ENGINES, PEER_ARMS, makeTargets, runMatrix } = require('./probe-run')
-const { describeOutcome, strictnessViolations } = require('./probe-verdict')
+const { describeOutcome, isResponseProbe, strictnessViolations } = require('./probe-verdict')
 
 const USAGE = 'usage: node bench/peers/probe-peers.js [--probes a,b] [--engines direct,node-http,undici,http-proxy] [--fronts fast,node] [--peers nginx,haproxy] [--timeout ms] [--markdown] [--configs] [--json]'
 
@@ -55,7 +55,8 @@ function parseArgs (argv) {
 const esc = (s) => String(s).replace(/\|/g, '\\|')
 
 /**
- * The tables (pure): one row per probe, one column per target; then the headers the upstream saw.
+ * The tables (pure): one row per request probe, one column per target; the headers the upstream
+ * saw; one row per response probe.
  * @param {object[]} probes
  * @param {object[]} results from runMatrix
  * @param {{ markdown?: boolean }} [options]
@@ -64,10 +65,11 @@ const esc = (s) => String(s).replace(/\|/g, '\\|')
 function formatTables (probes, results, { markdown = false } = {}) {
   const names = results.map((r) => r.name)
   const rows = []
+  const responseRows = []
   const shownRows = []
   for (const probe of probes) {
     const cells = results.map((r) => (r.outcomes[probe.name] ? describeOutcome(probe, r.outcomes[probe.name]) : null))
-    rows.push([probe.name, ...cells.map((c) => (c ? c.cell : 'not run'))])
+    ;(isResponseProbe(probe) ? responseRows : rows).push([probe.name, ...cells.map((c) => (c ? c.cell : 'not run'))])
     for (const h of probe.show || []) shownRows.push([`${probe.name}: ${h}`, ...cells.map((c) => (c ? (c.shown[h] === undefined ? '(none)' : c.shown[h]) : ''))])
   }
   const table = (head, body) => {
@@ -78,11 +80,11 @@ function formatTables (probes, results, { markdown = false } = {}) {
     const line = (row) => row.map((c, i) => String(c).padEnd(widths[i])).join('  ').trimEnd()
     return [line(head), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n')
   }
-  return [
-    table(['probe', ...names], rows),
-    '',
-    table(['header at the upstream', ...names], shownRows)
-  ].join('\n')
+  const out = []
+  if (rows.length) out.push(table(['probe', ...names], rows))
+  if (shownRows.length) out.push(table(['header at the upstream', ...names], shownRows))
+  if (responseRows.length) out.push(table(['response probe', ...names], responseRows))
+  return out.join('\n\n')
 }
 
 /**

@@ -169,7 +169,7 @@ class PolistesTarget {
     return `polistes ${this.args.join(' ').replace(this.upstreamUrl, '<upstream>')}`
   }
 
-  async start ({ upstreamUrl, timeoutMs = 10000 }) {
+  async start ({ upstreamUrl, timeoutMs = 20000 }) {
     this.upstreamUrl = upstreamUrl
     this.version = polistesVersion()
     const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'polistes.js'), ...this.args], { stdio: ['ignore', 'pipe', 'pipe'] })
@@ -185,8 +185,16 @@ class PolistesTarget {
       child.stdout.setEncoding('utf8')
       child.stdout.on('data', (d) => {
         buffer += d
-        const m = /"url":"(http:\/\/[^"]+)"[^\n]*polistes listening/.exec(buffer)
-        if (m) { clearTimeout(timer); resolve(m[1]) }
+        const lines = buffer.split('\n')
+        buffer = lines.pop()
+        for (const line of lines) {
+          let entry
+          try { entry = JSON.parse(line) } catch { continue }
+          if (typeof entry.msg === 'string' && entry.msg.startsWith('polistes listening') && entry.url) {
+            clearTimeout(timer)
+            resolve(entry.url)
+          }
+        }
       })
       child.once('exit', (code, signal) => { clearTimeout(timer); reject(new Error(`${this.name} exited at startup (${code ?? signal}): ${this.stderr}`)) })
     })

@@ -196,7 +196,7 @@ function describeOutcome (probe, outcome) {
   let client = r.status ? String(r.status) : outcome.client.timedOut ? 'no answer' : 'closed'
   if (!r.status && outcome.client.raw.length) client = `${JSON.stringify(outcome.client.raw.toString('latin1').slice(0, 24))} (no status line)${outcome.client.timedOut ? ', held' : ''}`
   if (isResponseProbe(probe) && r.status) {
-    const body = r.body ? JSON.stringify(r.body.toString('latin1').slice(0, 24)) : ''
+    const body = r.body ? JSON.stringify(r.body.toString('latin1').replaceAll(String(outcome.upstreamPort), '<port>').slice(0, 32)) : ''
     client += ` ${r.framing}${r.trailers && r.trailers.length ? ` +trailer ${r.trailers.join(' ')}` : ''} ${body}`
   }
   let upstream
@@ -210,6 +210,10 @@ function describeOutcome (probe, outcome) {
   const shown = {}
   const first = verdict.probeRequests[0]
   for (const h of probe.show || []) shown[h] = first ? first.headers[h] : undefined
+  for (const h of Object.keys(shown)) {
+    if (shown[h] === '') shown[h] = '""'
+    else if (typeof shown[h] === 'string') shown[h] = shown[h].replaceAll(`127.0.0.1:${outcome.upstreamPort}`, '<upstream>')
+  }
   const flags = []
   if (outcome.crashed) flags.push('CRASHED')
   if (verdict.faults.some((f) => f.startsWith('the next client'))) flags.push('DESYNC')
