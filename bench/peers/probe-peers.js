@@ -52,7 +52,8 @@ function parseArgs (argv) {
   return o
 }
 
-const esc = (s) => String(s).replace(/\|/g, '\\|')
+/** A markdown table cell: pipes escaped, and angle brackets, which would render as HTML tags. */
+const esc = (s) => String(s).replace(/\|/g, '\\|').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
 /**
  * The tables (pure): one row per request probe, one column per target; the headers the upstream
