@@ -1,5 +1,6 @@
 'use strict'
 
+const { STATUS_CODES } = require('node:http')
 const { Pool } = require('../pool/pool')
 const { parseBackends } = require('../pool/backend-spec')
 const { createProxyEngine, checkEngineTargets } = require('./proxy-engine')
@@ -11,6 +12,7 @@ const { createFrontServer, refuse } = require('../front/front-server')
 const { readServerTls, readCa } = require('../front/tls-files')
 const { declaresTooLarge, watchBodySize, hasBody, canRetry } = require('./body-limit')
 const { tunnelUpgrade } = require('./upgrade')
+const { checkRequest } = require('./request-checks')
 const { createTelemetry } = require('../observe/telemetry')
 const { createAdmin, isAdminPath } = require('../observe/admin')
 const { createAdminRouter } = require('../observe/admin-router')
@@ -269,6 +271,11 @@ class Balancer {
    * @param {import('http').ServerResponse} res
    */
   handle (req, res) {
+    const refused = checkRequest(req)
+    if (refused !== null) {
+      res.shouldKeepAlive = false // the body, if any, is not read: the connection cannot carry another request
+      return this.reply(res, refused.status, refused.reason, refused.message)
+    }
     if (isAdminPath(req.url)) {
       // the prefix stays the balancer's wherever the admin surface is served: never proxied
       if (this.adminServer) return this.reply(res, 404, 'not-found', 'not found')
@@ -298,6 +305,11 @@ class Balancer {
    */
   handleUpgrade (req, socket, head) {
     if (this.closing || req.url[0] !== '/') return refuse(socket)
+    const refused = checkRequest(req)
+    if (refused !== null) return refuse(socket, `${refused.status} ${STATUS_CODES[refused.status]}`)
+    // A WebSocket handshake has no body (RFC 6455 §4.1); the bytes after the head are the
+    // tunnel's, so a declared body would be framed one way here and another upstream.
+    if (hasBody(req)) return refuse(socket)
     this.counters.requests++
     const upstream = this.policy.pick(this.pool.eligible(), { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method })
     if (!upstream) {
@@ -485,9 +497,10 @@ class ProxiedRequest {
       lb.counters.retries++
       this.dispatch()
     } else if (kind === 'timeout') {
-      lb.reply(res, 504, 'timeout', `upstream ${upstream.id} timed out`)
+      // the client is told what went wrong, never where: the upstream's address stays in the log
+      lb.reply(res, 504, 'timeout', 'upstream timed out')
     } else {
-      lb.reply(res, 502, 'connect', `upstream ${upstream.id} failed: ${err.code || err.message}`)
+      lb.reply(res, 502, 'connect', 'upstream failed')
     }
   }
 
