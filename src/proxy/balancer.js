@@ -22,6 +22,9 @@ const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('../config/recon
 /** Engines that write the response through writeHead/write/end only, as the fast front's response takes it. */
 const FAST_FRONT_ENGINES = new Set(['direct', 'node-http', 'undici'])
 
+/** Marks a client connection whose request was refused by src/proxy/request-checks.js. */
+const kRefused = Symbol('polistes.refused')
+
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
 
 /**
@@ -151,7 +154,8 @@ class Balancer {
     const fast = FAST_FRONT_ENGINES.has(engine) && o.front === 'fast'
       ? { accepts: (url) => !isAdminPath(url), closing: () => this.lifecycle.closing }
       : null
-    this.server = createFrontServer((req, res) => this.handle(req, res), { ...limits, tls, fast })
+    // requireHost false: src/proxy/request-checks.js answers a request without Host, on both fronts
+    this.server = createFrontServer((req, res) => this.handle(req, res), { ...limits, tls, fast, requireHost: false })
     // HAProxy's rule: the listen queue as long as the connection limit (the kernel caps it at
     // net.core.somaxconn), so a burst of new connections is not left to SYN retransmits
     this.lifecycle = createLifecycle(this.server, { name: 'balancer', backlog: o.maxConnections })
@@ -271,8 +275,13 @@ class Balancer {
    * @param {import('http').ServerResponse} res
    */
   handle (req, res) {
+    const socket = req.socket
+    // a request pipelined behind a refused one (node:http parsed it already): the connection is
+    // closing, as nginx's after a 400, and nothing more of it is forwarded
+    if (socket[kRefused] === true) return res.destroy()
     const refused = checkRequest(req)
     if (refused !== null) {
+      socket[kRefused] = true
       res.shouldKeepAlive = false // the body, if any, is not read: the connection cannot carry another request
       return this.reply(res, refused.status, refused.reason, refused.message)
     }
