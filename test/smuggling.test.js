@@ -243,3 +243,47 @@ describe('WebSocket upgrade framing', () => {
     expect(upstream.records).toEqual([])
   })
 })
+
+describe('the pure rules', () => {
+  const { checkRequest, validHost } = require('../src/proxy/request-checks')
+  const { requestHeaders, responseHead, connectionNames } = require('../src/proxy/engines/headers')
+
+  test.each([
+    ['a', true], ['a:', true], ['a:80', true], ['a:65535', true], ['[::1]', true], ['[::1]:80', true],
+    ['%41b', true], ["a-b_c~d!$&'()*+,;=", true], ['127.0.0.1:8080', true],
+    ['', false], [':80', false], ['a:65536', false], ['a:000080', false], ['a:x', false], ['a b', false],
+    ['u@a', false], ['a/b', false], ['a\\b', false], ['a\tb', false], ['a\x7fb', false], ['é', false],
+    ['%4', false], ['%zz', false], ['[zz::1]', false], ['[::1', false], ['[v1.x]', false], ['[::1]x', false]
+  ])('validHost(%j) is %s, also when asked twice', (value, valid) => {
+    expect(validHost(value)).toBe(valid)
+    expect(validHost(value)).toBe(valid)
+  })
+
+  test('checkRequest: the fast front\'s request (no rawHeaders) and node:http\'s', () => {
+    expect(checkRequest({ httpVersion: '1.1', headers: { host: 'a' } })).toBeNull()
+    expect(checkRequest({ httpVersion: '1.0', headers: {} })).toBeNull()
+    expect(checkRequest({ httpVersion: '1.1', headers: {} })).toMatchObject({ status: 400, reason: 'host' })
+    expect(checkRequest({ httpVersion: '1.1', headers: { host: 'a' }, rawHeaders: ['HOST', 'a', 'host', 'a'] })).toMatchObject({ status: 400, reason: 'host' })
+    expect(checkRequest({ httpVersion: '1.1', headers: { host: 'a', 'transfer-encoding': 'chunked' }, rawHeaders: ['Host', 'a'] })).toBeNull()
+    expect(checkRequest({ httpVersion: '1.1', headers: { host: 'a', 'transfer-encoding': 'x-chunked' } })).toMatchObject({ status: 501, reason: 'transfer-encoding' })
+  })
+
+  const req = (headers) => ({ headers, socket: { remoteAddress: '127.0.0.1' } })
+  const framing = (out) => out.filter((_, i) => i % 2 === 0 && /^(content-length|transfer-encoding|host)$/.test(out[i])).map((name) => `${name}: ${out[out.indexOf(name) + 1]}`)
+
+  test.each([
+    ['a length named by Connection', { host: 'a', connection: 'content-length', 'content-length': '35' }, true, ['host: a', 'content-length: 35']],
+    ['chunked named by Connection', { host: 'a', connection: 'transfer-encoding', 'transfer-encoding': 'chunked' }, true, ['host: a', 'transfer-encoding: chunked']],
+    ['chunked, announced by the engine itself (undici)', { host: 'a', 'transfer-encoding': 'chunked' }, false, ['host: a']],
+    ['Host named by Connection', { host: 'a', connection: 'host, close' }, true, ['host: a']],
+    ['a length with leading zeros', { host: 'a', 'content-length': '0035' }, true, ['host: a', 'content-length: 35']],
+    ['no body', { host: 'a' }, true, ['host: a']]
+  ])('requestHeaders frames %s itself', (_name, headers, keepTransferEncoding, want) => {
+    expect(framing(requestHeaders(req(headers), { keepTransferEncoding, close: false }))).toEqual(want)
+  })
+
+  test('a response\'s Connection cannot drop its Content-Length either', () => {
+    expect(responseHead(['Connection', 'content-length', 'Content-Length', '3']).raw).toEqual(['Content-Length', '3'])
+    expect(connectionNames('Host, Content-Length, Transfer-Encoding, X-Hop', new Set())).toEqual(['x-hop'])
+  })
+})
