@@ -43,11 +43,14 @@ const ANSWERS = {
  * the rest by node:http; the handler sees the same request/response surface either way.
  *
  * @param {(req: http.IncomingMessage, res: http.ServerResponse) => void} handler
- * @param {FrontLimits & { tls?: { cert: Buffer, key: Buffer } | null, fast?: { accepts: (url: string) => boolean, closing: () => boolean } | null }} options
+ * @param {FrontLimits & { tls?: { cert: Buffer, key: Buffer } | null, fast?: { accepts: (url: string) => boolean, closing: () => boolean } | null, requireHost?: boolean }} options
+ *   `requireHost: false`: an HTTP/1.1 request without Host reaches the handler, which must refuse it
+ *   itself (the balancer's request checks do, and then forward nothing pipelined behind it)
  * @returns {http.Server | https.Server}
  */
-function createFrontServer (handler, { tls = null, fast = null, maxConnections, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxHeaderSize }) {
+function createFrontServer (handler, { tls = null, fast = null, requireHost = true, maxConnections, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxHeaderSize }) {
   const options = {
+    requireHostHeader: requireHost,
     maxHeaderSize,
     headersTimeout: headersTimeoutMs,
     requestTimeout: requestTimeoutMs,

@@ -1,5 +1,6 @@
 'use strict'
 
+const { STATUS_CODES } = require('node:http')
 const { Pool } = require('../pool/pool')
 const { parseBackends } = require('../pool/backend-spec')
 const { createProxyEngine, checkEngineTargets } = require('./proxy-engine')
@@ -11,6 +12,7 @@ const { createFrontServer, refuse } = require('../front/front-server')
 const { readServerTls, readCa } = require('../front/tls-files')
 const { declaresTooLarge, watchBodySize, hasBody, canRetry } = require('./body-limit')
 const { tunnelUpgrade } = require('./upgrade')
+const { checkRequest } = require('./request-checks')
 const { createTelemetry } = require('../observe/telemetry')
 const { createAdmin, isAdminPath } = require('../observe/admin')
 const { createAdminRouter } = require('../observe/admin-router')
@@ -19,6 +21,9 @@ const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('../config/recon
 
 /** Engines that write the response through writeHead/write/end only, as the fast front's response takes it. */
 const FAST_FRONT_ENGINES = new Set(['direct', 'node-http', 'undici'])
+
+/** Marks a client connection whose request was refused by src/proxy/request-checks.js. */
+const kRefused = Symbol('polistes.refused')
 
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
 
@@ -149,7 +154,8 @@ class Balancer {
     const fast = FAST_FRONT_ENGINES.has(engine) && o.front === 'fast'
       ? { accepts: (url) => !isAdminPath(url), closing: () => this.lifecycle.closing }
       : null
-    this.server = createFrontServer((req, res) => this.handle(req, res), { ...limits, tls, fast })
+    // requireHost false: src/proxy/request-checks.js answers a request without Host, on both fronts
+    this.server = createFrontServer((req, res) => this.handle(req, res), { ...limits, tls, fast, requireHost: false })
     // HAProxy's rule: the listen queue as long as the connection limit (the kernel caps it at
     // net.core.somaxconn), so a burst of new connections is not left to SYN retransmits
     this.lifecycle = createLifecycle(this.server, { name: 'balancer', backlog: o.maxConnections })
@@ -269,6 +275,16 @@ class Balancer {
    * @param {import('http').ServerResponse} res
    */
   handle (req, res) {
+    const socket = req.socket
+    // a request pipelined behind a refused one (node:http parsed it already): the connection is
+    // closing, as nginx's after a 400, and nothing more of it is forwarded
+    if (socket[kRefused] === true) return res.destroy()
+    const refused = checkRequest(req)
+    if (refused !== null) {
+      socket[kRefused] = true
+      res.shouldKeepAlive = false // the body, if any, is not read: the connection cannot carry another request
+      return this.reply(res, refused.status, refused.reason, refused.message)
+    }
     if (isAdminPath(req.url)) {
       // the prefix stays the balancer's wherever the admin surface is served: never proxied
       if (this.adminServer) return this.reply(res, 404, 'not-found', 'not found')
@@ -298,6 +314,11 @@ class Balancer {
    */
   handleUpgrade (req, socket, head) {
     if (this.closing || req.url[0] !== '/') return refuse(socket)
+    const refused = checkRequest(req)
+    if (refused !== null) return refuse(socket, `${refused.status} ${STATUS_CODES[refused.status]}`)
+    // A WebSocket handshake has no body (RFC 6455 §4.1); the bytes after the head are the
+    // tunnel's, so a declared body would be framed one way here and another upstream.
+    if (hasBody(req)) return refuse(socket)
     this.counters.requests++
     const upstream = this.policy.pick(this.pool.eligible(), { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method })
     if (!upstream) {
@@ -485,9 +506,10 @@ class ProxiedRequest {
       lb.counters.retries++
       this.dispatch()
     } else if (kind === 'timeout') {
-      lb.reply(res, 504, 'timeout', `upstream ${upstream.id} timed out`)
+      // the client is told what went wrong, never where: the upstream's address stays in the log
+      lb.reply(res, 504, 'timeout', 'upstream timed out')
     } else {
-      lb.reply(res, 502, 'connect', `upstream ${upstream.id} failed: ${err.code || err.message}`)
+      lb.reply(res, 502, 'connect', 'upstream failed')
     }
   }
 

@@ -3,9 +3,13 @@
 const http = require('node:http')
 const https = require('node:https')
 const net = require('node:net')
+const { FRAMING } = require('./engines/headers')
 
 /** Headers that concern one hop only (RFC 9110 §7.6.1), never copied onto the upstream hop. */
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
+  // the handshake goes up without a body (the balancer refuses one that declares a body): what
+  // follows the head is the tunnel's
+  'content-length']
 
 /**
  * @typedef {object} TunnelHandlers
@@ -108,7 +112,10 @@ function splice (a, b, finMs) {
 /** The client's headers for the upstream hop: hop-by-hop removed, the upgrade kept, X-Forwarded-* added. */
 function forwardedHeaders (req, target) {
   const headers = { ...req.headers }
-  for (const name of (req.headers.connection || '').split(',')) delete headers[name.trim().toLowerCase()]
+  for (const name of (req.headers.connection || '').split(',')) {
+    const header = name.trim().toLowerCase()
+    if (!FRAMING.has(header)) delete headers[header] // `Connection: host` does not take the Host away
+  }
   for (const name of HOP_BY_HOP) delete headers[name]
   headers.connection = 'upgrade'
   if (!headers.host) headers.host = target.host // an HTTP/1.0 client may send none; HTTP/1.1 upstreams require one

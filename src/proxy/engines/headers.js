@@ -13,7 +13,10 @@ const { withNoStore } = require('../cache-control')
  * `100-continue` already) and Trailer (no request trailers are forwarded, and node:http throws on
  * a Trailer header of a message that is not chunked); X-Forwarded-For, -Port and -Proto get this hop appended to any value
  * the client sent, X-Forwarded-Host is set when the client did not send one (http-proxy's `xfwd`
- * rules). Transfer-Encoding is framing: the engine decides whether to keep it. With `noStore` (the
+ * rules). Content-Length and Transfer-Encoding are framing, never copied from the client: the proxy
+ * frames what it forwards itself, from the body it sends (the length Node's parser held the client's
+ * body to, or `Transfer-Encoding: chunked`), and no Connection token removes them or Host (see
+ * FRAMING below). With `noStore` (the
  * policy's admission hint, src/proxy/cache-control.js) Cache-Control carries `no-store`, merged into
  * the client's value.
  *
@@ -21,16 +24,25 @@ const { withNoStore } = require('../cache-control')
  * itself (Content-Length kept, otherwise chunked for HTTP/1.1, close-delimited for HTTP/1.0).
  */
 
-/** Request headers never forwarded. */
+/** Request headers never forwarded (the framing ones are written by requestHeaders itself). */
 const REQUEST_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect', 'trailer', 'te', 'via',
-  'x-forwarded-for', 'x-forwarded-port', 'x-forwarded-proto', 'x-forwarded-host'])
+  'x-forwarded-for', 'x-forwarded-port', 'x-forwarded-proto', 'x-forwarded-host', 'content-length', 'transfer-encoding'])
+
+/**
+ * Names a Connection header cannot take away (issue 25): `Connection: content-length` made the
+ * request go upstream without its length and its body parsed there as the next request, whose
+ * answer another client then received; `Connection: host` left the request without Host. The
+ * framing is the proxy's to write (nginx and HAProxy write their own too), Host is end to end.
+ */
+const FRAMING = new Set(['host', 'content-length', 'transfer-encoding'])
 
 /** Response headers never passed to the client. */
 const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'transfer-encoding'])
 
 /**
  * The names a Connection header value lists, lower-cased, beyond those always dropped
- * (`Connection: keep-alive` and `close`, the usual values, list nothing more).
+ * (`Connection: keep-alive` and `close`, the usual values, list nothing more) and those no
+ * Connection header removes (Host, Content-Length, Transfer-Encoding).
  * @param {string | undefined} value
  * @param {Set<string>} always names dropped anyway
  * @returns {string[] | null} null when there is nothing extra to drop
@@ -42,7 +54,7 @@ function connectionNames (value, always) {
   let names = null
   for (const part of lower.split(',')) {
     const name = part.trim()
-    if (name && name !== 'close' && !always.has(name)) (names ||= []).push(name)
+    if (name && name !== 'close' && !always.has(name) && !FRAMING.has(name)) (names ||= []).push(name)
   }
   return names
 }
@@ -52,8 +64,10 @@ function connectionNames (value, always) {
  * `http.request` and undici take without building a header object).
  *
  * @param {import('http').IncomingMessage} req the client's request (its `headers`: lower-case, duplicates joined)
- * @param {{ keepTransferEncoding: boolean, close: boolean, authority?: string, noStore?: boolean }} options `keepTransferEncoding`: pass the
- *   client's Transfer-Encoding on (node:http then chunk-encodes the body); `close`: add `Connection: close`;
+ * @param {{ keepTransferEncoding: boolean, close: boolean, authority?: string, noStore?: boolean }} options `keepTransferEncoding`: announce
+ *   a chunked body with `Transfer-Encoding: chunked` (the engine chunk-encodes it; false for undici,
+ *   which announces it itself); a body of known length always gets its `Content-Length`, from the
+ *   length Node's parser read, never the client's text; `close`: add `Connection: close`;
  *   `authority`: the upstream's host[:port], sent as Host when the client sent none (HTTP/1.0 allows
  *   that, HTTP/1.1 upstreams refuse a request without it); `noStore`: send `Cache-Control: no-store`
  *   (appended to the client's Cache-Control)
@@ -65,7 +79,6 @@ function requestHeaders (req, { keepTransferEncoding, close, authority, noStore 
   const out = []
   for (const name in headers) {
     if (REQUEST_DROPPED.has(name)) continue
-    if (name === 'transfer-encoding' && !keepTransferEncoding) continue
     if (extra !== null && extra.includes(name)) continue
     out.push(name, headers[name])
   }
@@ -81,6 +94,13 @@ function requestHeaders (req, { keepTransferEncoding, close, authority, noStore 
   )
   const forwardedHost = headers['x-forwarded-host'] || headers.host
   if (forwardedHost) out.push('x-forwarded-host', forwardedHost) // an HTTP/1.0 request may have no Host
+  // the framing of the body the engine sends (the front admits `chunked` alone, never with a
+  // length: src/proxy/request-checks.js and Node's parser)
+  if (headers['transfer-encoding'] !== undefined) {
+    if (keepTransferEncoding) out.push('transfer-encoding', 'chunked')
+  } else if (headers['content-length'] !== undefined) {
+    out.push('content-length', contentLength(headers['content-length']))
+  }
   if (close) out.push('connection', 'close')
   if (headers.host === undefined && authority) out.push('host', authority)
   if (noStore === true) addNoStore(out, headers['cache-control'])
@@ -104,6 +124,16 @@ function addNoStore (out, existing) {
     }
   }
   out.push('cache-control', withNoStore(undefined))
+}
+
+/**
+ * A Content-Length as it goes upstream: the number Node's parser held the body to (it admits one
+ * value of digits only), without leading zeros (as text: no rounding above 2^53).
+ * @param {string} value
+ * @returns {string}
+ */
+function contentLength (value) {
+  return value.length === 1 || value[0] !== '0' ? value : value.replace(/^0+(?=[0-9])/, '')
 }
 
 /** RFC 9110 §7.6.3: a gateway MUST add itself to Via on the requests it forwards (requests only). */
@@ -166,4 +196,4 @@ function responseHead (raw, names = new HeaderNames()) {
   return { raw: out, headers }
 }
 
-module.exports = { requestHeaders, responseHead, connectionNames, via, hostPort }
+module.exports = { requestHeaders, responseHead, connectionNames, contentLength, via, hostPort, FRAMING }

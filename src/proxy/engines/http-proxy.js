@@ -1,7 +1,7 @@
 'use strict'
 
 const { Readable } = require('node:stream')
-const { via } = require('./headers')
+const { via, contentLength, FRAMING } = require('./headers')
 const { withNoStore } = require('../cache-control')
 
 /** Each library's passes that turn an upstream response into the client's head (status, headers). */
@@ -45,6 +45,7 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
       return
     }
     stripHopByHop(proxyReq, req)
+    setFraming(proxyReq, req)
     if (!keepAlive) proxyReq.setHeader('connection', 'close')
     proxyReq.setHeader('via', via(req.headers.via))
     if (attempt.noStore) proxyReq.setHeader('cache-control', withNoStore(proxyReq.getHeader('cache-control')))
@@ -158,13 +159,28 @@ function stripHopByHop (proxyReq, req) {
   if (connection) {
     for (const name of connection.split(',')) {
       const header = name.trim().toLowerCase()
-      if (header && header !== 'upgrade') proxyReq.removeHeader(header)
+      if (header && header !== 'upgrade' && !FRAMING.has(header)) proxyReq.removeHeader(header)
     }
   }
   proxyReq.removeHeader('connection')
   proxyReq.removeHeader('keep-alive')
   proxyReq.removeHeader('proxy-connection')
   proxyReq.removeHeader('te')
+}
+
+/**
+ * The request's framing, written by the proxy rather than copied from the client (the library
+ * copies every header): `Transfer-Encoding: chunked` (node:http then chunk-encodes the body) or
+ * the Content-Length Node's parser held the body to, and nothing for a request without either.
+ * @param {import('http').ClientRequest} proxyReq
+ * @param {import('http').IncomingMessage} req
+ */
+function setFraming (proxyReq, req) {
+  proxyReq.removeHeader('transfer-encoding')
+  proxyReq.removeHeader('content-length')
+  const length = req.headers['content-length']
+  if (req.headers['transfer-encoding'] !== undefined) proxyReq.setHeader('transfer-encoding', 'chunked')
+  else if (length !== undefined) proxyReq.setHeader('content-length', contentLength(length))
 }
 
 /**
