@@ -108,9 +108,28 @@ describe('backend URLs', () => {
 
   test('https:// backends are accepted, and a port equal to the scheme\'s default counts as explicit', () => {
     expect(parseBackend('https://127.0.0.1:8443#eu')).toEqual({ id: '127.0.0.1:8443', url: 'https://127.0.0.1:8443', weight: 1, region: 'eu' })
-    expect(parseBackend('https://localhost:443')).toEqual({ id: 'localhost:443', url: 'https://localhost', weight: 1 })
-    expect(parseBackend('http://[::1]:80')).toEqual({ id: '[::1]:80', url: 'http://[::1]', weight: 1 })
+    expect(parseBackend('https://localhost:443')).toEqual({ id: 'localhost:443', url: 'https://localhost:443', weight: 1 })
+    expect(parseBackend('http://[::1]:80')).toEqual({ id: '[::1]:80', url: 'http://[::1]:80', weight: 1 })
     expect(() => parseBackend('https://localhost')).toThrow(/explicit host and port/)
+  })
+
+  test.each([
+    'http://127.0.0.1:80', 'https://127.0.0.1:443', 'http://[::1]:80#eu&w=2', 'http://127.0.0.1:9101#id=web1',
+    { url: 'https://localhost:443', weight: 3, region: 'us', healthCheck: { path: '/ready' } }
+  ])('a parsed spec reads back as itself (%j): the config resolves a list, the balancer reads it again', (input) => {
+    const spec = parseBackend(input)
+    expect(parseBackend(spec)).toEqual(spec)
+    expect(parseBackends(parseBackends([input]))).toEqual([spec])
+  })
+
+  test('backends on the schemes\' default ports, from a config file: resolved with their port, kept by a reload\'s second read', () => {
+    const file = write('default-ports.json', JSON.stringify({ backends: ['http://127.0.0.1:80', 'https://127.0.0.1:443#w=2'] }))
+    const config = resolveConfig({}, readConfigFile(file))
+    expect(config.backends).toEqual([
+      { id: '127.0.0.1:80', url: 'http://127.0.0.1:80', weight: 1 },
+      { id: '127.0.0.1:443', url: 'https://127.0.0.1:443', weight: 2 }
+    ])
+    expect(resolveConfig({}, { backends: config.backends }).backends).toEqual(config.backends)
   })
 
   test.each([
