@@ -60,8 +60,11 @@ function createRoundRobin (options = {}) {
  * @param {readonly { weight?: number }[]} list
  */
 function equalWeights (list) {
-  const w = weightOf(list[0])
-  for (let i = 1; i < list.length; i++) if (weightOf(list[i]) !== w) return false
+  const first = list[0].weight
+  for (let i = 1; i < list.length; i++) {
+    const w = list[i].weight
+    if (w !== first && weightOf(list[i]) !== weightOf(list[0])) return false // (undefined and 1 are equal)
+  }
   return true
 }
 
