@@ -354,13 +354,13 @@ describe('options', () => {
   test.each([
     [{ maxFails: 0 }, 'maxFails must be an integer in [1, 1000], got 0'],
     [{ retries: -1 }, 'retries must be an integer in [0, 100], got -1'],
-    [{ timeoutMs: 0 }, 'timeoutMs must be a positive number, got 0'],
+    [{ timeoutMs: 0 }, 'timeoutMs must be a positive number of ms, got 0'],
     [{ port: 70000 }, 'port must be an integer in [0, 65535], got 70000'],
     [{ keepAlive: 'yes' }, 'keepAlive must be true or false, got "yes"'],
     [{ retryOn: [404] }, 'retryOn must be a list of 5xx statuses and/or "timeout", e.g. [503, "timeout"], got [404]'],
     [{ retryOn: [503, 'timeouts'] }, 'retryOn must be a list of 5xx statuses and/or "timeout", e.g. [503, "timeout"], got [503,"timeouts"]'],
-    [{ tryTimeoutMs: 0 }, 'tryTimeoutMs must be a positive number, got 0'],
-    [{ tryTimeoutMs: '250' }, 'tryTimeoutMs must be a positive number, got "250"'],
+    [{ tryTimeoutMs: 0 }, 'tryTimeoutMs must be a positive number of ms, got 0'],
+    [{ tryTimeoutMs: '250' }, 'tryTimeoutMs must be a positive number of ms, got "250"'],
     [{ tryTimeoutMs: 2000, timeoutMs: 1000 }, 'tryTimeoutMs (2000) must not exceed timeoutMs (1000): the inactivity timeout would always fire first']
   ])('%j is refused by the balancer and by the config resolver with the same message', (bad, message) => {
     expect(() => createBalancer({ backends, ...bad })).toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION', message }))

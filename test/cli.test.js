@@ -7,6 +7,10 @@ const http = require('node:http')
 const https = require('node:https')
 const { once } = require('node:events')
 const { request, startUpstream, waitFor, runNode, startCli, cliEntry, makeCertificates } = require('./helper')
+const { OPTIONS, GROUPS, EXAMPLES } = require('../src/run/cli-options')
+const { startBalancer } = require('../src/proxy/balancer')
+const { readConfigFile, resolveConfig } = require('../src/config/config')
+const { balancerOptions } = require('../src/config/reload')
 
 const CLI = cliEntry()
 
@@ -22,24 +26,37 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
   test.each([
     ['unknown algorithm', ['--algo', 'fastest'], /unknown algorithm "fastest"/],
     ['malformed backend URL', ['--backends', 'http://127.0.0.1:notaport'], /malformed URL/],
-    ['unknown flag', ['--colour', 'red'], /Unknown argument/],
-    ['non-numeric port', ['--port', 'eighty'], /--port must be a number/],
-    ['out-of-range port', ['--port', '70000'], /port must be an integer in \[0, 65535\]/],
+    ['unknown flag, named once as typed', ['--bogus-flag', 'red'], /^polistes: unknown option --bogus-flag \(polistes --help lists them\)$/],
+    ['unknown camelCase flag', ['--bogusFlag'], /^polistes: unknown option --bogusFlag /],
+    ['unknown short flag', ['-x'], /^polistes: unknown option -x /],
+    ['a stray argument', ['8080'], /^polistes: unexpected argument "8080"/],
+    ['a bare --port', ['--port'], /^polistes: --port needs a value$/],
+    ['a bare -p', ['-p'], /^polistes: -p \(--port\) needs a value$/],
+    ['--port followed by another flag', ['--port', '--host', '127.0.0.1'], /^polistes: --port needs a value$/],
+    ['--port= with nothing after it', ['--port='], /^polistes: --port needs a value$/],
+    ['a bare --host (a string)', ['--host'], /^polistes: --host needs a value$/],
+    ['a bare --health-check (nested key)', ['--health-check'], /^polistes: --health-check needs a value$/],
+    ['a bad --log-level', ['--log-level', 'loud'], /^polistes: --log-level: got "loud"; expected one of: "fatal", /],
+    ['zero timeout: the flag, not the key', ['--timeout', '0'], /^polistes: --timeout must be a positive number of ms, got 0$/],
+    ['zero fleet size', ['--fleet-size', '0'], /^polistes: --fleet-size must be an integer in \[1, 1000\], got 0$/],
+    ['a bad backend weight', ['--backends', 'http://127.0.0.1:9101#w=0'], /^polistes: --backends: backend #1: weight must be a positive number, got "0"$/],
+    ['non-numeric port', ['--port', 'eighty'], /^polistes: --port must be a number$/],
+    ['out-of-range port', ['--port', '70000'], /^polistes: --port must be an integer in \[0, 65535\], got 70000$/],
     ['bad policy options', ['--policy-options', '{nope'], /--policy-options is not valid JSON/],
-    ['unknown policy option (the old --help example)', ['--policy-options', '{"maxRounds":4}'], /^polistes: wasp: unknown option "maxRounds"; known options: .*\brounds\b/],
+    ['unknown policy option (the old --help example)', ['--policy-options', '{"maxRounds":4}'], /^polistes: --policy-options: wasp: unknown option "maxRounds"; known options: .*\brounds\b/],
     ['unknown option of another policy', ['--algo', 'chash-bounded', '--policy-options', '{"rounds":4}'], /chash-bounded: unknown option "rounds"; known options: balanceFactor, replicas/],
-    ['health check path without a slash', ['--health-check', 'health'], /healthCheck.path must be a path starting with "\/"/],
-    ['bad expected status', ['--health-check', '/h', '--health-expect', 'ok'], /healthCheck.expectStatus must be a status/],
-    ['zero rise', ['--health-rise', '0'], /healthCheck.rise must be an integer in \[1, 1000\]/],
-    ['negative slow start', ['--slow-start', '-5'], /slowStartMs must be a number of ms >= 0/],
+    ['health check path without a slash', ['--health-check', 'health'], /^polistes: --health-check must be a path starting with "\/"/],
+    ['bad expected status', ['--health-check', '/h', '--health-expect', 'ok'], /^polistes: --health-expect must be a status/],
+    ['zero rise', ['--health-rise', '0'], /^polistes: --health-rise must be an integer in \[1, 1000\]/],
+    ['negative slow start', ['--slow-start', '-5'], /^polistes: --slow-start must be a number of ms >= 0/],
     ['unknown retry condition', ['--retry-on', '503,slow'], /--retry-on must be a comma list of statuses and\/or timeout, e.g. 503,timeout, got "503,slow"/],
-    ['zero try timeout', ['--try-timeout', '0'], /tryTimeoutMs must be a positive number, got 0/],
-    ['try timeout above the inactivity timeout', ['--try-timeout', '5000', '--timeout', '1000'], /tryTimeoutMs \(5000\) must not exceed timeoutMs \(1000\)/],
+    ['zero try timeout', ['--try-timeout', '0'], /^polistes: --try-timeout must be a positive number of ms, got 0$/],
+    ['try timeout above the inactivity timeout', ['--try-timeout', '5000', '--timeout', '1000'], /^polistes: --try-timeout \(5000\) must not exceed --timeout \(1000\)/],
     ['--watch without --config', ['--watch'], /--watch needs --config/]
   ])('%s', async (_name, args, message) => {
     const { code, stderr, stdout } = await run(args)
     expect(code).toBe(2)
-    expect(stderr).toMatch(message)
+    expect(stderr.trimEnd()).toMatch(message)
     expect(stderr).toMatch(/^polistes: /)
     expect(oneLine(stderr)).toBe(true)
     expect(stdout).toBe('')
@@ -74,7 +91,7 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
       expect(mismatch.stderr).toMatch(/^polistes: --tls-key \S+ cannot be used with --tls-cert \S+: .*key values mismatch/)
       expect(oneLine(mismatch.stderr)).toBe(true)
       const alone = await run(['--backends', 'http://127.0.0.1:9', '--tls-cert', certs.cert])
-      expect(alone.stderr).toMatch(/^polistes: tlsCert and tlsKey go together/)
+      expect(alone.stderr).toBe('polistes: --tls-cert and --tls-key go together: give both or neither\n')
       const junkCa = await run(['--backends', 'http://127.0.0.1:9', '--port', '0', '--upstream-ca', certs.key])
       expect(junkCa.stderr).toMatch(/^polistes: --upstream-ca \S+: no PEM certificate in it/)
     } finally {
@@ -96,6 +113,40 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
       blocker.close()
       await upstream.close()
     }
+  })
+
+  test('admin port in use: the message names --admin-port', async () => {
+    const blocker = http.createServer()
+    blocker.listen(0, '127.0.0.1')
+    await once(blocker, 'listening')
+    const upstream = await startUpstream((req, res) => res.end('ok'))
+    try {
+      const { code, stderr } = await run(['--port', '0', '--admin-port', String(blocker.address().port), '--backends', upstream.url])
+      expect(code).toBe(2)
+      expect(stderr).toBe(`polistes: admin listener: 127.0.0.1:${blocker.address().port} is already in use (choose another with --admin-port)\n`)
+    } finally {
+      blocker.close()
+      await upstream.close()
+    }
+  })
+
+  test.each([
+    ['a bad value', { timeoutMs: 0 }, [], 'config file FILE: timeoutMs must be a positive number of ms, got 0'],
+    ['a nested key', { healthCheck: { path: '/h', rise: 0 } }, [], 'config file FILE: healthCheck.rise must be an integer in [1, 1000], got 0'],
+    ['the seed\'s strategy', { strategy: 'Fastest' }, [], /^config file FILE: strategy: unknown algorithm "fastest"; expected one of: /],
+    ['the port of address', { address: '127.0.0.1:70000' }, [], 'config file FILE: the port of address must be an integer in [0, 65535], got 70000'],
+    ['a backend', { backends: ['http://127.0.0.1:9101#w=0'] }, [], 'config file FILE: backends: backend #1: weight must be a positive number, got "0"'],
+    ['a file value against a flag', { tryTimeoutMs: 5000 }, ['--timeout', '1000'], /^config file FILE: tryTimeoutMs \(5000\) must not exceed --timeout \(1000\)/],
+    ['a flag over a good file value', { timeoutMs: 1000 }, ['--timeout', '-1'], '--timeout must be a positive number of ms, got -1']
+  ])('a config-file error names the file and the key: %s', async (_name, json, flags, expected) => {
+    const file = path.join(tmp, `named-${_name.replace(/\W+/g, '-')}.json`)
+    fs.writeFileSync(file, JSON.stringify(json))
+    const { code, stderr } = await run(['--config', file, ...flags])
+    expect(code).toBe(2)
+    const line = stderr.replace(/^polistes: /, '').trimEnd().replace(file, 'FILE')
+    if (typeof expected === 'string') expect(line).toBe(expected)
+    else expect(line).toMatch(expected)
+    expect(oneLine(stderr)).toBe(true)
   })
 
   test('embedded fleet port in use', async () => {
@@ -122,6 +173,98 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
     expect(code).toBe(0)
     expect(stdout).toMatch(/--algo/)
     expect(stdout).toMatch(/--no-keep-alive|--keep-alive/)
+  })
+})
+
+describe('--help', () => {
+  let help
+  beforeAll(async () => {
+    const { code, stdout } = await run(['--help'])
+    expect(code).toBe(0)
+    help = stdout
+  })
+
+  /** group title → the flags listed under it, in --help's order */
+  const sections = () => {
+    const groups = {}
+    let current = null
+    for (const line of help.slice(0, help.indexOf('\nExamples:')).split('\n')) {
+      if (/^\S.*:$/.test(line)) current = (groups[line] = [])
+      const m = /^ +(?:-\w, +)?--([a-z][a-z-]*)/.exec(line)
+      if (m && current) current.push(m[1])
+    }
+    return groups
+  }
+
+  test('every option is listed in exactly one group, the one it is declared in', () => {
+    const groups = sections()
+    const listed = Object.entries(groups).flatMap(([title, flags]) => flags.map((flag) => ({ flag, title })))
+    const expected = [...OPTIONS.map((o) => ({ flag: o.flag, title: GROUPS[o.group] })), { flag: 'help', title: GROUPS.general }, { flag: 'version', title: GROUPS.general }]
+    expect(listed.sort((a, b) => a.flag.localeCompare(b.flag))).toEqual(expected.sort((a, b) => a.flag.localeCompare(b.flag)))
+    expect(Object.keys(groups).filter((t) => groups[t].length > 0)).toEqual(Object.values(GROUPS)) // in order, none empty, no "Options:"
+    expect(Object.keys(GROUPS)).toEqual(['balancing', 'backends', 'health', 'front', 'observability', 'fleet', 'general'])
+  })
+
+  test('examples, and where every setting is described', () => {
+    const examples = help.slice(help.indexOf('\nExamples:'))
+    const flat = examples.replace(/\s+/g, ' ')
+    expect(EXAMPLES.length).toBeGreaterThanOrEqual(3)
+    for (const [command, description] of EXAMPLES) {
+      for (const word of [...command.replace('$0', 'polistes').split(' '), ...description.split(' ')]) expect(examples).toContain(word)
+    }
+    const docs = /docs\/configuration\.md \((\S+)\)/.exec(flat)
+    expect(docs).not.toBeNull()
+    expect(fs.readFileSync(docs[1], 'utf8')).toMatch(/^# Configuration/)
+  })
+})
+
+describe('backends on the schemes\' default ports (:80, :443)', () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-cli-ports-'))
+  afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }))
+  const BACKENDS = ['http://127.0.0.1:80', 'https://127.0.0.1:443#w=2']
+  const EXPECTED = [
+    { id: '127.0.0.1:80', url: 'http://127.0.0.1:80', weight: 1 },
+    { id: '127.0.0.1:443', url: 'https://127.0.0.1:443', weight: 2 }
+  ]
+  // nothing is sent to them: the balancer's stats show what it targets
+  const upstreamsOf = async (base) => JSON.parse((await request(`${base}/_polistes/stats`)).body).upstreams.map(({ id, url, weight }) => ({ id, url, weight }))
+
+  test.each([
+    ['--backends', () => ['--backends', BACKENDS.join(',')]],
+    ['a config file', () => {
+      const file = path.join(tmp, 'ports.json')
+      fs.writeFileSync(file, JSON.stringify({ backends: BACKENDS }))
+      return ['--config', file]
+    }]
+  ])('from %s: the CLI starts and targets them', async (_name, args) => {
+    const cli = startCli(['--port', '0', ...args()])
+    try {
+      const ready = await cli.ready
+      expect(await upstreamsOf(ready.url)).toEqual(EXPECTED)
+      cli.child.kill('SIGTERM')
+      expect((await cli.exited).code).toBe(0)
+    } finally {
+      cli.child.kill('SIGKILL')
+    }
+  })
+
+  test('through the API: as URLs, and as the config resolves them', async () => {
+    for (const backends of [BACKENDS, resolveConfig({}, { backends: BACKENDS }).backends]) {
+      const lb = await startBalancer({ backends, port: 0 })
+      try {
+        expect(await upstreamsOf(lb.url)).toEqual(EXPECTED)
+      } finally {
+        await lb.close()
+      }
+    }
+    const file = path.join(tmp, 'api.json')
+    fs.writeFileSync(file, JSON.stringify({ receiver_addresses: BACKENDS, port: 0 }))
+    const lb = await startBalancer(balancerOptions(resolveConfig({}, readConfigFile(file))))
+    try {
+      expect(await upstreamsOf(lb.url)).toEqual(EXPECTED)
+    } finally {
+      await lb.close()
+    }
   })
 })
 
@@ -170,6 +313,22 @@ describe('running', () => {
       cli.child.kill('SIGKILL')
       await upstream.close()
       certs.remove()
+    }
+  })
+
+  test('round-robin honours a backend\'s weight (#w=2): 4, 2, 2 of 8 requests, interleaved as nginx does', async () => {
+    const upstreams = await Promise.all(['a', 'b', 'c'].map((name) => startUpstream((req, res) => res.end(name))))
+    const cli = startCli(['--port', '0', '--algo', 'round-robin', '--backends', upstreams.map((u, i) => (i === 0 ? `${u.url}#w=2` : u.url)).join(',')])
+    try {
+      const ready = await cli.ready
+      const bodies = []
+      for (let i = 0; i < 8; i++) bodies.push((await request(`${ready.url}/x`)).body)
+      expect(bodies).toEqual(['a', 'b', 'c', 'a', 'a', 'b', 'c', 'a'])
+      cli.child.kill('SIGTERM')
+      expect((await cli.exited).code).toBe(0)
+    } finally {
+      cli.child.kill('SIGKILL')
+      await Promise.all(upstreams.map((u) => u.close()))
     }
   })
 

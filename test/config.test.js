@@ -3,7 +3,8 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { readConfigFile, resolveConfig, normalizeAlgo, parseAddress } = require('../src/config/config')
+const { readConfigFile, resolveConfig, withFlagNames, normalizeAlgo, parseAddress } = require('../src/config/config')
+const { flagNames } = require('../src/run/cli-options')
 const { parseBackend, parseBackends } = require('../src/pool/backend-spec')
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-config-'))
@@ -89,6 +90,47 @@ describe('config file', () => {
   })
 })
 
+describe('an error names where the setting came from', () => {
+  const message = (fn) => {
+    try {
+      fn()
+    } catch (err) {
+      expect(err.code).toMatch(/^ERR_POLISTES_/)
+      return err.message
+    }
+    throw new Error('no error')
+  }
+  const flags = (object) => withFlagNames(object, flagNames)
+
+  test.each([
+    ['a flag by its flag', { timeoutMs: 0 }, {}, '--timeout must be a positive number of ms, got 0'],
+    ['a nested flag', { healthCheck: { rise: 0 } }, {}, '--health-rise must be an integer in [1, 1000], got 0'],
+    ['a fleet flag', { fleet: { count: 0 } }, {}, '--fleet-size must be an integer in [1, 1000], got 0'],
+    ['a file key by the file and the key', {}, { timeoutMs: 0 }, 'config file FILE: timeoutMs must be a positive number of ms, got 0'],
+    ['a nested file key', {}, { healthCheck: { fall: 0 } }, 'config file FILE: healthCheck.fall must be an integer in [1, 1000], got 0'],
+    ['a fleet file key', {}, { fleet: { missMs: -1 } }, 'config file FILE: fleet.missMs must be a non-negative number of ms, got -1'],
+    ['the seed\'s receiver_addresses', {}, { receiver_addresses: ['127.0.0.1:1', '127.0.0.1:1'] }, 'config file FILE: receiver_addresses: duplicate backend id "127.0.0.1:1"'],
+    ['a flag against a file key', { timeoutMs: 1000 }, { tryTimeoutMs: 2000 }, 'config file FILE: tryTimeoutMs (2000) must not exceed --timeout (1000): the inactivity timeout would always fire first'],
+    ['a file key against a default, named as a key', {}, { headersTimeoutMs: 70000 }, 'config file FILE: headersTimeoutMs (70000) must not exceed requestTimeoutMs (60000)'],
+    ['a flag against a default, named as a flag', { headersTimeoutMs: 70000 }, {}, '--headers-timeout (70000) must not exceed --request-timeout (60000)'],
+    ['a flag over the file', { port: 70000 }, { port: 8080 }, '--port must be an integer in [0, 65535], got 70000'],
+    ['a message that does not start with the key', { engine: 'nginx' }, {}, '--engine: unknown proxy engine "nginx"; expected one of: http-proxy, http-proxy-3, node-http, undici, direct']
+  ])('%s', (_name, given, json, expected) => {
+    const file = write(`origin-${_name.replace(/\W+/g, '-')}.json`, JSON.stringify(json))
+    expect(message(() => resolveConfig(flags(given), readConfigFile(file))).replace(file, 'FILE')).toBe(expected)
+  })
+
+  test('the API\'s own objects keep the key names', () => {
+    expect(message(() => resolveConfig({ timeoutMs: 0 }))).toBe('timeoutMs must be a positive number of ms, got 0')
+    expect(message(() => resolveConfig({ policyOptions: { maxRounds: 4 } }))).toMatch(/^wasp: unknown option "maxRounds"/)
+  })
+
+  test('the flag map covers every key of a resolved config but graceMs (file only), plus backends and accessLogFile (no default)', () => {
+    const keys = (object, prefix = '') => Object.entries(object).flatMap(([k, v]) => (v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 0 ? keys(v, `${prefix}${k}.`) : [`${prefix}${k}`]))
+    expect(Object.keys(flagNames).sort()).toEqual([...keys(resolveConfig({})).filter((k) => k !== 'graceMs'), 'backends', 'accessLogFile'].sort())
+  })
+})
+
 describe('names and addresses', () => {
   test.each([['RoundRobin', 'round-robin'], ['IpHash', 'ip-hash'], ['round-robin', 'round-robin'], ['LeastConnections', 'least-connections'], ['wasp', 'wasp']])('%s normalizes to %s', (input, output) => {
     expect(normalizeAlgo(input)).toBe(output)
@@ -108,9 +150,28 @@ describe('backend URLs', () => {
 
   test('https:// backends are accepted, and a port equal to the scheme\'s default counts as explicit', () => {
     expect(parseBackend('https://127.0.0.1:8443#eu')).toEqual({ id: '127.0.0.1:8443', url: 'https://127.0.0.1:8443', weight: 1, region: 'eu' })
-    expect(parseBackend('https://localhost:443')).toEqual({ id: 'localhost:443', url: 'https://localhost', weight: 1 })
-    expect(parseBackend('http://[::1]:80')).toEqual({ id: '[::1]:80', url: 'http://[::1]', weight: 1 })
+    expect(parseBackend('https://localhost:443')).toEqual({ id: 'localhost:443', url: 'https://localhost:443', weight: 1 })
+    expect(parseBackend('http://[::1]:80')).toEqual({ id: '[::1]:80', url: 'http://[::1]:80', weight: 1 })
     expect(() => parseBackend('https://localhost')).toThrow(/explicit host and port/)
+  })
+
+  test.each([
+    'http://127.0.0.1:80', 'https://127.0.0.1:443', 'http://[::1]:80#eu&w=2', 'http://127.0.0.1:9101#id=web1',
+    { url: 'https://localhost:443', weight: 3, region: 'us', healthCheck: { path: '/ready' } }
+  ])('a parsed spec reads back as itself (%j): the config resolves a list, the balancer reads it again', (input) => {
+    const spec = parseBackend(input)
+    expect(parseBackend(spec)).toEqual(spec)
+    expect(parseBackends(parseBackends([input]))).toEqual([spec])
+  })
+
+  test('backends on the schemes\' default ports, from a config file: resolved with their port, kept by a reload\'s second read', () => {
+    const file = write('default-ports.json', JSON.stringify({ backends: ['http://127.0.0.1:80', 'https://127.0.0.1:443#w=2'] }))
+    const config = resolveConfig({}, readConfigFile(file))
+    expect(config.backends).toEqual([
+      { id: '127.0.0.1:80', url: 'http://127.0.0.1:80', weight: 1 },
+      { id: '127.0.0.1:443', url: 'https://127.0.0.1:443', weight: 2 }
+    ])
+    expect(resolveConfig({}, { backends: config.backends }).backends).toEqual(config.backends)
   })
 
   test.each([

@@ -2,8 +2,8 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
-const { ERR_POLISTES_BAD_CONFIG, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('../common/errors')
-const { DEFAULTS, validateOptions, checkInteger } = require('./defaults')
+const { PolistesError, ERR_POLISTES_BAD_CONFIG, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('../common/errors')
+const { DEFAULTS, validateOptions, checkInteger, badOption, onOption } = require('./defaults')
 const { policyNames, createPolicy } = require('../policies')
 const { parseBackends } = require('../pool/backend-spec')
 
@@ -18,6 +18,25 @@ const FILE_KEYS = new Set(['address', 'host', 'port', 'strategy', 'algo', 'backe
 const PLAIN_KEYS = ['keepAlive', 'engine', 'timeoutMs', 'tryTimeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'slowStartMs', 'workers',
   'accessLog', 'accessLogFile', ...FRONT_KEYS]
 const FLEET_KEYS = new Set(['count', 'basePort', 'cachePages', 'missMs'])
+
+/**
+ * Where a set of settings came from, kept on the object (not enumerable, so merging ignores it) for
+ * error messages: a config file's settings carry `{ file, names }` (the path, and the name a key had
+ * in the file when it differs, e.g. `strategy` for `algo`); the CLI's flags carry `{ flagNames }`
+ * (config key → `--flag`).
+ */
+const ORIGIN = Symbol('polistes.config.origin')
+
+/**
+ * Tag the CLI's flags with their names, so that an error about a setting given as a flag names the
+ * flag (`--timeout must be ...`), not the config key.
+ * @param {object} flags config keys set by flags
+ * @param {Record<string, string>} flagNames config key path → `--flag`, for every flag that sets one
+ * @returns {object} `flags`
+ */
+function withFlagNames (flags, flagNames) {
+  return Object.defineProperty(flags, ORIGIN, { value: { flagNames } })
+}
 
 /**
  * Read and validate a JSON config file into the normalized option names.
@@ -46,14 +65,26 @@ function readConfigFile (file) {
     throw new ERR_POLISTES_BAD_CONFIG(`config file ${file}: unknown key(s) ${unknown.join(', ')}; allowed: ${[...FILE_KEYS].join(', ')}`)
   }
   const out = {}
+  const names = {} // the file's name of a key, where it is another
+  Object.defineProperty(out, ORIGIN, { value: { file, names } })
   const where = `config file ${file}`
-  if (json.address !== undefined) Object.assign(out, parseAddress(json.address, where))
-  if (json.host !== undefined) out.host = json.host
-  if (json.port !== undefined) out.port = json.port
-  const strategy = json.algo ?? json.strategy
-  if (strategy !== undefined) out.algo = normalizeAlgo(strategy)
-  const backends = json.backends ?? json.receiver_addresses
-  if (backends !== undefined) out.backends = backends
+  if (json.address !== undefined) {
+    Object.assign(out, parseAddress(json.address, where))
+    Object.assign(names, { host: 'the host of address', port: 'the port of address' })
+  }
+  /** the seed's names and `address`: the file's own key wins over them */
+  const take = (key, value, name) => {
+    if (value === undefined) return
+    out[key] = value
+    if (name) names[key] = name
+    else delete names[key]
+  }
+  take('host', json.host)
+  take('port', json.port)
+  take('algo', json.strategy, 'strategy') // normalized (CamelCase too) with the flags' value
+  take('algo', json.algo)
+  take('backends', json.receiver_addresses, 'receiver_addresses')
+  take('backends', json.backends)
   for (const key of PLAIN_KEYS) {
     if (json[key] !== undefined) out[key] = json[key]
   }
@@ -105,25 +136,85 @@ function normalizeAlgo (name) {
  * @throws {PolistesError}
  */
 function resolveConfig (flags, file = {}) {
+  try {
+    return merge(flags, file)
+  } catch (err) {
+    throw nameTheSource(err, flags, file)
+  }
+}
+
+/** resolveConfig's work; its errors name config keys (`err.options`). */
+function merge (flags, file) {
   const config = { ...DEFAULTS, ...file, ...flags }
   config.fleet = { ...DEFAULTS.fleet, ...(file.fleet || {}), ...(flags.fleet || {}) }
   config.healthCheck = { ...DEFAULTS.healthCheck, ...(file.healthCheck || {}), ...(flags.healthCheck || {}) }
-  config.algo = normalizeAlgo(config.algo)
-  if (!policyNames().includes(config.algo)) {
-    throw new ERR_POLISTES_UNKNOWN_ALGO(config.algo, policyNames())
-  }
+  onOption('algo', () => {
+    config.algo = normalizeAlgo(config.algo)
+    if (!policyNames().includes(config.algo)) throw new ERR_POLISTES_UNKNOWN_ALGO(config.algo, policyNames())
+  })
   validateOptions(config)
   if (config.accessLogFile !== undefined) {
     if (flags.accessLog === false && flags.accessLogFile !== undefined) throw new ERR_POLISTES_BAD_OPTION('--no-access-log and --access-log-file contradict each other: give one')
     if (flags.accessLog !== false) config.accessLog = true // a file asks for the log, unless a flag turns it off
   }
-  createPolicy(config.algo, config.policyOptions) // the policy's own check of its options (unknown names, ranges)
-  if (config.backends !== undefined) config.backends = parseBackends(config.backends)
-  checkInteger('fleet count', config.fleet.count, 1, 1000)
-  checkInteger('fleet base port', config.fleet.basePort, 0, 65535)
-  checkInteger('cache pages', config.fleet.cachePages, 0, 1e6)
-  if (!(Number.isFinite(config.fleet.missMs) && config.fleet.missMs >= 0)) throw new ERR_POLISTES_BAD_OPTION(`miss cost must be a non-negative number of ms, got ${config.fleet.missMs}`)
+  onOption('policyOptions', () => createPolicy(config.algo, config.policyOptions)) // the policy's own check of its options (unknown names, ranges)
+  if (config.backends !== undefined) {
+    try {
+      config.backends = parseBackends(config.backends)
+    } catch (err) {
+      if (err instanceof PolistesError) err.options = ['backends'] // "backend #2 healthCheck.rise ...": one of the backends
+      throw err
+    }
+  }
+  checkInteger('fleet.count', config.fleet.count, 1, 1000)
+  checkInteger('fleet.basePort', config.fleet.basePort, 0, 65535)
+  checkInteger('fleet.cachePages', config.fleet.cachePages, 0, 1e6)
+  if (!(Number.isFinite(config.fleet.missMs) && config.fleet.missMs >= 0)) throw badOption(['fleet.missMs'], `fleet.missMs must be a non-negative number of ms, got ${config.fleet.missMs}`)
   return config
 }
 
-module.exports = { DEFAULTS, readConfigFile, resolveConfig, normalizeAlgo, parseAddress }
+/**
+ * Rewrite an error about config keys (`err.options`, the one at fault first) to name each key where
+ * its value came from: a flag as the flag (`--timeout must be ...`), a config file's key as the file
+ * names it, with the file's path in front (`config file /etc/p.json: timeoutMs must be ...`); a key
+ * set nowhere is named as the flag that would set it when the flags are the CLI's, else as the key.
+ * Settings from neither (the API's) leave the message as it is.
+ * @param {unknown} err
+ * @param {object} flags
+ * @param {object} file
+ * @returns {unknown} `err`, its message rewritten when it names keys
+ */
+function nameTheSource (err, flags, file) {
+  const keys = err instanceof PolistesError && Array.isArray(err.options) ? err.options : []
+  const fileOrigin = file[ORIGIN]
+  if (keys.length === 0 || (!fileOrigin && !flags[ORIGIN])) return err // the API's own objects: keys are their names
+  const flagNames = flags[ORIGIN]?.flagNames ?? {}
+  const fromFile = (key) => Boolean(fileOrigin) && !hasPath(flags, key) && hasPath(file, key)
+  const subjectInFile = fromFile(keys[0])
+  const label = (key) => {
+    if (fromFile(key)) return fileOrigin.names[key] ?? key
+    if (hasPath(flags, key) || !subjectInFile) return flagNames[key] ?? key
+    return key
+  }
+  const [subject, ...related] = keys
+  const head = new RegExp(`^${escapeRegExp(subject)}(?![\\w.])`)
+  let message = head.test(err.message) ? err.message.replace(head, label(subject)) : `${label(subject)}: ${err.message}`
+  for (const key of related) message = message.replace(new RegExp(`(?<![\\w.-])${escapeRegExp(key)}(?![\\w.])`, 'g'), label(key))
+  if (keys.some(fromFile)) message = `config file ${fileOrigin.file}: ${message}`
+  err.message = message
+  return err
+}
+
+/** Whether `object` holds the dotted `path` (`healthCheck.rise`). */
+function hasPath (object, path) {
+  let at = object
+  for (const part of path.split('.')) {
+    if (at === null || typeof at !== 'object' || !Object.hasOwn(at, part)) return false
+    at = at[part]
+  }
+  return true
+}
+
+const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+module.exports = { DEFAULTS, readConfigFile, resolveConfig, withFlagNames, normalizeAlgo, parseAddress }

@@ -83,20 +83,21 @@ const RULES = {
 /** Rules between options, checked once each single option is valid. */
 function checkCombinations (o) {
   if ((o.tlsCert == null) !== (o.tlsKey == null) && Object.hasOwn(o, 'tlsCert') && Object.hasOwn(o, 'tlsKey')) {
-    throw new ERR_POLISTES_BAD_OPTION('tlsCert and tlsKey go together: give both (--tls-cert and --tls-key) or neither')
+    const given = o.tlsCert == null ? 'tlsKey' : 'tlsCert'
+    throw badOption([given, given === 'tlsCert' ? 'tlsKey' : 'tlsCert'], 'tlsCert and tlsKey go together: give both or neither')
   }
   if (Number.isFinite(o.headersTimeoutMs) && Number.isFinite(o.requestTimeoutMs) && o.headersTimeoutMs > o.requestTimeoutMs) {
-    throw new ERR_POLISTES_BAD_OPTION(`headersTimeoutMs (${o.headersTimeoutMs}) must not exceed requestTimeoutMs (${o.requestTimeoutMs})`)
+    throw badOption(['headersTimeoutMs', 'requestTimeoutMs'], `headersTimeoutMs (${o.headersTimeoutMs}) must not exceed requestTimeoutMs (${o.requestTimeoutMs})`)
   }
   if (Number.isFinite(o.tryTimeoutMs) && Number.isFinite(o.timeoutMs) && o.tryTimeoutMs > o.timeoutMs) {
-    throw new ERR_POLISTES_BAD_OPTION(`tryTimeoutMs (${o.tryTimeoutMs}) must not exceed timeoutMs (${o.timeoutMs}): the inactivity timeout would always fire first`)
+    throw badOption(['tryTimeoutMs', 'timeoutMs'], `tryTimeoutMs (${o.tryTimeoutMs}) must not exceed timeoutMs (${o.timeoutMs}): the inactivity timeout would always fire first`)
   }
 }
 
 /** The keys of a `healthCheck` object, each with its check. */
 const HEALTH_CHECK_RULES = {
   path: (v, where) => {
-    if (v !== null && !(typeof v === 'string' && v.startsWith('/'))) throw new ERR_POLISTES_BAD_OPTION(`${where}.path must be a path starting with "/" (or null: no active checks), got ${JSON.stringify(v)}`)
+    if (v !== null && !(typeof v === 'string' && v.startsWith('/'))) throw badOption([`${where}.path`], `${where}.path must be a path starting with "/" (or null: no active checks), got ${JSON.stringify(v)}`)
   },
   intervalMs: (v, where) => checkPositive(`${where}.intervalMs`, v),
   timeoutMs: (v, where) => checkPositive(`${where}.timeoutMs`, v),
@@ -129,7 +130,7 @@ function validateHealthCheck (value, where) {
  * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION
  */
 function parseExpectStatus (spec, where = 'expectStatus') {
-  const bad = () => new ERR_POLISTES_BAD_OPTION(`${where} must be a status (200), a range ("200-399"), a class ("2xx") or a comma-separated list of these, got ${JSON.stringify(spec)}`)
+  const bad = () => badOption([where], `${where} must be a status (200), a range ("200-399"), a class ("2xx") or a comma-separated list of these, got ${JSON.stringify(spec)}`)
   const text = typeof spec === 'number' ? String(spec) : spec
   if (typeof text !== 'string' || text.trim() === '') throw bad()
   const ranges = text.split(',').map((item) => {
@@ -154,9 +155,37 @@ function parseExpectStatus (spec, where = 'expectStatus') {
  */
 function validateOptions (options) {
   for (const key of Object.keys(RULES)) {
-    if (Object.hasOwn(options, key)) RULES[key](options[key])
+    if (Object.hasOwn(options, key)) onOption(key, () => RULES[key](options[key]))
   }
   checkCombinations(options)
+}
+
+/**
+ * An ERR_POLISTES_BAD_OPTION about config keys, which the message names as keys: `options` lists
+ * them, the one at fault first, so that a caller that knows where each value came from (the CLI's
+ * flags, a config file) can name them its way (config.js `resolveConfig`).
+ * @param {string[]} options config key paths, e.g. ['tryTimeoutMs', 'timeoutMs'] or ['healthCheck.rise']
+ * @param {string} message
+ * @returns {import('../common/errors').PolistesError}
+ */
+function badOption (options, message) {
+  return Object.assign(new ERR_POLISTES_BAD_OPTION(message), { options })
+}
+
+/**
+ * Run `fn`; an error it throws that names no config key yet is marked as being about `key`.
+ * @template T
+ * @param {string} key config key path
+ * @param {() => T} fn
+ * @returns {T}
+ */
+function onOption (key, fn) {
+  try {
+    return fn()
+  } catch (err) {
+    if (err && typeof err === 'object' && !err.options) err.options = [key]
+    throw err
+  }
 }
 
 /**
@@ -166,15 +195,16 @@ function validateOptions (options) {
  * @param {number} max inclusive
  */
 function checkInteger (name, value, min, max) {
-  if (!(Number.isInteger(value) && value >= min && value <= max)) throw new ERR_POLISTES_BAD_OPTION(`${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`)
+  if (!(Number.isInteger(value) && value >= min && value <= max)) throw badOption([name], `${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`)
 }
 
 /**
+ * A duration: a positive number of ms.
  * @param {string} name for the message
  * @param {unknown} value
  */
 function checkPositive (name, value) {
-  if (!(Number.isFinite(value) && value > 0)) throw new ERR_POLISTES_BAD_OPTION(`${name} must be a positive number, got ${JSON.stringify(value)}`)
+  if (!(Number.isFinite(value) && value > 0)) throw badOption([name], `${name} must be a positive number of ms, got ${JSON.stringify(value)}`)
 }
 
 /**
@@ -182,7 +212,7 @@ function checkPositive (name, value) {
  * @param {unknown} value a file path, or null for none
  */
 function checkPath (name, value) {
-  if (value !== null && (typeof value !== 'string' || value === '')) throw new ERR_POLISTES_BAD_OPTION(`${name} must be a file path, got ${JSON.stringify(value)}`)
+  if (value !== null && (typeof value !== 'string' || value === '')) throw badOption([name], `${name} must be a file path, got ${JSON.stringify(value)}`)
 }
 
-module.exports = { DEFAULTS, validateOptions, validateHealthCheck, parseExpectStatus, checkInteger }
+module.exports = { DEFAULTS, validateOptions, validateHealthCheck, parseExpectStatus, checkInteger, badOption, onOption }

@@ -63,7 +63,7 @@ function createLifecycle (server, { name, backlog }) {
     return new Promise((resolve, reject) => {
       const onError = (err) => {
         server.off('listening', onListening)
-        if (err.code === 'EADDRINUSE') reject(new ERR_POLISTES_PORT_IN_USE(name, host, port))
+        if (err.code === 'EADDRINUSE') reject(Object.assign(new ERR_POLISTES_PORT_IN_USE(name, host, port), { listener: name })) // which port to change
         else reject(new ERR_POLISTES_BAD_OPTION(`${name}: cannot listen on ${host}:${port}: ${err.code || err.message}`))
       }
       const onListening = () => {

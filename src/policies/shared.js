@@ -83,7 +83,7 @@ function smoothPick (list, weight, state) {
  * A round-robin cursor that follows the id it served last, so members joining or leaving between
  * calls do not make it skip or repeat the others: `next(list)` is the member after the last one
  * served (by id, wherever it now stands), or the one now at its old position when it left.
- * @returns {{ next<U extends { id: string }> (list: readonly U[]): U, snapshot (): { cursor: number, last: string | null } }}
+ * @returns {{ next<U extends { id: string }> (list: readonly U[]): U, follow<U extends { id: string }> (list: readonly U[], upstream: U): void, snapshot (): { cursor: number, last: string | null } }}
  */
 function createRotation () {
   let lastId
@@ -105,6 +105,16 @@ function createRotation () {
       lastId = upstream.id
       lastIndex = next
       return upstream
+    },
+    /**
+     * Record a member picked by other means (round-robin's weighted picks), so that the next `next`
+     * carries on after it.
+     * @param list the list it was picked from
+     * @param upstream a member of `list`
+     */
+    follow (list, upstream) {
+      lastId = upstream.id
+      lastIndex = list.indexOf(upstream)
     },
     snapshot () {
       return { cursor: lastIndex + 1, last: lastId === undefined ? null : lastId }

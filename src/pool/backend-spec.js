@@ -57,7 +57,9 @@ function parseBackend (input, index = 0) {
   if ((url.pathname && url.pathname !== '/') || url.search || url.username || url.password) {
     throw new ERR_POLISTES_BAD_URL(where, `"${raw}" must be an origin (no path, query or credentials)`)
   }
-  const spec = { id: `${url.hostname}:${port}`, url: url.origin, weight: 1 }
+  // the URL keeps its port, even the scheme's default: the spec reads back as itself (parseBackend is
+  // idempotent), so a list resolved once (config) can be given again (balancer, cluster worker, reload)
+  const spec = { id: `${url.hostname}:${port}`, url: `${url.protocol}//${url.hostname}:${port}`, weight: 1 }
   for (const token of url.hash.replace(/^#/, '').split('&').filter(Boolean)) {
     const [name, value, rest] = token.split('=')
     if (rest !== undefined) throw badToken(where, token)
