@@ -61,7 +61,7 @@ const { statsAllowed } = require('./stats-token')
  * @property {object | null} periodic the periodic load (servers/periodic-load.js), null when none
  * @property {number} maxInflight limit, 0 = unlimited
  * @property {number} rejected answered 503 because of maxInflight
- * @property {number} guarded refused by the guards (400 / 403 / 405, and 404 for `/_stats` without the stats token); OPTIONS is not counted
+ * @property {number} guarded refused by the guards (400 / 403 / 405, and 404 for `/_stats` without the stats token, whatever the method); OPTIONS is not counted otherwise
  * @property {{ errors: number, hangs: number, drops: number }} faults injected faults
  * @property {number} uptimeMs since createBackend
  */
