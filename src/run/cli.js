@@ -28,6 +28,15 @@ function parseRetryOn (flag, value) {
   if (!parts.every((p) => /^\d{3}$/.test(p) || p === 'timeout')) throw new ERR_POLISTES_BAD_OPTION(`--${flag} must be a comma list of statuses and/or timeout, e.g. 503,timeout, got "${value}"`)
   return parts.map((p) => (p === 'timeout' ? p : Number(p)))
 }
+/**
+ * A comma list (`--trusted-proxies 10.0.0.0/8,::1/128`); each item is checked with the options.
+ * @param {unknown} value
+ * @returns {string[]} none for an empty value
+ */
+function parseList (value) {
+  const text = String(value).trim()
+  return text === '' ? [] : text.split(',').map((s) => s.trim())
+}
 const { createReloader, balancerOptions, watchFile } = require('../config/reload')
 const cluster = require('./cluster')
 
@@ -65,6 +74,8 @@ function parseArgs (argv) {
     .option('upstream-ca', { type: 'string', describe: 'PEM CA file that https:// backends are verified against (default: Node\'s bundled CAs)' })
     .option('admin-port', { type: 'number', describe: 'serve /_polistes/* on this port only, not on the public one (0: any free port)' })
     .option('admin-host', { type: 'string', describe: 'address of the admin listener', defaultDescription: DEFAULTS.adminHost })
+    .option('max-event-streams', { type: 'number', describe: 'dashboard event streams (/_polistes/events) open at once; beyond, 503 (0: none)', defaultDescription: String(DEFAULTS.maxEventStreams) })
+    .option('trusted-proxies', { type: 'string', describe: 'comma-separated CIDRs of proxies in front of polistes whose X-Forwarded-* are kept, e.g. 10.0.0.0/8,::1/128 (default: none, every client\'s are replaced)' })
     .option('policy-options', { type: 'string', describe: 'policy options as JSON, e.g. \'{"rounds":4}\' (unknown names are refused)' })
     .option('slow-start', { type: 'number', describe: 'ms over which a recovered or added upstream\'s share ramps up (0: off)', defaultDescription: String(DEFAULTS.slowStartMs) })
     .option('health-check', { type: 'string', describe: 'active HTTP health check: the path to GET on every upstream (off unless given; the embedded fleet is checked on /_stats)' })
@@ -107,6 +118,7 @@ function parseArgs (argv) {
     'max-header-size': 'maxHeaderSize',
     'max-body-size': 'maxBodySize',
     'admin-port': 'adminPort',
+    'max-event-streams': 'maxEventStreams',
     'slow-start': 'slowStartMs',
     workers: 'workers'
   }
@@ -121,6 +133,7 @@ function parseArgs (argv) {
   if (argvParsed['keep-alive'] !== undefined) flags.keepAlive = argvParsed['keep-alive']
   if (argvParsed['access-log'] !== undefined) flags.accessLog = argvParsed['access-log']
   if (argvParsed['access-log-file'] !== undefined) flags.accessLogFile = argvParsed['access-log-file']
+  if (argvParsed['trusted-proxies'] !== undefined) flags.trustedProxies = parseList(argvParsed['trusted-proxies'])
   if (argvParsed['retry-on'] !== undefined) flags.retryOn = parseRetryOn('retry-on', argvParsed['retry-on'])
   if (argvParsed['policy-options'] !== undefined) {
     try {
