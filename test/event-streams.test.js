@@ -74,6 +74,7 @@ describe('maxEventStreams: the cap on dashboard event streams', () => {
     }
     // the rest of the admin surface and the proxy are not affected
     expect((await request(`${lb.url}/_polistes/stats`)).status).toBe(200)
+    expect((await rawRequest(lb.url, '/_polistes/events', { method: 'HEAD' })).status).toBe(200) // holds no slot
     expect((await request(`${lb.url}/page`)).body).toBe('ok')
     expect(lb.admin.streams()).toMatchObject({ open: 2, max: 2, refused: 3 })
     // logged once (then once per 100), not once per refusal
@@ -97,6 +98,9 @@ describe('maxEventStreams: the cap on dashboard event streams', () => {
     expect(result.restartNeeded).toEqual([])
     expect((await rawRequest(lb.url, '/_polistes/events')).status).toBe(503)
     lb.reconfigure({ backends: [upstream.url], maxEventStreams: 1 })
+    const head = await rawRequest(lb.url, '/_polistes/events', { method: 'HEAD' }) // answered, holds no slot
+    expect([head.status, head.headers['content-type']]).toEqual([200, 'text/event-stream; charset=utf-8'])
+    expect(lb.admin.streams().open).toBe(0)
     const s = await openStream(`${lb.url}/_polistes/events`)
     expect((await rawRequest(lb.url, '/_polistes/events')).status).toBe(503)
     s.close()

@@ -176,12 +176,12 @@ function createAdmin ({ stats, telemetry, logger = silentLogger() }, { frameInte
   }
 
   function events (req, res) {
-    if (clients.size >= maxEventStreams) return refuseStream(res)
     const head = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' }
-    if (req.method === 'HEAD') {
+    if (req.method === 'HEAD') { // the head of a stream, which holds no slot
       res.writeHead(200, head)
       return res.end()
     }
+    if (clients.size >= maxEventStreams) return refuseStream(res)
     res.writeHead(200, head)
     res.write(`retry: ${frameIntervalMs}\n\n`)
     const fresh = timer === null
