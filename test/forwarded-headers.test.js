@@ -9,6 +9,7 @@ const { validateOptions } = require('../src/config/defaults')
 const { readConfigFile, resolveConfig } = require('../src/config/config')
 const { parseArgs } = require('../src/run/cli')
 const { rendezvous } = require('../src/policies/ip-hash')
+const { forwardingHeaders, requestHeaders } = require('../src/proxy/engines/headers')
 const { rawRequest, startUpstream, RawConnection, runNode, startCli, cliEntry } = require('./helper')
 
 /** What a client (or a proxy in front of polistes) claims about earlier hops. */
@@ -196,6 +197,28 @@ describe('ip-hash keys on the client address', () => {
         conn.destroy()
       }
     }
+  })
+})
+
+describe('forwardingHeaders and requestHeaders (pure)', () => {
+  const req = (headers, socket) => ({ headers, socket: { remoteAddress: '192.0.2.4', encrypted: false, ...socket } })
+  const pairs = (flat) => Object.fromEntries(flat.flatMap((v, i) => (i % 2 === 0 ? [[v, flat[i + 1]]] : [])))
+
+  test('an HTTPS listener: proto https, the default port 443 when Host has none', () => {
+    expect(pairs(forwardingHeaders(req({ host: 'a.example', 'x-forwarded-proto': 'http' }, { encrypted: true }), false))).toEqual({
+      'x-forwarded-for': '192.0.2.4', 'x-forwarded-port': '443', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'a.example'
+    })
+  })
+
+  test('untrusted: none of the client\'s forwarding headers is left, whatever their number', () => {
+    const headers = { host: 'a.example', accept: '*/*', ...Object.fromEntries(Object.keys(CLAIMS).filter((h) => h !== 'host').map((h) => [h, 'x'])), 'x-forwarded-prefix': '/admin', 'x-forwarded-scheme': 'https', 'x-forwarded-server': 'x' }
+    const out = pairs(requestHeaders(req(headers), { keepTransferEncoding: true, close: false }))
+    expect(out).toEqual({ host: 'a.example', accept: '*/*', 'x-forwarded-for': '192.0.2.4', 'x-forwarded-port': '80', 'x-forwarded-proto': 'http', 'x-forwarded-host': 'a.example', via: '1.1 polistes' })
+  })
+
+  test('trusted: kept, X-Forwarded-For appended to', () => {
+    const out = pairs(requestHeaders(req({ host: 'a.example', 'x-forwarded-for': '203.0.113.7', forwarded: 'for=203.0.113.7', 'x-forwarded-prefix': '/app' }), { keepTransferEncoding: true, close: false, trusted: true }))
+    expect(out).toMatchObject({ 'x-forwarded-for': '203.0.113.7, 192.0.2.4', forwarded: 'for=203.0.113.7', 'x-forwarded-prefix': '/app', 'x-forwarded-host': 'a.example' })
   })
 })
 
