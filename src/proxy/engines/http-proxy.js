@@ -1,7 +1,8 @@
 'use strict'
 
 const { Readable } = require('node:stream')
-const { via, contentLength, FRAMING } = require('./headers')
+const { via, contentLength, forwardingHeaders, FRAMING } = require('./headers')
+const { CLIENT_FORWARDING } = require('../forwarded')
 const { withNoStore } = require('../cache-control')
 
 /** Each library's passes that turn an upstream response into the client's head (status, headers). */
@@ -12,8 +13,9 @@ const OUTGOING = {
 
 /**
  * The http-proxy engine: http-proxy 1.18 (or its API-compatible successor http-proxy-3) moves the
- * bytes, with `xfwd` for X-Forwarded-*; this module adds what the library lacks (hop-by-hop
- * stripping both ways, an inactivity timeout, failure kinds, mid-body breaks). The only module
+ * bytes; this module adds what the library lacks (hop-by-hop stripping both ways, the forwarding
+ * headers of the other engines instead of the library's `xfwd`, which trusts every client's, an
+ * inactivity timeout, failure kinds, mid-body breaks). The only module
  * that requires either library.
  *
  * @param {object} options
@@ -30,7 +32,7 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
   const createProxyServer = lib.createProxyServer || lib.createProxy || (lib.default && lib.default.createProxyServer)
   // toProxy: the request target goes out verbatim (the front server admits origin-form only);
   // otherwise the library runs it through url.parse(), which throws, uncaught, on `//%zz@x`.
-  const proxy = createProxyServer({ xfwd: true, toProxy: true })
+  const proxy = createProxyServer({ toProxy: true })
   const outgoing = Object.values(OUTGOING[library]())
   const kAttempt = Symbol('polistes.attempt')
 
@@ -49,7 +51,9 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
     if (!keepAlive) proxyReq.setHeader('connection', 'close')
     proxyReq.setHeader('via', via(req.headers.via))
     if (attempt.noStore) proxyReq.setHeader('cache-control', withNoStore(proxyReq.getHeader('cache-control')))
-    if (proxyReq.getHeader('x-forwarded-host') === '') proxyReq.removeHeader('x-forwarded-host') // xfwd's value for a request without Host
+    if (!attempt.trusted) for (const name of CLIENT_FORWARDING) proxyReq.removeHeader(name)
+    const forwarding = forwardingHeaders(req, attempt.trusted)
+    for (let i = 0; i < forwarding.length; i += 2) proxyReq.setHeader(forwarding[i], forwarding[i + 1])
     proxyReq.setTimeout(timeoutMs, () => {
       attempt.timedOut = true
       proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
@@ -91,17 +95,19 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean }} [options] `hold`: response statuses offered to
+   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }} [options] `hold`: response statuses offered to
    *   `handlers.discard` before anything reaches the client (retry on 503); `noStore`: send
-   *   `Cache-Control: no-store` (appended to the client's Cache-Control)
+   *   `Cache-Control: no-store` (appended to the client's Cache-Control); `trusted`: the client's peer
+   *   is a trusted proxy (its forwarding headers are kept)
    * @returns {{ abort: () => void }} abort the upstream request (client went away)
    */
-  function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false } = {}) {
+  function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false, trusted = false } = {}) {
     const attempt = {
       handlers,
       res,
       hold: hold && hold.size > 0 ? hold : null,
       noStore,
+      trusted,
       proxyReq: null,
       aborted: false,
       timedOut: false,

@@ -43,11 +43,12 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean }} [options] `hold`: response statuses offered
-   *   to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control: no-store`
+   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }} [options] `hold`: response statuses offered
+   *   to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control: no-store`;
+   *   `trusted`: the client's peer is a trusted proxy (its forwarding headers are kept)
    * @returns {{ abort: () => void }}
    */
-  function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false } = {}) {
+  function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false, trusted = false } = {}) {
     const { host, port, request, agent } = target(upstream)
     let ended = false
     let responded = false
@@ -64,7 +65,7 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
       port,
       method: req.method,
       path: req.url,
-      headers: requestHeaders(req, { keepTransferEncoding: true, close: false, authority: upstream.target.host, noStore }),
+      headers: requestHeaders(req, { keepTransferEncoding: true, close: false, authority: upstream.target.host, noStore, trusted }),
       agent
     })
     proxyReq.setTimeout(timeoutMs, () => {

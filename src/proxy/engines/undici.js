@@ -47,16 +47,17 @@ function createUndiciEngine ({ keepAlive, timeoutMs }) {
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean }} [options] `hold`: response statuses offered
-   *   to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control: no-store`
+   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }} [options] `hold`: response statuses offered
+   *   to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control: no-store`;
+   *   `trusted`: the client's peer is a trusted proxy (its forwarding headers are kept)
    * @returns {{ abort: () => void }}
    */
-  function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false } = {}) {
+  function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false, trusted = false } = {}) {
     const attempt = new Attempt(res, handlers, hold && hold.size > 0 ? hold : null)
     pool(upstream).dispatch({
       method: req.method,
       path: req.url,
-      headers: requestHeaders(req, { keepTransferEncoding: false, close: !keepAlive, noStore }),
+      headers: requestHeaders(req, { keepTransferEncoding: false, close: !keepAlive, noStore, trusted }),
       // undici destroys a stream body once sent; a pass-through keeps that away from the client's
       // request (whose socket the server still needs for the response)
       body: replay || !hasBody(req) ? null : req.pipe(new PassThrough())
