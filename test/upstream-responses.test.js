@@ -9,6 +9,8 @@
 
 const net = require('node:net')
 const { startBalancer } = require('../src/proxy/balancer')
+const { responseHead, sendableReason } = require('../src/proxy/engines/headers')
+const { FastResponse, FastRequest } = require('../src/front/fast-front')
 const { ENGINES } = require('../src/proxy/proxy-engine')
 const { RawConnection, startCli, waitFor, alive } = require('./helper')
 
@@ -112,6 +114,39 @@ async function ask (url, kind, path, { method = 'GET', waitCloseMs = 0 } = {}) {
   c.destroy()
   return { target, response: responses.find((r) => !r.interim), closed, raw: c.received.toString('latin1') }
 }
+
+describe('the response side\'s pure rules', () => {
+  test('responseHead drops Trailer with the other hop-by-hop headers', () => {
+    const head = responseHead(['Content-Type', 'text/plain', 'Trailer', 'X-Foo', 'trailer', 'X-Bar', 'Transfer-Encoding', 'chunked', 'X-Foo', 'kept'])
+    expect(head.raw).toEqual(['Content-Type', 'text/plain', 'X-Foo', 'kept'])
+    expect(head.headers).toEqual({ 'content-type': 'text/plain', 'x-foo': 'kept' })
+  })
+
+  test('sendableReason keeps what node:http sends and replaces the rest by the standard phrase', () => {
+    expect(sendableReason(200, 'Fine')).toBe('Fine')
+    expect(sendableReason(200, 'Tr\xe8s\tbien')).toBe('Tr\xe8s\tbien') // HTAB and obs-text
+    expect(sendableReason(200, 'O\x01K')).toBe('OK')
+    expect(sendableReason(404, 'Not\r\nX: y')).toBe('Not Found')
+    expect(sendableReason(200, '\u2713')).toBe('OK') // past latin1
+    expect(sendableReason(201, '')).toBe('Created')
+    expect(sendableReason(201, undefined)).toBe('Created')
+    expect(sendableReason(799, 'x\x00')).toBe('unknown')
+  })
+
+  test('the fast front\'s response refuses the heads node:http\'s writeHead refuses, and can answer after', () => {
+    const written = []
+    const socket = { write: (s) => written.push(String(s)), writableLength: 0, destroyed: false, cork () {}, uncork () {} }
+    const conn = { socket, front: { closing: () => false, keepAliveHeader: '' }, done () {} }
+    const res = new FastResponse(conn, new FastRequest(socket, 'GET', '/', {}), true)
+    expect(() => res.writeRelayedHead(99, '', [], {})).toThrow(expect.objectContaining({ code: 'ERR_HTTP_INVALID_STATUS_CODE' }))
+    expect(() => res.writeRelayedHead(1000, '', [], {})).toThrow(expect.objectContaining({ code: 'ERR_HTTP_INVALID_STATUS_CODE' }))
+    expect(() => res.writeRelayedHead(200, 'O\rK', [], {})).toThrow(expect.objectContaining({ code: 'ERR_INVALID_CHAR' }))
+    expect(res.headersSent).toBe(false)
+    res.writeHead(502, { 'content-type': 'text/plain' })
+    res.end('bad gateway\n')
+    expect(written.join('')).toMatch(/^HTTP\/1\.1 502 Bad Gateway\r\n/)
+  })
+})
 
 /** The engines, each with the fronts it runs behind (the http-proxy ones stream into node:http's response only). */
 const SETUPS = ENGINES.flatMap((engine) => (engine.startsWith('http-proxy') ? ['node'] : ['fast', 'node']).map((front) => [engine, front]))
