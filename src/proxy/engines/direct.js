@@ -183,10 +183,33 @@ class Exchange {
       this.discarding = true
       return this.skipBody
     }
-    // the fast front takes the head as it is, without checking each name for framing again
-    if (this.res.writeRelayedHead !== undefined) this.res.writeRelayedHead(statusCode, statusMessage, head.raw, head.headers)
-    else this.res.writeHead(statusCode, statusMessage, head.raw)
+    try {
+      // the fast front takes the head as it is, without checking each name for framing again
+      if (this.res.writeRelayedHead !== undefined) this.res.writeRelayedHead(statusCode, statusMessage, head.raw, head.headers)
+      else this.res.writeHead(statusCode, statusMessage, head.raw)
+    } catch (err) {
+      // a head the client's response refuses (node:http's writeHead throws on what it cannot send):
+      // an invalid response, as one the parser refused
+      this.res.statusMessage = '' // writeHead kept it: the 502 gets its own
+      this.unrelayable(err)
+    }
     return this.skipBody
+  }
+
+  /**
+   * The upstream's head cannot be written to the client (nothing went out): the connection is
+   * closed, never pooled (the rest of the response is not read), and the attempt fails as an
+   * invalid response does (502, or a retry elsewhere).
+   * @param {Error} err
+   */
+  unrelayable (err) {
+    const conn = this.conn
+    this.conn = null
+    this.ended = true
+    this.discarding = true
+    conn.detach() // what the parser still reports of this response goes nowhere
+    conn.broken(err)
+    this.handlers.onFailure(err, 'connect')
   }
 
   onBody (chunk) {

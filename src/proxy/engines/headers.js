@@ -1,5 +1,6 @@
 'use strict'
 
+const { STATUS_CODES } = require('node:http')
 const { HeaderNames } = require('../../common/header-names')
 const { withNoStore } = require('../cache-control')
 const { CLIENT_FORWARDING } = require('../forwarded')
@@ -23,8 +24,13 @@ const { CLIENT_FORWARDING } = require('../forwarded')
  * policy's admission hint, src/proxy/cache-control.js) Cache-Control carries `no-store`, merged into
  * the client's value.
  *
- * Response: the same hop-by-hop set plus Transfer-Encoding; Node frames the response to the client
- * itself (Content-Length kept, otherwise chunked for HTTP/1.1, close-delimited for HTTP/1.0).
+ * Response: the same hop-by-hop set plus Transfer-Encoding and Trailer; Node frames the response to
+ * the client itself (Content-Length kept, otherwise chunked for HTTP/1.1, close-delimited for
+ * HTTP/1.0). No engine forwards an upstream's trailer fields (they are read and dropped), so the
+ * `Trailer` header announcing them is dropped too (Go's ReverseProxy counts it hop-by-hop as well):
+ * kept, it would promise the client fields that never come, and node:http's writeHead throws
+ * ERR_HTTP_TRAILER_INVALID on a Trailer header of a response it does not chunk (an HTTP/1.0 client,
+ * a Content-Length, HEAD, 204, 304).
  */
 
 /** Request headers never forwarded (the framing ones are written by requestHeaders itself). */
@@ -41,8 +47,8 @@ const REQUEST_DROPPED_UNTRUSTED = new Set([...REQUEST_DROPPED, ...CLIENT_FORWARD
  */
 const FRAMING = new Set(['host', 'content-length', 'transfer-encoding'])
 
-/** Response headers never passed to the client. */
-const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'transfer-encoding'])
+/** Response headers never passed to the client (trailer: see above). */
+const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'transfer-encoding', 'trailer'])
 
 /**
  * The names a Connection header value lists, lower-cased, beyond those always dropped
@@ -226,4 +232,21 @@ function responseHead (raw, names = new HeaderNames()) {
   return { raw: out, headers }
 }
 
-module.exports = { requestHeaders, responseHead, connectionNames, contentLength, via, hostPort, forwardingHeaders, FRAMING }
+/** A character node:http's writeHead refuses in a reason phrase (all but HTAB, SP, VCHAR, obs-text). */
+const BAD_REASON = /[^\t\x20-\x7e\x80-\xff]/
+
+/**
+ * The reason phrase to relay: the upstream's, or the standard one for the status when node:http
+ * could not send the upstream's (a control character that Node's lenient client parser let
+ * through, or characters beyond latin1 from undici's decoding). A reason phrase is informational
+ * (RFC 9112 §4: a client SHOULD ignore it), so a bad one is replaced rather than failing the response.
+ * @param {number} statusCode
+ * @param {string | undefined} message as the upstream sent it
+ * @returns {string}
+ */
+function sendableReason (statusCode, message) {
+  if (message && !BAD_REASON.test(message)) return message
+  return STATUS_CODES[statusCode] || 'unknown'
+}
+
+module.exports = { requestHeaders, responseHead, connectionNames, contentLength, via, hostPort, forwardingHeaders, sendableReason, FRAMING }

@@ -1,7 +1,7 @@
 'use strict'
 
 const { Readable } = require('node:stream')
-const { via, contentLength, forwardingHeaders, FRAMING } = require('./headers')
+const { via, contentLength, forwardingHeaders, sendableReason, FRAMING } = require('./headers')
 const { CLIENT_FORWARDING } = require('../forwarded')
 const { withNoStore } = require('../cache-control')
 
@@ -58,12 +58,24 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
       attempt.timedOut = true
       proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
     })
+    // A 101 nothing asked for: with nobody listening, Node's client destroys the socket and reports
+    // neither an error nor a response, which would leave the attempt to the timeout.
+    proxyReq.on('upgrade', (_res, socket) => {
+      socket.destroy()
+      attempt.fail(new Error('upstream switched protocols unasked (101)'), 'connect')
+    })
+    proxyReq.on('close', () => {
+      if (!attempt.responded) attempt.fail(new Error('upstream closed the connection before responding'), 'connect')
+    })
   })
 
   proxy.on('proxyRes', (proxyRes, req) => {
     const attempt = req[kAttempt]
     if (!attempt || attempt.ended) return
     attempt.responded = true
+    attempt.proxyRes = proxyRes
+    // a 101 without Upgrade comes here as a final response: nothing a client may be sent
+    if (proxyRes.statusCode < 200) return attempt.invalid(new Error(`upstream sent status ${proxyRes.statusCode} as a final response`))
     stripHopByHopResponse(proxyRes.headers)
     if (attempt.hold && attempt.hold.has(proxyRes.statusCode) && attempt.handlers.discard(proxyRes.statusCode, proxyRes.headers)) {
       attempt.ended = true
@@ -76,11 +88,22 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
       if (!proxyRes.complete) attempt.fail(new Error('upstream closed the response early'), 'stream')
     })
     attempt.handlers.onResponse(proxyRes.statusCode, proxyRes.headers)
-    if (attempt.hold) {
-      // the library leaves a held attempt's response to us: its own head passes, then the body
-      for (const pass of outgoing) pass(req, attempt.res, proxyRes, {})
-      proxyRes.pipe(attempt.res)
+    if (attempt.ended) return
+    // The library leaves every response to us (selfHandleResponse): its own head passes, then the
+    // body. The head is written here at once, not by the first write of a pipe: node:http throws
+    // on a head it cannot send (status 099, a control character in the reason phrase, ...), and
+    // thrown from a pipe's 'data' listener that would end the process.
+    const res = attempt.res
+    try {
+      for (const pass of outgoing) pass(req, res, proxyRes, {})
+      res.writeHead(res.statusCode, sendableReason(res.statusCode, res.statusMessage))
+    } catch (err) {
+      // nothing went to the client, and the 502 (or the retry's response) must carry nothing of it
+      for (const name of res.getHeaderNames()) res.removeHeader(name)
+      res.statusMessage = ''
+      return attempt.invalid(err)
     }
+    proxyRes.pipe(res)
   })
 
   // Every web() call passes a callback; this listener only guards against a library path that
@@ -109,6 +132,8 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
       noStore,
       trusted,
       proxyReq: null,
+      /** @type {import('http').IncomingMessage | null} */
+      proxyRes: null,
       aborted: false,
       timedOut: false,
       responded: false,
@@ -122,6 +147,12 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
         attempt.aborted = true
         attempt.ended = true
         if (attempt.proxyReq) attempt.proxyReq.destroy()
+      },
+      /** An invalid response (what Node's client let through and its server will not send): its connection is closed, not pooled. */
+      invalid (err) {
+        if (attempt.proxyReq) attempt.proxyReq.destroy()
+        if (attempt.proxyRes) attempt.proxyRes.destroy()
+        attempt.fail(err, 'connect')
       }
     }
     req[kAttempt] = attempt
@@ -135,9 +166,12 @@ function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
     delete req.headers.expect
     const options = { target: upstream.target, agent: agents.agentFor(upstream.target) }
     if (replay) options.buffer = Readable.from([])
-    if (attempt.hold) options.selfHandleResponse = true
+    options.selfHandleResponse = true // the 'proxyRes' listener writes the response
     proxy.web(req, res, options, (err) => {
       if (req[kAttempt] !== attempt) return // a stale attempt's listener
+      // a response read whole, then bytes that are not (a body after a 204 or a HEAD answer): the
+      // pipe completes the client's response, Node closes the connection
+      if (attempt.proxyRes !== null && attempt.proxyRes.complete && !attempt.timedOut) return
       const kind = attempt.timedOut ? 'timeout' : attempt.responded ? 'stream' : 'connect'
       attempt.fail(err, kind)
     })
@@ -193,7 +227,10 @@ function setFraming (proxyReq, req) {
  * The same rule on the way back: the upstream's `Connection: close` (always sent when keep-alive
  * to upstreams is off) concerns the upstream hop only. Left in, the library copies it to the
  * client and Node then closes the client's connection after every response. Without it, the
- * library answers with the client's own `Connection` preference.
+ * library answers with the client's own `Connection` preference. `Trailer` and `Transfer-Encoding`
+ * go too, as in the other engines (src/proxy/engines/headers.js): no trailer fields are forwarded, and
+ * node:http frames the client's response itself (a Transfer-Encoding other than chunked copied to
+ * the client would leave its body without framing).
  * @param {import('http').IncomingHttpHeaders} headers the upstream response's headers, edited in place
  */
 function stripHopByHopResponse (headers) {
@@ -207,6 +244,8 @@ function stripHopByHopResponse (headers) {
   }
   delete headers['keep-alive']
   delete headers['proxy-connection']
+  delete headers.trailer
+  delete headers['transfer-encoding']
 }
 
 module.exports = { createHttpProxyEngine }
