@@ -37,6 +37,9 @@ describe('bench plan and ETA', () => {
     expect(remainingSeconds({ left: 8, planned: 12, done })).toBe(8 * 13) // between runs
     expect(remainingSeconds({ left: 8, planned: 12, done, elapsed: 5 })).toBe(8 + 7 * 13) // 5 s into run 2 of 9
     expect(remainingSeconds({ left: 1, planned: 12, done, elapsed: 20 })).toBe(0) // a run over its time: never below zero
+    // a run whose start took long still has its load to do: 3 s into 12, after 11 s of wall time
+    expect(remainingSeconds({ left: 2, planned: 12, done, elapsed: 11, second: 3 })).toBe(9 + 13)
+    expect(remainingSeconds({ left: 1, planned: 12, done, elapsed: 8, second: 3 })).toBe(9)
     expect(formatDuration(remainingSeconds({ left: 6, planned: 12, done, elapsed: 4 }))).toBe('1m14s')
     expect(remainingSeconds({ left: 3, planned: NaN, done })).toBeNaN()
   })

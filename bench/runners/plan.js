@@ -47,12 +47,15 @@ function expectedRunSeconds (planned, done = []) {
  * @param {number} p.planned seconds of load of each run (runLoadSeconds)
  * @param {Array<{ wall: number, planned: number }>} [p.done] the runs done (expectedRunSeconds)
  * @param {number} [p.elapsed] wall seconds into the run going on (0 between runs)
+ * @param {number} [p.second] seconds of load the run going on has done: what is left of its load
+ *   is the least left of it, whatever its start took
  * @returns {number} NaN when not known yet
  */
-function remainingSeconds ({ left, planned, done = [], elapsed = 0 }) {
+function remainingSeconds ({ left, planned, done = [], elapsed = 0, second }) {
   if (left <= 0) return 0
   const each = expectedRunSeconds(planned, done)
-  return Math.max(0, each - elapsed) + (left - 1) * each
+  const current = Math.max(0, each - elapsed, Number.isFinite(planned) && Number.isFinite(second) ? planned - second : 0)
+  return current + (left - 1) * each
 }
 
 /**
