@@ -4,7 +4,9 @@
 /**
  * `npm run bench`: compare routing algorithms on a fresh fleet and balancer per run, with load
  * from autocannon in a child process. Prints a table of medians with ratios to round-robin and
- * writes JSON, CSV and a self-contained HTML report (see docs/benchmarks.md).
+ * writes JSON, CSV and a self-contained HTML report (see docs/benchmarks.md). With no arguments it
+ * runs the cache scenario's quick plan (about two minutes; `--full` the whole matrix), printing the
+ * plan first and an ETA in its progress lines (plan.js).
  */
 
 const fs = require('node:fs')
