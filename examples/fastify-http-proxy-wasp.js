@@ -4,7 +4,7 @@
 // embedded fleet (7 cache backends). Run: node examples/fastify-http-proxy-wasp.js
 const Fastify = require('fastify')
 const { policyProxyOptions } = require('polistes/fastify-http-proxy')
-const { startFleet } = require('../servers/fleet')
+const { startFleet } = require('polistes/fleet')
 const { hitRateThrough } = require('./example-load')
 
 async function main () {

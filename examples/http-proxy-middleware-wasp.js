@@ -6,7 +6,7 @@
 const http = require('node:http')
 const { createProxyMiddleware } = require('http-proxy-middleware')
 const { policyRouting } = require('polistes/http-proxy-middleware')
-const { startFleet } = require('../servers/fleet')
+const { startFleet } = require('polistes/fleet')
 const { hitRateThrough } = require('./example-load')
 
 async function main () {

@@ -5,7 +5,7 @@
 const http = require('node:http')
 const httpProxy = require('http-proxy')
 const { withPolicy } = require('polistes/http-proxy')
-const { startFleet } = require('../servers/fleet')
+const { startFleet } = require('polistes/fleet')
 const { hitRateThrough } = require('./example-load')
 
 async function main () {

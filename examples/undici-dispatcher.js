@@ -5,7 +5,7 @@
 // Run: node examples/undici-dispatcher.js
 const { request } = require('undici')
 const { PolicyDispatcher } = require('polistes/undici')
-const { startFleet } = require('../servers/fleet')
+const { startFleet } = require('polistes/fleet')
 
 async function main () {
   const fleet = await startFleet({ count: 7, cachePages: 4, missMs: 2, basePort: 0 })
