@@ -51,6 +51,8 @@ function expectPrints (result, code) {
 test('docs/api.md has a runnable example for each function, and every block says what it prints', () => {
   expect(jsBlocks('docs/api.md').length).toBeGreaterThanOrEqual(11)
   for (const [file, i, code] of blocks) expect([file, i, expectedPrints(code).length > 0]).toEqual([file, i, true])
+  // a block fenced otherwise (```javascript) would be skipped here: every JavaScript block is ```js
+  for (const file of DOCS) expect([file, /^```(javascript|cjs|mjs|node)\b/m.test(fs.readFileSync(path.join(ROOT, file), 'utf8'))]).toEqual([file, false])
 })
 
 test.each(blocks)('%s example %i runs from the installed package and prints what its comments say', (file, i, code) => {
