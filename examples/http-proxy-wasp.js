@@ -2,10 +2,11 @@
 
 // polistes/http-proxy: wasp picks the target of a plain node-http-proxy server, in front of the
 // embedded fleet (7 cache backends). Run: node examples/http-proxy-wasp.js
+// prints: hit rate of the last 2,000 of 10,000 requests: … (about 0.99: each backend keeps the pages it is sent)
 const http = require('node:http')
 const httpProxy = require('http-proxy')
 const { withPolicy } = require('polistes/http-proxy')
-const { startFleet } = require('../servers/fleet')
+const { startFleet } = require('polistes/fleet')
 const { hitRateThrough } = require('./example-load')
 
 async function main () {

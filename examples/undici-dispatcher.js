@@ -3,9 +3,10 @@
 // polistes/undici in a few lines: the embedded fleet's backends (node servers/fleet.js, or any
 // http servers that answer X-Cache), a PolicyDispatcher with wasp, and undici's request() through it.
 // Run: node examples/undici-dispatcher.js
+// prints: last 1000 requests: … hits, … misses; wasp holds 25 keys
 const { request } = require('undici')
 const { PolicyDispatcher } = require('polistes/undici')
-const { startFleet } = require('../servers/fleet')
+const { startFleet } = require('polistes/fleet')
 
 async function main () {
   const fleet = await startFleet({ count: 7, cachePages: 4, missMs: 2, basePort: 0 })

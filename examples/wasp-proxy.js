@@ -2,7 +2,8 @@
 
 // A minimal wasp balancer with node's http and http-proxy (the library moves bytes, wasp picks):
 //   node examples/wasp-proxy.js http://127.0.0.1:9101 http://127.0.0.1:9102   # listens on :8080
-// Backends are expected to answer X-Cache: HIT|MISS (polistes' servers/ do).
+// Backends are expected to answer X-Cache: HIT|MISS (polistes' servers/ do; PORT=8000 to listen elsewhere).
+// prints: wasp balancer on :… -> http://127.0.0.1:…, http://127.0.0.1:…
 
 const http = require('node:http')
 const httpProxy = require('http-proxy')
@@ -41,7 +42,7 @@ const server = http.createServer((req, res) => {
 })
 
 if (require.main === module) {
-  server.listen(Number(process.env.PORT) || 8080, () => {
+  server.listen(process.env.PORT ? Number(process.env.PORT) : 8080, () => { // PORT=0: any free port
     console.log(`wasp balancer on :${server.address().port} -> ${targets.join(', ')}`)
   })
 }

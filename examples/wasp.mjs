@@ -16,3 +16,19 @@ for (let i = 0; i < 12; i++) {
   wasp.onEnd(upstream, ctx, { latencyMs: 1, statusCode: 200, cache: 'HIT' })
 }
 console.log(JSON.stringify({ picks: wasp.snapshot().picks, keys: wasp.snapshot().keys }))
+
+// The same on every run (the random source is seeded); each page keeps its upstream.
+// prints:
+// /page1 -> a
+// /page2 -> b
+// /page3 -> c
+// /page1 -> a
+// /page2 -> b
+// /page3 -> c
+// /page1 -> a
+// /page2 -> b
+// /page3 -> c
+// /page1 -> a
+// /page2 -> b
+// /page3 -> c
+// {"picks":12,"keys":3}

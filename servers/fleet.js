@@ -5,6 +5,8 @@
  * Options can differ per backend for heterogeneous experiments: a scalar option given as an array
  * (`cachePages: [2, 2, 4, 4, 8, 8, 8]`) gives backend i the i-th value, `latencyProfiles` gives one
  * profile per backend, and `perBackend[i]` overrides anything for backend i.
+ *
+ * The package entry `polistes/fleet` (types in fleet.d.ts): `startFleet`, `createBackend`, `backendId`.
  */
 
 const path = require('node:path')
@@ -238,7 +240,7 @@ async function startChildren (configs, portOf, host) {
   return { backends, close, kill, restart }
 }
 
-module.exports = { startFleet, backendId }
+module.exports = { startFleet, createBackend, backendId }
 
 if (require.main === module) {
   const { runCli, yargsFor, intOption, exitOnStop } = require('./cli-support')

@@ -106,7 +106,7 @@ export interface BalancerOptions {
   /** active health checks, merged over the defaults (off while `path` is null) */
   healthCheck?: Partial<HealthCheckOptions>
   /** what moves the bytes (default 'direct'; see src/proxy/proxy-engine.js); 'undici' reaches http:// backends only */
-  engine?: 'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'
+  engine?: 'direct' | 'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'
   logger?: Logger
   random?: () => number
   now?: () => number

@@ -2,7 +2,7 @@
 
 const { request, fetch } = require('undici')
 const { startFleet } = require('../servers/fleet')
-const { PolicyDispatcher } = require('../src/adapters/undici')
+const { PolicyDispatcher, replyFromOptions } = require('../src/adapters/undici')
 const { createPolicy } = require('../src/policies')
 const { mulberry32 } = require('../src/common/prng')
 const { closedPort } = require('./helper')
@@ -175,7 +175,34 @@ describe('polistes/undici: a Dispatcher whose upstream choice is a policy', () =
 })
 
 describe('polistes/undici as the dispatcher of @fastify/reply-from', () => {
-  test('Fastify forwards through it; the policy picks and hears each request end with status and X-Cache', async () => {
+  test('reply-from given { undici: dispatcher } alone answers a path 500: it makes the URL before the dispatcher (why replyFromOptions gives a base)', async () => {
+    const Fastify = require('fastify')
+    const fleet = await startFleet({ count: 1, basePort: 0, host: '127.0.0.1' })
+    const dispatcher = new PolicyDispatcher(fleet.backends.map((b) => b.url))
+    const app = Fastify()
+    await app.register(require('@fastify/reply-from'), { undici: dispatcher })
+    app.get('/*', (request, reply) => reply.from(request.url))
+    const url = await app.listen({ port: 0, host: '127.0.0.1' })
+    try {
+      const res = await request(`${url}/page5.html`)
+      expect(res.statusCode).toBe(500)
+      expect(await res.body.text()).toMatch(/ERR_INVALID_URL/)
+    } finally {
+      await app.close()
+      await dispatcher.close()
+      await fleet.close()
+    }
+  })
+
+  test('replyFromOptions merges reply-from options, keeps the dispatcher, and refuses anything else', () => {
+    const dispatcher = new PolicyDispatcher(['http://127.0.0.1:9101/x', 'http://127.0.0.1:9102'])
+    expect(replyFromOptions(dispatcher, { retryMethods: ['GET'] })).toEqual({ base: 'http://127.0.0.1:9101', retryMethods: ['GET'], undici: dispatcher })
+    expect(replyFromOptions(dispatcher, { undici: {} }).undici).toBe(dispatcher)
+    expect(() => replyFromOptions({ undici: dispatcher })).toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION' }))
+    return dispatcher.close()
+  })
+
+  test('Fastify forwards through it, registered as documented (replyFromOptions, no base of yours); the policy picks and hears each request end with status and X-Cache', async () => {
     const Fastify = require('fastify')
     const fleet = await startFleet({ count: 3, cachePages: 4, missMs: 2, basePort: 0, host: '127.0.0.1' })
     const policy = createPolicy('round-robin', {}, {})
@@ -183,7 +210,7 @@ describe('polistes/undici as the dispatcher of @fastify/reply-from', () => {
     policy.onEnd = (u, ctx, outcome) => ends.push({ id: u.id, key: ctx.key, ...outcome })
     const dispatcher = new PolicyDispatcher(fleet.backends.map((b) => ({ url: b.url, id: b.id })), { policy })
     const app = Fastify()
-    await app.register(require('@fastify/reply-from'), { base: 'http://upstreams.invalid', undici: dispatcher })
+    await app.register(require('@fastify/reply-from'), replyFromOptions(dispatcher))
     app.get('/*', (request, reply) => reply.from(request.url))
     const url = await app.listen({ port: 0, host: '127.0.0.1' })
     try {

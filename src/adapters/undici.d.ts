@@ -14,7 +14,7 @@ export interface PolicyDispatcherOptions extends PolicyRouterOptions {
 /**
  * An undici Dispatcher whose upstream choice is a polistes policy (wasp by default); it reports
  * latency, status and `X-Cache` back to the policy by itself. Use it as the `dispatcher` of undici's
- * `fetch`/`request` and of @fastify/reply-from (`undici: dispatcher`).
+ * `fetch`/`request` and of @fastify/reply-from (`replyFromOptions(dispatcher)`).
  */
 export declare class PolicyDispatcher extends Dispatcher {
   constructor (upstreams: Array<string | UpstreamSpec>, options?: PolicyDispatcherOptions)
@@ -27,6 +27,13 @@ export declare class PolicyDispatcher extends Dispatcher {
 }
 
 export declare function createPolicyDispatcher (upstreams: Array<string | UpstreamSpec>, options?: PolicyDispatcherOptions): PolicyDispatcher
+
+/**
+ * The options of @fastify/reply-from that send `reply.from(request.url)` through `dispatcher`:
+ * `{ undici: dispatcher, base }`, `base` being the first upstream's origin (reply-from needs one to
+ * make a URL of a path; the dispatcher ignores it and picks). `options` are merged in.
+ */
+export declare function replyFromOptions<O extends object = {}> (dispatcher: PolicyDispatcher, options?: O): O & { base: string, undici: PolicyDispatcher }
 
 /** The default routing key: the path without its query string. */
 export declare function pathKey (path: string): string

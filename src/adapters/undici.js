@@ -3,6 +3,7 @@
 const { Dispatcher, Pool } = require('undici')
 const { PolicyRouter, nextTry, pathKey } = require('./policy-router')
 const { DEFAULTS, validateOptions } = require('../config/defaults')
+const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 
 /**
  * `polistes/undici`: an undici Dispatcher, like undici's BalancedPool, whose upstream choice is a
@@ -10,7 +11,7 @@ const { DEFAULTS, validateOptions } = require('../config/defaults')
  * policy from its routing key (the path without its query string), counted in flight on its
  * upstream, and reported back when it ends: latency, status, and the upstream's `X-Cache` header,
  * which is what lets wasp learn which upstream holds which page. Usable as the `dispatcher` of
- * undici's `fetch` and `request`, and of @fastify/reply-from (`undici: dispatcher`).
+ * undici's `fetch` and `request`, and of @fastify/reply-from (`replyFromOptions(dispatcher)` below).
  *
  * Handlers of both undici handler interfaces are served (the controller one, `onRequestStart` ...,
  * and the callback one, `onConnect`/`onHeaders` ...): the feedback wrapper takes the caller's.
@@ -251,4 +252,23 @@ function createPolicyDispatcher (upstreams, options) {
   return new PolicyDispatcher(upstreams, options)
 }
 
-module.exports = { PolicyDispatcher, createPolicyDispatcher, pathKey }
+/**
+ * The options of @fastify/reply-from that send every `reply.from(request.url)` through `dispatcher`:
+ * `{ undici: dispatcher, base }`. reply-from makes each request's URL from `base` (or from an absolute
+ * `source`) before any dispatcher sees it, so `{ undici: dispatcher }` alone turns a path into an invalid
+ * URL (every request 500 `ERR_INVALID_URL`). `base` is the first upstream's origin: the dispatcher
+ * ignores it and picks the upstream itself; it only sets the `Host` header reply-from sends.
+ *
+ *   await app.register(require('@fastify/reply-from'), replyFromOptions(dispatcher))
+ *   app.get('/*', (request, reply) => reply.from(request.url))
+ *
+ * @param {PolicyDispatcher} dispatcher
+ * @param {object} [options] more options of @fastify/reply-from, merged in (e.g. `retryMethods`)
+ * @returns {{ base: string, undici: PolicyDispatcher }}
+ */
+function replyFromOptions (dispatcher, options = {}) {
+  if (!(dispatcher instanceof PolicyDispatcher)) throw new ERR_POLISTES_BAD_OPTION('replyFromOptions takes a PolicyDispatcher')
+  return { base: dispatcher.upstreams[0], ...options, undici: dispatcher }
+}
+
+module.exports = { PolicyDispatcher, createPolicyDispatcher, replyFromOptions, pathKey }

@@ -70,6 +70,10 @@ async function main (): Promise<void> {
   await startBalancer({ algo: 'wasp' })
   // @ts-expect-error healthCheck.rise is a number
   await startBalancer({ backends: [], healthCheck: { rise: 'two' } })
+  // 'direct' is the default engine
+  await startBalancer({ backends: [], engine: 'direct' })
+  // @ts-expect-error an engine is one of the names
+  await startBalancer({ backends: [], engine: 'nginx' })
   // @ts-expect-error keepAlive is a boolean
   await startBalancer({ backends: [], keepAlive: 'yes' })
 
