@@ -10,11 +10,13 @@ export interface BackendSpec {
   url: string
   weight: number
   region?: string
+  /** used only while no primary backend is up (nginx's and HAProxy's `backup`); `#backup` in a URL */
+  backup?: boolean
   /** overrides the balancer's `healthCheck` for this backend; false: no active checks */
   healthCheck?: Partial<HealthCheckOptions> | false
 }
 
-export type BackendInput = string | { url: string, id?: string, weight?: number, region?: string, healthCheck?: Partial<HealthCheckOptions> | false }
+export type BackendInput = string | { url: string, id?: string, weight?: number, region?: string, backup?: boolean, healthCheck?: Partial<HealthCheckOptions> | false }
 
 /** Active HTTP health checks (HAProxy's `check inter … rise … fall …`). */
 export interface HealthCheckOptions {
@@ -120,6 +122,10 @@ export interface BalancerStats {
   upstreams: Array<{
     id: string, url: string, weight: number, region?: string, inflight: number, requests: number, failures: number, ejections: number,
     downUntil: number | null,
+    /** a backup: used only while no primary is up */
+    backup: boolean
+    /** set through POST /_polistes/backends/<id>/state: drain (no new requests), maint (no traffic), ready */
+    adminState: 'ready' | 'drain' | 'maint'
     /** health: down/rising by active checks, ejected by passive health, falling while checks fail */
     state: 'up' | 'falling' | 'down' | 'rising' | 'ejected'
     healthy: boolean

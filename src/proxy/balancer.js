@@ -16,6 +16,7 @@ const { checkRequest } = require('./request-checks')
 const { createTelemetry } = require('../observe/telemetry')
 const { createAdmin, isAdminPath } = require('../observe/admin')
 const { createAdminRouter } = require('../observe/admin-router')
+const { createBackendsHandler } = require('../observe/admin-backends')
 const { createHealthChecker } = require('../pool/health-checker')
 const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('../config/reconfigure')
 
@@ -139,6 +140,10 @@ class Balancer {
     this.engineUse = new Map()
     this.retiredEngines = new Set()
     this.checker = createHealthChecker(this.pool, { logger })
+    /** /_polistes/backends: drain, disable, enable a backend at runtime */
+    this.backendsAdmin = createBackendsHandler(this.pool, {
+      onChange: (id, from, to) => logger.info({ upstream: id, from, to }, `backend ${id}: ${from} -> ${to} (admin API)`)
+    })
     this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0, bodyTooLarge: 0, droppedConnections: 0 }
 
     this.adminPort = o.adminPort
@@ -146,7 +151,7 @@ class Balancer {
     this.adminServer = null
     this.adminLifecycle = null
     if (o.adminPort !== null) {
-      this.adminServer = createFrontServer((req, res) => this.handleAdmin(req, res), limits)
+      this.adminServer = createFrontServer((req, res) => this.handleAdmin(req, res, true), limits)
       this.adminLifecycle = createLifecycle(this.adminServer, { name: 'admin listener' })
     }
 
@@ -288,7 +293,7 @@ class Balancer {
     if (isAdminPath(req.url)) {
       // the prefix stays the balancer's wherever the admin surface is served: never proxied
       if (this.adminServer) return this.reply(res, 404, 'not-found', 'not found')
-      if (this.mountAdmin) return this.handleAdmin(req, res)
+      if (this.mountAdmin) return this.handleAdmin(req, res, false)
     }
     if (req.url[0] !== '/') return this.reply(res, 400, 'request-target', 'only origin-form request targets (/path) are served')
     this.counters.requests++
@@ -357,9 +362,13 @@ class Balancer {
     res.end(message + '\n')
   }
 
-  /** The admin surface, on whichever listener serves it: added handlers, then the built-in endpoints. */
-  handleAdmin (req, res) {
-    if (!this.adminRouter.handle(req, res) && !this.admin.handle(req, res)) this.reply(res, 404, 'not-found', 'not found')
+  /**
+   * The admin surface, on whichever listener serves it: added handlers, then the built-in endpoints.
+   * `onAdminListener`: the request came in on the `adminPort` listener (backend state changes are
+   * taken there only).
+   */
+  handleAdmin (req, res, onAdminListener) {
+    if (!this.adminRouter.handle(req, res) && !this.backendsAdmin(req, res, onAdminListener) && !this.admin.handle(req, res)) this.reply(res, 404, 'not-found', 'not found')
   }
 
   /**

@@ -43,7 +43,7 @@ function parseArgs (argv) {
     .option('algo', { alias: 'a', type: 'string', describe: `routing policy: ${policyNames().join(', ')}`, defaultDescription: DEFAULTS.algo })
     .option('port', { alias: 'p', type: 'number', describe: 'listen port (0: any free port)', defaultDescription: String(DEFAULTS.port) })
     .option('host', { type: 'string', describe: 'listen address', defaultDescription: DEFAULTS.host })
-    .option('backends', { alias: 'b', type: 'string', describe: 'comma-separated backend URLs, e.g. http://127.0.0.1:9101#eu&w=2 (fragment: region, w=weight, id=)' })
+    .option('backends', { alias: 'b', type: 'string', describe: 'comma-separated backend URLs, e.g. http://127.0.0.1:9101#eu&w=2 (fragment: region, w=weight, id=, backup)' })
     .option('config', { alias: 'c', type: 'string', describe: 'JSON config file ({ address, strategy, backends, ... }); flags override it' })
     .option('keep-alive', { type: 'boolean', describe: 'reuse upstream connections (--no-keep-alive: one connection per request)', defaultDescription: String(DEFAULTS.keepAlive) })
     .option('engine', { type: 'string', describe: `what moves the bytes: ${ENGINES.join(', ')}`, defaultDescription: DEFAULTS.engine })
