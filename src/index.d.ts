@@ -100,6 +100,10 @@ export interface BalancerOptions {
   healthCheck?: Partial<HealthCheckOptions>
   /** what moves the bytes (default 'direct'; see src/proxy/proxy-engine.js); 'undici' reaches http:// backends only */
   engine?: 'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'
+  /** what the keyed policies (wasp, chash-bounded) route by: 'path' (default, without the query), 'url'
+   * (with it), 'host', 'header:<name>', 'cookie:<name>' or 'param:<name>'; a request without that
+   * header, cookie or parameter is routed by its path */
+  routingKey?: string
   logger?: Logger
   random?: () => number
   now?: () => number

@@ -2,6 +2,7 @@
 
 const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 const { DEFAULT_ENGINE, ENGINES } = require('../proxy/proxy-engine')
+const { parseRoutingKey } = require('../proxy/routing-key')
 
 /**
  * The one source of default option values: the balancer's constructor, the config resolver and the
@@ -40,7 +41,9 @@ const DEFAULTS = Object.freeze({
   // the admin listener (/_polistes/*): null serves it on the public listener
   adminPort: null,
   adminHost: '127.0.0.1',
-  fleet: { count: 7, basePort: 9101, cachePages: 4, missMs: 20 }
+  fleet: { count: 7, basePort: 9101, cachePages: 4, missMs: 20 },
+  // what the keyed policies route by (src/proxy/routing-key.js): the path without its query
+  routingKey: 'path'
 })
 
 /** One check per option, the same wherever the option comes from (flag, config file, API). */
@@ -77,7 +80,8 @@ const RULES = {
   adminPort: (v) => { if (v !== null) checkInteger('adminPort', v, 0, 65535) },
   adminHost: (v) => { if (typeof v !== 'string' || v === '') throw new ERR_POLISTES_BAD_OPTION('adminHost must be a non-empty string') },
   slowStartMs: (v) => { if (!(Number.isFinite(v) && v >= 0)) throw new ERR_POLISTES_BAD_OPTION(`slowStartMs must be a number of ms >= 0, got ${JSON.stringify(v)}`) },
-  healthCheck: (v) => validateHealthCheck(v, 'healthCheck')
+  healthCheck: (v) => validateHealthCheck(v, 'healthCheck'),
+  routingKey: (v) => { parseRoutingKey(v) }
 }
 
 /** Rules between options, checked once each single option is valid. */

@@ -1,6 +1,7 @@
 'use strict'
 
 const { validateOptions } = require('./defaults')
+const { compileRoutingKey } = require('../proxy/routing-key')
 const { parseBackends } = require('../pool/backend-spec')
 const { createPolicy } = require('../policies')
 const { createProxyEngine, checkEngineTargets } = require('../proxy/proxy-engine')
@@ -46,6 +47,7 @@ function reconfigure (balancer, o) {
   // 1. everything that can throw
   const { keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize } = o
   validateOptions({ keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize })
+  const keyOf = compileRoutingKey(o.routingKey) // throws on a bad one
   validateOptions(Object.fromEntries(RESTART_ONLY.filter((key) => o[key] !== undefined).map((key) => [key, o[key]])))
   const specs = parseBackends(o.backends)
   checkEngineTargets(cur.engine, specs.map((s) => new URL(s.url)))
@@ -53,6 +55,7 @@ function reconfigure (balancer, o) {
   const changed = ['keepAlive', 'timeoutMs', 'tryTimeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'slowStartMs', 'maxBodySize'].filter((key) => o[key] !== cur[key])
   if (!sameJson(retryOn, cur.retryOn)) changed.push('retryOn')
   if (!sameJson(healthCheck, cur.healthCheck)) changed.push('healthCheck')
+  if (o.routingKey !== cur.routingKey) changed.push('routingKey')
   const deps = { random: balancer.random, now: balancer.now }
   let policy = null
   let configurePolicy = false
@@ -105,6 +108,7 @@ function reconfigure (balancer, o) {
   balancer.tryTimeoutMs = tryTimeoutMs
   balancer.setRetryOn(retryOn)
   balancer.maxBodySize = maxBodySize
+  balancer.keyOf = keyOf
   if (configurePolicy) balancer.policy.configure(policyOptions)
   if (policy) balancer.policy = policy
   if (engine) {
@@ -127,7 +131,8 @@ function reconfigure (balancer, o) {
     failTimeoutMs,
     slowStartMs,
     maxBodySize,
-    healthCheck
+    healthCheck,
+    routingKey: o.routingKey
   }
   if (balancer.url !== undefined && !balancer.closing) balancer.checker.sync((u) => checkSettingsFor(balancer, u))
   return { added, removed, updated, changed: [...new Set(changed)], restartNeeded }

@@ -13,6 +13,7 @@ const { readServerTls, readCa } = require('../front/tls-files')
 const { declaresTooLarge, watchBodySize, hasBody, canRetry } = require('./body-limit')
 const { tunnelUpgrade } = require('./upgrade')
 const { checkRequest } = require('./request-checks')
+const { compileRoutingKey, pathOf } = require('./routing-key')
 const { createTelemetry } = require('../observe/telemetry')
 const { createAdmin, isAdminPath } = require('../observe/admin')
 const { createAdminRouter } = require('../observe/admin-router')
@@ -75,6 +76,8 @@ const kRefused = Symbol('polistes.refused')
  * @property {import('pino').Logger} [logger] default: silent
  * @property {() => number} [random] injected into the policy
  * @property {() => number} [now] injected into the policy and pool (ms)
+ * @property {string} [routingKey='path'] what the keyed policies route by: 'path', 'url', 'host',
+ *   'header:<name>', 'cookie:<name>' or 'param:<name>' (src/proxy/routing-key.js)
  */
 
 /**
@@ -128,6 +131,9 @@ class Balancer {
     /** what reconfigure() compares a new config with */
     this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, customPolicy: Boolean(policy), maxBodySize: o.maxBodySize, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, o[key]])) }
     this.specs = new Map(specs.map((s) => [s.id, s]))
+    /** the request's routing key (ctx.key), as `routingKey` says */
+    this.keyOf = compileRoutingKey(o.routingKey)
+    this.settings.routingKey = o.routingKey
     this.pool = new Pool(specs, { maxFails, failTimeoutMs, slowStartMs, now, random })
     for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order
     this.policy = policy || createPolicy(algo, policyOptions, { random, now })
@@ -325,7 +331,7 @@ class Balancer {
     // tunnel's, so a declared body would be framed one way here and another upstream.
     if (hasBody(req)) return refuse(socket)
     this.counters.requests++
-    const upstream = this.policy.pick(this.pool.eligible(), { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method })
+    const upstream = this.policy.pick(this.pool.eligible(), { key: this.keyOf(req), clientAddress: req.socket.remoteAddress, method: req.method })
     if (!upstream) {
       this.counters.noUpstream++
       return refuse(socket, '503 Service Unavailable')
@@ -400,7 +406,7 @@ class ProxiedRequest {
     this.res = res
     this.t0 = lb.now()
     this.bytes0 = req.socket.bytesWritten
-    this.ctx = { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method }
+    this.ctx = { key: lb.keyOf(req), clientAddress: req.socket.remoteAddress, method: req.method }
     this.retryable = canRetry(req)
     /** @type {string[]} ids of the upstreams tried (each at most once) */
     this.tried = []
@@ -597,7 +603,8 @@ class Attempt {
 const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'engine', 'timeoutMs', 'tryTimeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs',
   'slowStartMs', 'healthCheck',
   'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize', 'front',
-  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
+  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost',
+  'routingKey']
 
 /** Options with the defaults filled in (an explicit `undefined` takes the default too). */
 function withDefaults (options) {
@@ -609,10 +616,7 @@ function withDefaults (options) {
   return o
 }
 
-/** The routing key: the URL path without its query string. */
-function routingKey (url) {
-  const q = url.indexOf('?')
-  return q === -1 ? url : url.slice(0, q)
-}
+/** The default routing key: the URL path without its query string (src/proxy/routing-key.js). */
+const routingKey = pathOf
 
 module.exports = { createBalancer, startBalancer, Balancer, routingKey }

@@ -66,6 +66,7 @@ function parseArgs (argv) {
     .option('admin-port', { type: 'number', describe: 'serve /_polistes/* on this port only, not on the public one (0: any free port)' })
     .option('admin-host', { type: 'string', describe: 'address of the admin listener', defaultDescription: DEFAULTS.adminHost })
     .option('policy-options', { type: 'string', describe: 'policy options as JSON, e.g. \'{"rounds":4}\' (unknown names are refused)' })
+    .option('routing-key', { type: 'string', describe: 'what wasp and chash-bounded route by: path, url (with query), host, header:<name>, cookie:<name> or param:<name>', defaultDescription: DEFAULTS.routingKey })
     .option('slow-start', { type: 'number', describe: 'ms over which a recovered or added upstream\'s share ramps up (0: off)', defaultDescription: String(DEFAULTS.slowStartMs) })
     .option('health-check', { type: 'string', describe: 'active HTTP health check: the path to GET on every upstream (off unless given; the embedded fleet is checked on /_stats)' })
     .option('health-interval', { type: 'number', describe: 'ms between two checks of an upstream', defaultDescription: String(DEFAULTS.healthCheck.intervalMs) })
@@ -121,6 +122,7 @@ function parseArgs (argv) {
   if (argvParsed['keep-alive'] !== undefined) flags.keepAlive = argvParsed['keep-alive']
   if (argvParsed['access-log'] !== undefined) flags.accessLog = argvParsed['access-log']
   if (argvParsed['access-log-file'] !== undefined) flags.accessLogFile = argvParsed['access-log-file']
+  if (argvParsed['routing-key'] !== undefined) flags.routingKey = argvParsed['routing-key']
   if (argvParsed['retry-on'] !== undefined) flags.retryOn = parseRetryOn('retry-on', argvParsed['retry-on'])
   if (argvParsed['policy-options'] !== undefined) {
     try {
