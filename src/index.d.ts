@@ -104,9 +104,30 @@ export interface BalancerOptions {
    * (with it), 'host', 'header:<name>', 'cookie:<name>' or 'param:<name>'; a request without that
    * header, cookie or parameter is routed by its path */
   routingKey?: string
+  /** cookie stickiness (default null: off): a cookie name, or its attributes; the first response sets
+   * the cookie naming its upstream by an opaque token, and a request bearing it goes there while it can serve */
+  stickyCookie?: string | StickyCookieOptions | null
   logger?: Logger
   random?: () => number
   now?: () => number
+}
+
+/** The sticky cookie's attributes (HAProxy `cookie <name> insert indirect`, nginx Plus `sticky cookie`). */
+export interface StickyCookieOptions {
+  /** default 'polistes_upstream' */
+  name?: string
+  /** default '/' */
+  path?: string
+  /** default null: the request's host only */
+  domain?: string | null
+  /** seconds; default null: a session cookie */
+  maxAgeS?: number | null
+  /** default false; required with sameSite 'None' */
+  secure?: boolean
+  /** default true */
+  httpOnly?: boolean
+  /** default 'Lax' */
+  sameSite?: 'Strict' | 'Lax' | 'None'
 }
 
 export interface BalancerStats {

@@ -3,6 +3,7 @@
 const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 const { DEFAULT_ENGINE, ENGINES } = require('../proxy/proxy-engine')
 const { parseRoutingKey } = require('../proxy/routing-key')
+const { parseStickyCookie } = require('../proxy/sticky-cookie')
 
 /**
  * The one source of default option values: the balancer's constructor, the config resolver and the
@@ -43,7 +44,9 @@ const DEFAULTS = Object.freeze({
   adminHost: '127.0.0.1',
   fleet: { count: 7, basePort: 9101, cachePages: 4, missMs: 20 },
   // what the keyed policies route by (src/proxy/routing-key.js): the path without its query
-  routingKey: 'path'
+  routingKey: 'path',
+  // cookie stickiness (src/proxy/sticky-cookie.js): off
+  stickyCookie: null
 })
 
 /** One check per option, the same wherever the option comes from (flag, config file, API). */
@@ -81,7 +84,8 @@ const RULES = {
   adminHost: (v) => { if (typeof v !== 'string' || v === '') throw new ERR_POLISTES_BAD_OPTION('adminHost must be a non-empty string') },
   slowStartMs: (v) => { if (!(Number.isFinite(v) && v >= 0)) throw new ERR_POLISTES_BAD_OPTION(`slowStartMs must be a number of ms >= 0, got ${JSON.stringify(v)}`) },
   healthCheck: (v) => validateHealthCheck(v, 'healthCheck'),
-  routingKey: (v) => { parseRoutingKey(v) }
+  routingKey: (v) => { parseRoutingKey(v) },
+  stickyCookie: (v) => { parseStickyCookie(v) }
 }
 
 /** Rules between options, checked once each single option is valid. */

@@ -2,6 +2,7 @@
 
 const { validateOptions } = require('./defaults')
 const { compileRoutingKey } = require('../proxy/routing-key')
+const { createSticky } = require('../proxy/sticky-cookie')
 const { parseBackends } = require('../pool/backend-spec')
 const { createPolicy } = require('../policies')
 const { createProxyEngine, checkEngineTargets } = require('../proxy/proxy-engine')
@@ -48,6 +49,8 @@ function reconfigure (balancer, o) {
   const { keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize } = o
   validateOptions({ keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize })
   const keyOf = compileRoutingKey(o.routingKey) // throws on a bad one
+  const stickyChanged = !sameJson(o.stickyCookie, cur.stickyCookie)
+  const sticky = stickyChanged ? createSticky(o.stickyCookie) : balancer.sticky
   validateOptions(Object.fromEntries(RESTART_ONLY.filter((key) => o[key] !== undefined).map((key) => [key, o[key]])))
   const specs = parseBackends(o.backends)
   checkEngineTargets(cur.engine, specs.map((s) => new URL(s.url)))
@@ -56,6 +59,7 @@ function reconfigure (balancer, o) {
   if (!sameJson(retryOn, cur.retryOn)) changed.push('retryOn')
   if (!sameJson(healthCheck, cur.healthCheck)) changed.push('healthCheck')
   if (o.routingKey !== cur.routingKey) changed.push('routingKey')
+  if (stickyChanged) changed.push('stickyCookie')
   const deps = { random: balancer.random, now: balancer.now }
   let policy = null
   let configurePolicy = false
@@ -109,6 +113,7 @@ function reconfigure (balancer, o) {
   balancer.setRetryOn(retryOn)
   balancer.maxBodySize = maxBodySize
   balancer.keyOf = keyOf
+  balancer.sticky = sticky
   if (configurePolicy) balancer.policy.configure(policyOptions)
   if (policy) balancer.policy = policy
   if (engine) {
@@ -132,7 +137,8 @@ function reconfigure (balancer, o) {
     slowStartMs,
     maxBodySize,
     healthCheck,
-    routingKey: o.routingKey
+    routingKey: o.routingKey,
+    stickyCookie: o.stickyCookie
   }
   if (balancer.url !== undefined && !balancer.closing) balancer.checker.sync((u) => checkSettingsFor(balancer, u))
   return { added, removed, updated, changed: [...new Set(changed)], restartNeeded }

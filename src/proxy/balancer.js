@@ -14,6 +14,7 @@ const { declaresTooLarge, watchBodySize, hasBody, canRetry } = require('./body-l
 const { tunnelUpgrade } = require('./upgrade')
 const { checkRequest } = require('./request-checks')
 const { compileRoutingKey, pathOf } = require('./routing-key')
+const { createSticky, insertCookieOnHead } = require('./sticky-cookie')
 const { createTelemetry } = require('../observe/telemetry')
 const { createAdmin, isAdminPath } = require('../observe/admin')
 const { createAdminRouter } = require('../observe/admin-router')
@@ -28,6 +29,9 @@ const FAST_FRONT_ENGINES = new Set(['direct', 'node-http', 'undici'])
 const kRefused = Symbol('polistes.refused')
 
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
+
+/** What an attempt routed by the sticky cookie reports to: nothing (the policy did not pick it). */
+const STICKY_POLICY = Object.freeze({ name: 'sticky-cookie' })
 
 /**
  * @typedef {object} BalancerOptions
@@ -78,6 +82,8 @@ const kRefused = Symbol('polistes.refused')
  * @property {() => number} [now] injected into the policy and pool (ms)
  * @property {string} [routingKey='path'] what the keyed policies route by: 'path', 'url', 'host',
  *   'header:<name>', 'cookie:<name>' or 'param:<name>' (src/proxy/routing-key.js)
+ * @property {string | object | null} [stickyCookie=null] cookie stickiness: a cookie name or
+ *   `{ name, path, domain, maxAgeS, secure, httpOnly, sameSite }` (src/proxy/sticky-cookie.js); null: off
  */
 
 /**
@@ -134,6 +140,9 @@ class Balancer {
     /** the request's routing key (ctx.key), as `routingKey` says */
     this.keyOf = compileRoutingKey(o.routingKey)
     this.settings.routingKey = o.routingKey
+    /** the sticky cookie, or null (off) */
+    this.sticky = createSticky(o.stickyCookie)
+    this.settings.stickyCookie = o.stickyCookie
     this.pool = new Pool(specs, { maxFails, failTimeoutMs, slowStartMs, now, random })
     for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order
     this.policy = policy || createPolicy(algo, policyOptions, { random, now })
@@ -331,7 +340,9 @@ class Balancer {
     // tunnel's, so a declared body would be framed one way here and another upstream.
     if (hasBody(req)) return refuse(socket)
     this.counters.requests++
-    const upstream = this.policy.pick(this.pool.eligible(), { key: this.keyOf(req), clientAddress: req.socket.remoteAddress, method: req.method })
+    const token = this.sticky !== null ? this.sticky.requested(req.headers) : undefined
+    const upstream = (token !== undefined && this.stickyUpstream(this.sticky, token)) ||
+      this.policy.pick(this.pool.eligible(), { key: this.keyOf(req), clientAddress: req.socket.remoteAddress, method: req.method })
     if (!upstream) {
       this.counters.noUpstream++
       return refuse(socket, '503 Service Unavailable')
@@ -348,6 +359,20 @@ class Balancer {
       },
       onClose: () => this.pool.release(upstream)
     })
+  }
+
+  /**
+   * The upstream a sticky cookie's token names, if it may take the request: not down by its checks,
+   * not ejected, not in maintenance (a drained one keeps its sticky clients).
+   * @param {NonNullable<Balancer['sticky']>} sticky
+   * @param {string} token
+   * @returns {import('../pool/pool').Upstream | null}
+   */
+  stickyUpstream (sticky, token) {
+    for (const u of this.pool.members.values()) {
+      if (sticky.tokenOf(u.id) === token) return u.adminState !== 'maint' && this.pool.isHealthy(u) ? u : null
+    }
+    return null
   }
 
   /** Count the attempts on an engine; a retired one (replaced by a reload) is closed after its last. */
@@ -408,6 +433,14 @@ class ProxiedRequest {
     this.bytes0 = req.socket.bytesWritten
     this.ctx = { key: lb.keyOf(req), clientAddress: req.socket.remoteAddress, method: req.method }
     this.retryable = canRetry(req)
+    /** the sticky cookie (as it was when the request came), the token its cookie holds, the Set-Cookie to add */
+    this.sticky = lb.sticky
+    this.stickyToken = undefined
+    this.setCookie = null
+    if (this.sticky !== null) {
+      this.stickyToken = this.sticky.requested(req.headers)
+      insertCookieOnHead(res, this)
+    }
     /** @type {string[]} ids of the upstreams tried (each at most once) */
     this.tried = []
     /** @type {Attempt | null} */
@@ -470,15 +503,19 @@ class ProxiedRequest {
       candidates = eligible.filter((u) => !tried.includes(u.id))
       if (ctx.noStore !== undefined) ctx.noStore = undefined // the earlier pick's hint was for its upstream
     }
-    const upstream = lb.policy.pick(candidates, ctx)
+    let policy = lb.policy
+    // a valid sticky cookie decides the first attempt; a retry goes where the policy says
+    let upstream = tried.length === 0 && this.stickyToken !== undefined ? lb.stickyUpstream(this.sticky, this.stickyToken) : null
+    if (upstream !== null) policy = STICKY_POLICY
+    else upstream = policy.pick(candidates, ctx)
     if (!upstream) {
       lb.counters.noUpstream++
       return lb.reply(this.res, 503, 'no-upstream', 'no upstream available')
     }
     tried.push(upstream.id)
     lb.pool.acquire(upstream)
-    if (lb.policy.onStart) lb.policy.onStart(upstream, ctx)
-    const attempt = new Attempt(this, upstream, lb.policy, lb.engine, lb.now())
+    if (policy.onStart) policy.onStart(upstream, ctx)
+    const attempt = new Attempt(this, upstream, policy, lb.engine, lb.now())
     this.current = attempt
     lb.useEngine(attempt.engine, 1)
     attempt.handle = attempt.engine.forward(req, this.res, upstream, attempt, { replay: tried.length > 1, hold: this.retryable ? lb.retryStatuses : undefined, noStore: ctx.noStore === true })
@@ -587,7 +624,10 @@ class Attempt {
     if (this.timer !== undefined) clearTimeout(this.timer)
     this.statusCode = statusCode
     this.cache = headers['x-cache']
-    this.run.lb.pool.succeed(this.upstream)
+    const run = this.run
+    run.lb.pool.succeed(this.upstream)
+    // the response names its upstream in the cookie, unless the client's cookie does already
+    if (run.sticky !== null && run.sticky.tokenOf(this.upstream.id) !== run.stickyToken) run.setCookie = run.sticky.header(this.upstream.id)
   }
 
   onFailure (err, kind) {
@@ -604,7 +644,7 @@ const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'en
   'slowStartMs', 'healthCheck',
   'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize', 'front',
   'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost',
-  'routingKey']
+  'routingKey', 'stickyCookie']
 
 /** Options with the defaults filled in (an explicit `undefined` takes the default too). */
 function withDefaults (options) {
