@@ -5,7 +5,7 @@ const { resolveConfig } = require('../src/config/config')
 const { parseArgs } = require('../src/run/cli')
 const { startBalancer } = require('../src/proxy/balancer')
 const { ENGINES } = require('../src/proxy/proxy-engine')
-const { request, startUpstream, closedPort } = require('./helper')
+const { request, startUpstream, closedPort, RawConnection } = require('./helper')
 
 describe('the sticky cookie (pure)', () => {
   test('defaults, a bare name, attributes', () => {
@@ -130,6 +130,20 @@ describe('which upstream a cookie may name', () => {
     const removed = await withCookie('a')
     expect(['b', 'c']).toContain(removed.headers['x-server'])
     expect(cookieOf(removed)).toBeDefined()
+  })
+
+  test('a WebSocket upgrade bearing the cookie goes to its upstream', async () => {
+    lb = await startBalancer({ backends: backends(), algo: 'round-robin', port: 0, stickyCookie: 'srv' })
+    for (let i = 0; i < 3; i++) {
+      const conn = new RawConnection(lb.url)
+      try {
+        await conn.send(`GET /ws HTTP/1.1\r\nHost: x\r\nCookie: srv=${stickyToken('b')}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`)
+        const { responses } = await conn.read(1)
+        expect(responses[0].headers['x-server']).toBe('b')
+      } finally {
+        conn.destroy()
+      }
+    }
   })
 
   test('a reload turns stickiness on, changes its attributes and turns it off', async () => {
