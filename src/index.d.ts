@@ -107,6 +107,12 @@ export interface BalancerOptions {
   /** cookie stickiness (default null: off): a cookie name, or its attributes; the first response sets
    * the cookie naming its upstream by an opaque token, and a request bearing it goes there while it can serve */
   stickyCookie?: string | StickyCookieOptions | null
+  /** look backend host names up again every this many ms (>= 10); a changed answer closes the pooled
+   * connections to that backend after their request and new ones go to the new addresses (default null:
+   * each new connection is resolved by the OS, pooled ones keep their address) */
+  resolveMs?: number | null
+  /** the lookup of backend host names, as node:dns's (default: node:dns) */
+  lookup?: typeof import('node:dns').lookup
   logger?: Logger
   random?: () => number
   now?: () => number

@@ -46,7 +46,9 @@ const DEFAULTS = Object.freeze({
   // what the keyed policies route by (src/proxy/routing-key.js): the path without its query
   routingKey: 'path',
   // cookie stickiness (src/proxy/sticky-cookie.js): off
-  stickyCookie: null
+  stickyCookie: null,
+  // look backend host names up again every this many ms (src/pool/resolver.js); null: the OS, per new connection
+  resolveMs: null
 })
 
 /** One check per option, the same wherever the option comes from (flag, config file, API). */
@@ -85,7 +87,8 @@ const RULES = {
   slowStartMs: (v) => { if (!(Number.isFinite(v) && v >= 0)) throw new ERR_POLISTES_BAD_OPTION(`slowStartMs must be a number of ms >= 0, got ${JSON.stringify(v)}`) },
   healthCheck: (v) => validateHealthCheck(v, 'healthCheck'),
   routingKey: (v) => { parseRoutingKey(v) },
-  stickyCookie: (v) => { parseStickyCookie(v) }
+  stickyCookie: (v) => { parseStickyCookie(v) },
+  resolveMs: (v) => { if (v !== null && !(Number.isFinite(v) && v >= 10)) throw new ERR_POLISTES_BAD_OPTION(`resolveMs must be a number of ms >= 10, or null (no re-resolution), got ${JSON.stringify(v)}`) }
 }
 
 /** Rules between options, checked once each single option is valid. */

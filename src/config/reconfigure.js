@@ -48,6 +48,7 @@ function reconfigure (balancer, o) {
   // 1. everything that can throw
   const { keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize } = o
   validateOptions({ keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize })
+  validateOptions({ routingKey: o.routingKey, stickyCookie: o.stickyCookie, resolveMs: o.resolveMs })
   const keyOf = compileRoutingKey(o.routingKey) // throws on a bad one
   const stickyChanged = !sameJson(o.stickyCookie, cur.stickyCookie)
   const sticky = stickyChanged ? createSticky(o.stickyCookie) : balancer.sticky
@@ -77,9 +78,10 @@ function reconfigure (balancer, o) {
   }
   if (policy) changed.push('algo')
   if (policy || configurePolicy) changed.push('policyOptions')
-  const engine = keepAlive !== cur.keepAlive || timeoutMs !== cur.timeoutMs
-    ? createProxyEngine({ keepAlive, timeoutMs, engine: cur.engine, upstreamCa: balancer.upstreamCa })
-    : null
+  const resolveMs = o.resolveMs
+  if (resolveMs !== cur.resolveMs) changed.push('resolveMs')
+  // resolution turned on or off: the engine's connections take another lookup
+  const renewEngine = keepAlive !== cur.keepAlive || timeoutMs !== cur.timeoutMs || (resolveMs === null) !== (cur.resolveMs === null)
 
   // 2. apply: nothing below throws
   const { pool } = balancer
@@ -116,6 +118,9 @@ function reconfigure (balancer, o) {
   balancer.sticky = sticky
   if (configurePolicy) balancer.policy.configure(policyOptions)
   if (policy) balancer.policy = policy
+  balancer.setResolveMs(resolveMs)
+  if (balancer.resolver !== null) balancer.resolver.sync(pool.all().map((u) => u.target))
+  const engine = renewEngine ? createProxyEngine({ keepAlive, timeoutMs, engine: cur.engine, upstreamCa: balancer.upstreamCa, lookup: balancer.lookup }) : null
   if (engine) {
     const old = balancer.engine
     balancer.engine = engine
@@ -138,7 +143,8 @@ function reconfigure (balancer, o) {
     maxBodySize,
     healthCheck,
     routingKey: o.routingKey,
-    stickyCookie: o.stickyCookie
+    stickyCookie: o.stickyCookie,
+    resolveMs
   }
   if (balancer.url !== undefined && !balancer.closing) balancer.checker.sync((u) => checkSettingsFor(balancer, u))
   return { added, removed, updated, changed: [...new Set(changed)], restartNeeded }

@@ -20,6 +20,7 @@ const { createAdmin, isAdminPath } = require('../observe/admin')
 const { createAdminRouter } = require('../observe/admin-router')
 const { createBackendsHandler } = require('../observe/admin-backends')
 const { createHealthChecker } = require('../pool/health-checker')
+const { Resolver } = require('../pool/resolver')
 const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('../config/reconfigure')
 
 /** Engines that write the response through writeHead/write/end only, as the fast front's response takes it. */
@@ -84,6 +85,9 @@ const STICKY_POLICY = Object.freeze({ name: 'sticky-cookie' })
  *   'header:<name>', 'cookie:<name>' or 'param:<name>' (src/proxy/routing-key.js)
  * @property {string | object | null} [stickyCookie=null] cookie stickiness: a cookie name or
  *   `{ name, path, domain, maxAgeS, secure, httpOnly, sameSite }` (src/proxy/sticky-cookie.js); null: off
+ * @property {number | null} [resolveMs=null] look backend host names up again every this many ms; a changed
+ *   answer retires the pooled connections to that backend (src/pool/resolver.js); null: the OS resolves each new connection
+ * @property {typeof import('node:dns').lookup} [lookup] the lookup of backend host names (default node:dns's)
  */
 
 /**
@@ -150,7 +154,16 @@ class Balancer {
     const tls = o.tlsCert ? readServerTls(o.tlsCert, o.tlsKey) : null
     /** trusted CAs of https upstreams (PEM), kept for engines made by a reload and for WebSocket tunnels */
     this.upstreamCa = o.upstreamCa ? readCa(o.upstreamCa) : null
-    this.engine = createProxyEngine({ keepAlive, timeoutMs, engine, upstreamCa: this.upstreamCa })
+    if (o.lookup !== undefined && typeof o.lookup !== 'function') throw new TypeError('lookup must be a function like node:dns lookup')
+    /** the injected lookup (tests), or undefined: node:dns */
+    this.injectedLookup = o.lookup
+    /** @type {Resolver | null} backend host names looked up again every `resolveMs` */
+    this.resolver = null
+    /** net.connect's `lookup` for the engines: the resolver's answers, else the injected one */
+    this.lookup = o.lookup
+    this.setResolveMs(o.resolveMs)
+    this.settings.resolveMs = o.resolveMs
+    this.engine = createProxyEngine({ keepAlive, timeoutMs, engine, upstreamCa: this.upstreamCa, lookup: this.lookup })
     /** engines replaced by a reload, closed once their last attempt ends: engine → attempts in flight */
     this.engineUse = new Map()
     this.retiredEngines = new Set()
@@ -233,7 +246,48 @@ class Balancer {
       throw err
     }
     this.checker.sync((u) => checkSettingsFor(this, u))
+    if (this.resolver !== null) {
+      this.resolver.sync(this.pool.all().map((u) => u.target))
+      this.resolver.start()
+    }
     return this
+  }
+
+  /**
+   * Turn the re-resolution of backend host names on (`ms`), off (null) or change its interval.
+   * Turning it on or off changes `this.lookup`: the caller renews the engine (see reconfigure.js).
+   * @param {number | null} ms
+   */
+  setResolveMs (ms) {
+    if (ms === null) {
+      if (this.resolver !== null) this.resolver.stop()
+      this.resolver = null
+      this.lookup = this.injectedLookup
+      return
+    }
+    if (this.resolver !== null) return this.resolver.configure(ms)
+    this.resolver = new Resolver({
+      intervalMs: ms,
+      lookup: this.injectedLookup,
+      onChange: (hostname, addresses, previous) => this.addressesChanged(hostname, addresses, previous),
+      onError: (hostname, err) => this.logger.warn({ hostname, err: err.message }, `backend host ${hostname} did not resolve; its last addresses stay`)
+    })
+    this.lookup = this.resolver.lookup
+    if (this.url !== undefined && !this.closing) {
+      this.resolver.sync(this.pool.all().map((u) => u.target))
+      this.resolver.start()
+    }
+  }
+
+  /** A backend host name resolves to other addresses: its pooled connections go, new ones follow the answer. */
+  addressesChanged (hostname, addresses, previous) {
+    const ids = []
+    for (const u of this.pool.all()) {
+      if (u.target.hostname.replace(/^\[|\]$/g, '') !== hostname) continue
+      ids.push(u.id)
+      if (typeof this.engine.retire === 'function') this.engine.retire(u)
+    }
+    this.logger.info({ hostname, addresses, previous, upstreams: ids }, `backend host ${hostname} now resolves to ${addresses.join(', ')} (was ${previous.join(', ')}): pooled connections renewed`)
   }
 
   /**
@@ -266,6 +320,7 @@ class Balancer {
     if (!this._closed) {
       this.admin.close() // event streams would otherwise hold their connections open
       this.checker.stop()
+      if (this.resolver !== null) this.resolver.stop()
       const listeners = [this.lifecycle, this.adminLifecycle].filter(Boolean)
       this._closed = Promise.all(listeners.map((l) => l.close({ graceMs }))).then(() => {
         this.engine.close()
@@ -351,6 +406,7 @@ class Balancer {
     tunnelUpgrade(req, socket, head, upstream.target, {
       timeoutMs: this.timeoutMs,
       ca: this.upstreamCa,
+      lookup: this.lookup,
       onOpen: () => this.pool.succeed(upstream),
       onFailure: (err) => {
         this.counters.failures[err.code === 'ETIMEDOUT' ? 'timeout' : 'connect']++
@@ -644,7 +700,7 @@ const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'en
   'slowStartMs', 'healthCheck',
   'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize', 'front',
   'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost',
-  'routingKey', 'stickyCookie']
+  'routingKey', 'stickyCookie', 'resolveMs']
 
 /** Options with the defaults filled in (an explicit `undefined` takes the default too). */
 function withDefaults (options) {

@@ -33,7 +33,7 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trail
  *   upstream's answer, not the tunnel's life; `ca`: trusted CAs of an https upstream (default: Node's
  *   roots), verified against the name in its URL as the proxy engine does
  */
-function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, onOpen, onFailure, onClose }) {
+function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, lookup, onOpen, onFailure, onClose }) {
   let closed = false
   const close = () => {
     if (closed) return
@@ -45,7 +45,7 @@ function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, onOpe
 
   const headers = forwardedHeaders(req, target)
   const hostname = target.hostname.replace(/^\[(.*)\]$/, '$1') // URL keeps IPv6 brackets
-  const options = { host: hostname, port: target.port, method: req.method, path: req.url, headers, agent: false, setHost: false }
+  const options = { host: hostname, port: target.port, method: req.method, path: req.url, headers, agent: false, setHost: false, ...(lookup ? { lookup } : {}) }
   let proxyReq
   try {
     proxyReq = target.protocol === 'https:'

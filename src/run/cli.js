@@ -68,6 +68,7 @@ function parseArgs (argv) {
     .option('policy-options', { type: 'string', describe: 'policy options as JSON, e.g. \'{"rounds":4}\' (unknown names are refused)' })
     .option('routing-key', { type: 'string', describe: 'what wasp and chash-bounded route by: path, url (with query), host, header:<name>, cookie:<name> or param:<name>', defaultDescription: DEFAULTS.routingKey })
     .option('sticky-cookie', { type: 'string', describe: 'cookie stickiness: the first response sets this cookie naming its upstream, which later requests bearing it go to (attributes in the config file)' })
+    .option('resolve', { type: 'number', describe: 'look backend host names up again every this many ms; pooled connections to addresses no longer returned are renewed (default: each new connection resolved by the OS)' })
     .option('slow-start', { type: 'number', describe: 'ms over which a recovered or added upstream\'s share ramps up (0: off)', defaultDescription: String(DEFAULTS.slowStartMs) })
     .option('health-check', { type: 'string', describe: 'active HTTP health check: the path to GET on every upstream (off unless given; the embedded fleet is checked on /_stats)' })
     .option('health-interval', { type: 'number', describe: 'ms between two checks of an upstream', defaultDescription: String(DEFAULTS.healthCheck.intervalMs) })
@@ -124,6 +125,7 @@ function parseArgs (argv) {
   if (argvParsed['access-log'] !== undefined) flags.accessLog = argvParsed['access-log']
   if (argvParsed['access-log-file'] !== undefined) flags.accessLogFile = argvParsed['access-log-file']
   if (argvParsed['routing-key'] !== undefined) flags.routingKey = argvParsed['routing-key']
+  if (argvParsed.resolve !== undefined) flags.resolveMs = requireNumber('resolve', argvParsed.resolve)
   if (argvParsed['sticky-cookie'] !== undefined) flags.stickyCookie = argvParsed['sticky-cookie'] === '' ? null : argvParsed['sticky-cookie']
   if (argvParsed['retry-on'] !== undefined) flags.retryOn = parseRetryOn('retry-on', argvParsed['retry-on'])
   if (argvParsed['policy-options'] !== undefined) {
