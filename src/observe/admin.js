@@ -15,6 +15,9 @@ const { createMetrics } = require('./metrics')
  * - `GET /_polistes/events`   Server-Sent Events: one `frame` about once a second
  * - `GET /_polistes/assets/*` the dashboard's script and style, and uPlot from node_modules
  *
+ * The balancer serves `/_polistes/backends*` (drain, disable, enable a backend) beside these, from
+ * admin-backends.js.
+ *
  * Anything else under `/_polistes/` is a 404 here: that prefix is never proxied.
  */
 
