@@ -50,6 +50,10 @@ describe('the resolver (injected lookup)', () => {
     const [, all] = await one({ all: true })
     expect(all.map((a) => a.address).sort()).toEqual(['127.0.0.2', '127.0.0.3'])
     expect((await one({ family: 6 }))[0].code).toBe('ENOTFOUND') // no IPv6 answer kept: the real lookup answers
+    const throwing = new Resolver({ intervalMs: 1000, lookup: () => { throw new TypeError('bad') }, onChange: () => {}, onError: (name, err) => errors.push(err.message) })
+    throwing.sync([new URL(`http://${NAME}:1`)])
+    await throwing.refresh()
+    expect(errors).toEqual([NAME, 'bad'])
     r.sync([])
     expect(r.hosts.size).toBe(0)
   })

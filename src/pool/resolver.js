@@ -84,7 +84,7 @@ class Resolver {
    */
   refresh () {
     return Promise.all([...this.hosts.keys()].map((name) => new Promise((resolve) => {
-      this.resolve(name, { all: true }, (err, addresses) => {
+      const answer = (err, addresses) => {
         const entry = this.hosts.get(name)
         if (entry === undefined) return resolve() // forgotten meanwhile
         if (err || !Array.isArray(addresses) || addresses.length === 0) {
@@ -96,7 +96,12 @@ class Resolver {
         entry.addresses = addresses.map(({ address, family }) => ({ address, family }))
         if (previous.length > 0 && !sameSet(previous, now)) this.onChange(name, now, previous)
         resolve()
-      })
+      }
+      try {
+        this.resolve(name, { all: true }, answer)
+      } catch (err) { // a lookup that throws (bad input) is a failed lookup, never a crash
+        answer(err)
+      }
     }))).then(() => {})
   }
 

@@ -603,6 +603,7 @@ class ProxiedRequest {
     const res = this.res
     const upstream = attempt.upstream
     lb.counters.failures[kind]++
+    this.setCookie = null // a cookie for this attempt's upstream never goes on the balancer's 502/504 or on a retry's answer
     this.finish(attempt, { latencyMs: 0, statusCode: attempt.statusCode, error: err.message })
     if (kind !== 'stream') lb.pool.fail(upstream)
     lb.logger.warn({ upstream: upstream.id, kind, err: err.message, method: this.req.method, url: this.req.url }, 'upstream failed')
