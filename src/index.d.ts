@@ -10,11 +10,13 @@ export interface BackendSpec {
   url: string
   weight: number
   region?: string
+  /** used only while no primary backend is up (nginx's and HAProxy's `backup`); `#backup` in a URL */
+  backup?: boolean
   /** overrides the balancer's `healthCheck` for this backend; false: no active checks */
   healthCheck?: Partial<HealthCheckOptions> | false
 }
 
-export type BackendInput = string | { url: string, id?: string, weight?: number, region?: string, healthCheck?: Partial<HealthCheckOptions> | false }
+export type BackendInput = string | { url: string, id?: string, weight?: number, region?: string, backup?: boolean, healthCheck?: Partial<HealthCheckOptions> | false }
 
 /** Active HTTP health checks (HAProxy's `check inter … rise … fall …`). */
 export interface HealthCheckOptions {
@@ -107,9 +109,40 @@ export interface BalancerOptions {
   healthCheck?: Partial<HealthCheckOptions>
   /** what moves the bytes (default 'direct'; see src/proxy/proxy-engine.js); 'undici' reaches http:// backends only */
   engine?: 'direct' | 'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'
+  /** what the keyed policies (wasp, chash-bounded) route by: 'path' (default, without the query), 'url'
+   * (with it), 'host', 'header:<name>', 'cookie:<name>' or 'param:<name>'; a request without that
+   * header, cookie or parameter is routed by its path */
+  routingKey?: string
+  /** cookie stickiness (default null: off): a cookie name, or its attributes; the first response sets
+   * the cookie naming its upstream by an opaque token, and a request bearing it goes there while it can serve */
+  stickyCookie?: string | StickyCookieOptions | null
+  /** look backend host names up again every this many ms (>= 10); a changed answer closes the pooled
+   * connections to that backend after their request and new ones go to the new addresses (default null:
+   * each new connection is resolved by the OS, pooled ones keep their address) */
+  resolveMs?: number | null
+  /** the lookup of backend host names, as node:dns's (default: node:dns) */
+  lookup?: typeof import('node:dns').lookup
   logger?: Logger
   random?: () => number
   now?: () => number
+}
+
+/** The sticky cookie's attributes (HAProxy `cookie <name> insert indirect`, nginx Plus `sticky cookie`). */
+export interface StickyCookieOptions {
+  /** default 'polistes_upstream' */
+  name?: string
+  /** default '/' */
+  path?: string
+  /** default null: the request's host only */
+  domain?: string | null
+  /** seconds; default null: a session cookie */
+  maxAgeS?: number | null
+  /** default false; required with sameSite 'None' */
+  secure?: boolean
+  /** default true */
+  httpOnly?: boolean
+  /** default 'Lax' */
+  sameSite?: 'Strict' | 'Lax' | 'None'
 }
 
 export interface BalancerStats {
@@ -129,6 +162,10 @@ export interface BalancerStats {
   upstreams: Array<{
     id: string, url: string, weight: number, region?: string, inflight: number, requests: number, failures: number, ejections: number,
     downUntil: number | null,
+    /** a backup: used only while no primary is up */
+    backup: boolean
+    /** set through POST /_polistes/backends/<id>/state: drain (no new requests), maint (no traffic), ready */
+    adminState: 'ready' | 'drain' | 'maint'
     /** health: down/rising by active checks, ejected by passive health, falling while checks fail */
     state: 'up' | 'falling' | 'down' | 'rising' | 'ejected'
     healthy: boolean

@@ -50,7 +50,7 @@ describe('config file', () => {
     const hc = write('hc.json', JSON.stringify({ healthCheck: { path: '/h', interval: 5 } }))
     expect(() => readConfigFile(hc)).toThrow(/unknown healthCheck key\(s\) interval; allowed: path, intervalMs, timeoutMs, expectStatus, rise, fall/)
     const backend = write('backend.json', JSON.stringify({ backends: [{ url: 'http://127.0.0.1:9101', wieght: 2 }] }))
-    expect(() => resolveConfig({}, readConfigFile(backend))).toThrow('backend #1: unknown key "wieght"; known keys: url, id, weight, region, healthCheck')
+    expect(() => resolveConfig({}, readConfigFile(backend))).toThrow('backend #1: unknown key "wieght"; known keys: url, id, weight, region, backup, healthCheck')
     const own = write('own.json', JSON.stringify({ backends: [{ url: 'http://127.0.0.1:9101', healthCheck: { rise: 0 } }] }))
     expect(() => resolveConfig({}, readConfigFile(own))).toThrow('backend #1 healthCheck.rise must be an integer in [1, 1000], got 0')
   })

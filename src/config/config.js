@@ -13,10 +13,12 @@ const FRONT_KEYS = ['front', 'maxConnections', 'headersTimeoutMs', 'requestTimeo
 /** Keys a config file may hold. `address`, `strategy` and `receiver_addresses` are the seed's shape. */
 const FILE_KEYS = new Set(['address', 'host', 'port', 'strategy', 'algo', 'backends', 'receiver_addresses',
   'keepAlive', 'engine', 'timeoutMs', 'tryTimeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'slowStartMs', 'healthCheck', 'workers', 'fleet',
-  'accessLog', 'accessLogFile', ...FRONT_KEYS])
+  'accessLog', 'accessLogFile', ...FRONT_KEYS,
+  'routingKey', 'stickyCookie', 'resolveMs'])
 /** Keys taken from a file as they are (validated with the flags' values in resolveConfig). */
 const PLAIN_KEYS = ['keepAlive', 'engine', 'timeoutMs', 'tryTimeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'slowStartMs', 'workers',
-  'accessLog', 'accessLogFile', ...FRONT_KEYS]
+  'accessLog', 'accessLogFile', ...FRONT_KEYS,
+  'routingKey', 'stickyCookie', 'resolveMs']
 const FLEET_KEYS = new Set(['count', 'basePort', 'cachePages', 'missMs'])
 
 /**

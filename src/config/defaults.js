@@ -3,6 +3,8 @@
 const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 const { DEFAULT_ENGINE, ENGINES } = require('../proxy/proxy-engine')
 const { parseTrustedProxies } = require('../proxy/forwarded')
+const { parseRoutingKey } = require('../proxy/routing-key')
+const { parseStickyCookie } = require('../proxy/sticky-cookie')
 
 /**
  * The one source of default option values: the balancer's constructor, the config resolver and the
@@ -45,7 +47,13 @@ const DEFAULTS = Object.freeze({
   maxEventStreams: 16,
   // peers (CIDRs) whose X-Forwarded-For/-Host/-Proto/-Port are kept; everyone else's are replaced
   trustedProxies: Object.freeze([]),
-  fleet: { count: 7, basePort: 9101, cachePages: 4, missMs: 20 }
+  fleet: { count: 7, basePort: 9101, cachePages: 4, missMs: 20 },
+  // what the keyed policies route by (src/proxy/routing-key.js): the path without its query
+  routingKey: 'path',
+  // cookie stickiness (src/proxy/sticky-cookie.js): off
+  stickyCookie: null,
+  // look backend host names up again every this many ms (src/pool/resolver.js); null: the OS, per new connection
+  resolveMs: null
 })
 
 /** One check per option, the same wherever the option comes from (flag, config file, API). */
@@ -84,7 +92,10 @@ const RULES = {
   maxEventStreams: (v) => checkInteger('maxEventStreams', v, 0, 100_000),
   trustedProxies: (v) => { parseTrustedProxies(v) },
   slowStartMs: (v) => { if (!(Number.isFinite(v) && v >= 0)) throw new ERR_POLISTES_BAD_OPTION(`slowStartMs must be a number of ms >= 0, got ${JSON.stringify(v)}`) },
-  healthCheck: (v) => validateHealthCheck(v, 'healthCheck')
+  healthCheck: (v) => validateHealthCheck(v, 'healthCheck'),
+  routingKey: (v) => { parseRoutingKey(v) },
+  stickyCookie: (v) => { parseStickyCookie(v) },
+  resolveMs: (v) => { if (v !== null && !(Number.isFinite(v) && v >= 10)) throw new ERR_POLISTES_BAD_OPTION(`resolveMs must be a number of ms >= 10, or null (no re-resolution), got ${JSON.stringify(v)}`) }
 }
 
 /** Rules between options, checked once each single option is valid. */

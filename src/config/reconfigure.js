@@ -1,6 +1,8 @@
 'use strict'
 
 const { validateOptions } = require('./defaults')
+const { compileRoutingKey } = require('../proxy/routing-key')
+const { createSticky } = require('../proxy/sticky-cookie')
 const { parseBackends } = require('../pool/backend-spec')
 const { createPolicy } = require('../policies')
 const { createProxyEngine, checkEngineTargets } = require('../proxy/proxy-engine')
@@ -50,6 +52,10 @@ function reconfigure (balancer, o) {
   const { keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize, maxEventStreams, trustedProxies } = o
   validateOptions({ keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize, maxEventStreams, trustedProxies })
   const trust = createTrust(trustedProxies)
+  validateOptions({ routingKey: o.routingKey, stickyCookie: o.stickyCookie, resolveMs: o.resolveMs })
+  const keyOf = compileRoutingKey(o.routingKey) // throws on a bad one
+  const stickyChanged = !sameJson(o.stickyCookie, cur.stickyCookie)
+  const sticky = stickyChanged ? createSticky(o.stickyCookie) : balancer.sticky
   validateOptions(Object.fromEntries(RESTART_ONLY.filter((key) => o[key] !== undefined).map((key) => [key, o[key]])))
   const specs = parseBackends(o.backends)
   checkEngineTargets(cur.engine, specs.map((s) => new URL(s.url)))
@@ -58,6 +64,8 @@ function reconfigure (balancer, o) {
   if (!sameJson(retryOn, cur.retryOn)) changed.push('retryOn')
   if (!sameJson(trustedProxies, cur.trustedProxies)) changed.push('trustedProxies')
   if (!sameJson(healthCheck, cur.healthCheck)) changed.push('healthCheck')
+  if (o.routingKey !== cur.routingKey) changed.push('routingKey')
+  if (stickyChanged) changed.push('stickyCookie')
   const deps = { random: balancer.random, now: balancer.now }
   let policy = null
   let configurePolicy = false
@@ -75,9 +83,10 @@ function reconfigure (balancer, o) {
   }
   if (policy) changed.push('algo')
   if (policy || configurePolicy) changed.push('policyOptions')
-  const engine = keepAlive !== cur.keepAlive || timeoutMs !== cur.timeoutMs
-    ? createProxyEngine({ keepAlive, timeoutMs, engine: cur.engine, upstreamCa: balancer.upstreamCa })
-    : null
+  const resolveMs = o.resolveMs
+  if (resolveMs !== cur.resolveMs) changed.push('resolveMs')
+  // resolution turned on or off: the engine's connections take another lookup
+  const renewEngine = keepAlive !== cur.keepAlive || timeoutMs !== cur.timeoutMs || (resolveMs === null) !== (cur.resolveMs === null)
 
   // 2. apply: nothing below throws
   const { pool } = balancer
@@ -112,8 +121,13 @@ function reconfigure (balancer, o) {
   balancer.maxBodySize = maxBodySize
   balancer.trust = trust
   balancer.admin.configure({ maxEventStreams })
+  balancer.keyOf = keyOf
+  balancer.sticky = sticky
   if (configurePolicy) balancer.policy.configure(policyOptions)
   if (policy) balancer.policy = policy
+  balancer.setResolveMs(resolveMs)
+  if (balancer.resolver !== null) balancer.resolver.sync(pool.all().map((u) => u.target))
+  const engine = renewEngine ? createProxyEngine({ keepAlive, timeoutMs, engine: cur.engine, upstreamCa: balancer.upstreamCa, lookup: balancer.lookup }) : null
   if (engine) {
     const old = balancer.engine
     balancer.engine = engine
@@ -136,7 +150,10 @@ function reconfigure (balancer, o) {
     maxBodySize,
     maxEventStreams,
     trustedProxies,
-    healthCheck
+    healthCheck,
+    routingKey: o.routingKey,
+    stickyCookie: o.stickyCookie,
+    resolveMs
   }
   if (balancer.url !== undefined && !balancer.closing) balancer.checker.sync((u) => checkSettingsFor(balancer, u))
   return { added, removed, updated, changed: [...new Set(changed)], restartNeeded }

@@ -17,6 +17,9 @@ const { silentLogger } = require('../common/logger')
  *   `maxEventStreams` open at once; one more gets 503 with Retry-After)
  * - `GET /_polistes/assets/*` the dashboard's script and style, and uPlot from node_modules
  *
+ * The balancer serves `/_polistes/backends*` (drain, disable, enable a backend) beside these, from
+ * admin-backends.js.
+ *
  * Anything else under `/_polistes/` is a 404 here: that prefix is never proxied.
  */
 

@@ -15,6 +15,8 @@ const { LATENCY_BUCKETS_MS, STATUS_CLASSES } = require('./telemetry')
  * - `polistes_retries_total`; `polistes_failures_total{kind}` (connect, timeout, stream, no_upstream,
  *   client_abort); `polistes_upstream_failures_total{upstream}`, `polistes_upstream_ejections_total{upstream}`
  * - `polistes_upstream_inflight{upstream}`, `polistes_upstream_healthy{upstream}` (1 or 0)
+ * - `polistes_upstream_admin_state{upstream,state}` 1 for the state set through the admin API
+ *   (ready, drain, maint), 0 for the others; `polistes_upstream_backup{upstream}` (1 or 0)
  * - `polistes_request_duration_seconds{upstream}` histogram (buckets from 0.25 ms to 10 s)
  * - `polistes_cache_hits_total{upstream}`, `polistes_cache_misses_total{upstream}` (X-Cache) and
  *   `polistes_upstream_hit_ratio{upstream}` over the last minute
@@ -76,6 +78,10 @@ function createMetrics ({ stats, telemetry }, { processMetrics = true } = {}) {
   counter('polistes_upstream_ejections_total', 'Times each upstream was left out after failures', ['upstream'], perUpstream((u) => u.ejections))
   gauge('polistes_upstream_inflight', 'Requests in flight per upstream', ['upstream'], perUpstream((u) => u.inflight))
   gauge('polistes_upstream_healthy', '1 when the upstream is eligible, 0 while it is ejected', ['upstream'], perUpstream((u) => (u.healthy ? 1 : 0)))
+  gauge('polistes_upstream_admin_state', 'Administrative state of each upstream (admin API): 1 for the current one of ready, drain, maint', ['upstream', 'state'], (put) => {
+    for (const u of scrape.stats.upstreams) for (const state of ['ready', 'drain', 'maint']) put({ upstream: u.id, state }, u.adminState === state ? 1 : 0)
+  })
+  gauge('polistes_upstream_backup', '1 for a backup upstream (used only while no primary is up)', ['upstream'], perUpstream((u) => (u.backup ? 1 : 0)))
   counter('polistes_cache_hits_total', 'Responses with X-Cache: HIT per upstream', ['upstream'], perRecord((u) => u.hits))
   counter('polistes_cache_misses_total', 'Responses with X-Cache: MISS per upstream', ['upstream'], perRecord((u) => u.misses))
   gauge('polistes_upstream_hit_ratio', 'X-Cache hit ratio per upstream over the last 60 s (absent without X-Cache answers)', ['upstream'], (put) => {

@@ -5,22 +5,24 @@ const { validateHealthCheck } = require('../config/defaults')
 
 /**
  * A backend as the pool needs it. `healthCheck` (object form only) overrides the balancer's
- * `healthCheck` settings for this backend; `false` turns its active checks off.
- * @typedef {{ id: string, url: string, weight: number, region?: string, healthCheck?: object | false }} BackendSpec
+ * `healthCheck` settings for this backend; `false` turns its active checks off. `backup`: used only
+ * while no other (primary) backend is up.
+ * @typedef {{ id: string, url: string, weight: number, region?: string, backup?: boolean, healthCheck?: object | false }} BackendSpec
  */
 
 /** The keys a backend given as an object may hold. */
-const OBJECT_KEYS = ['url', 'id', 'weight', 'region', 'healthCheck']
+const OBJECT_KEYS = ['url', 'id', 'weight', 'region', 'backup', 'healthCheck']
 
 /**
  * Parse one backend, given as a URL string or an object.
  *
  * String form: `http://host:port` or `https://host:port` (proxied over TLS, certificate verified) with optional fragment tokens joined by `&`:
- * a bare word is the region (`#eu`), `region=eu`, `w=3` or `weight=3`, `id=name`.
- * Example: `http://127.0.0.1:9101#eu&w=3`. A string without a scheme (`127.0.0.1:9101`, the
+ * a bare word is the region (`#eu`), `region=eu`, `w=3` or `weight=3`, `id=name`, and the bare word
+ * `backup` marks a backup server (a region named backup is `region=backup`).
+ * Example: `http://127.0.0.1:9101#eu&w=3`, `http://127.0.0.1:9109#backup`. A string without a scheme (`127.0.0.1:9101`, the
  * seed config's shape) is read as `http://`.
  *
- * @param {string | { url: string, id?: string, weight?: number, region?: string, healthCheck?: object | false }} input
+ * @param {string | { url: string, id?: string, weight?: number, region?: string, backup?: boolean, healthCheck?: object | false }} input
  * @param {number} index position in the list, used for error messages
  * @returns {BackendSpec}
  * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_URL when the URL or a fragment token is malformed
@@ -63,7 +65,8 @@ function parseBackend (input, index = 0) {
   for (const token of url.hash.replace(/^#/, '').split('&').filter(Boolean)) {
     const [name, value, rest] = token.split('=')
     if (rest !== undefined) throw badToken(where, token)
-    if (value === undefined) spec.region = decodeURIComponent(name)
+    if (value === undefined && name === 'backup') spec.backup = true
+    else if (value === undefined) spec.region = decodeURIComponent(name)
     else if (name === 'w' || name === 'weight') spec.weight = parseWeight(where, value)
     else if (name === 'region') spec.region = decodeURIComponent(value)
     else if (name === 'id') spec.id = decodeURIComponent(value)
@@ -72,6 +75,11 @@ function parseBackend (input, index = 0) {
   if (extra.id !== undefined) spec.id = String(extra.id)
   if (extra.region !== undefined) spec.region = String(extra.region)
   if (extra.weight !== undefined) spec.weight = parseWeight(where, extra.weight)
+  if (extra.backup !== undefined) {
+    if (typeof extra.backup !== 'boolean') throw new ERR_POLISTES_BAD_URL(where, `backup must be true or false, got ${JSON.stringify(extra.backup)}`)
+    if (extra.backup) spec.backup = true
+    else delete spec.backup
+  }
   if (extra.healthCheck !== undefined) {
     if (extra.healthCheck !== false) validateHealthCheck(extra.healthCheck, `${where} healthCheck`)
     spec.healthCheck = extra.healthCheck === false ? false : { ...extra.healthCheck }
@@ -88,7 +96,7 @@ function parseWeight (where, value) {
 }
 
 function badToken (where, token) {
-  return new ERR_POLISTES_BAD_URL(where, `unknown fragment token "${token}" (expected a region word, region=, w=, weight= or id=)`)
+  return new ERR_POLISTES_BAD_URL(where, `unknown fragment token "${token}" (expected a region word, backup, region=, w=, weight= or id=)`)
 }
 
 /**

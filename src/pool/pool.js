@@ -23,6 +23,11 @@ const { ERR_POLISTES_BAD_URL } = require('../common/errors')
  * at ramp r = elapsed / slowStartMs in [0, 1] the member is offered to the policy on a fraction r of
  * the picks (one draw of the injected `random` per pick decides for every ramping member), so its
  * share of requests is about r times the share it would have. Members present at start do not ramp.
+ *
+ * Backups, as nginx's and HAProxy's `backup`: a member marked `backup` is offered only while no
+ * primary member is up (all down by checks, ejected, drained or in maintenance). Administrative
+ * state, as HAProxy's `set server … state`: a member set to `drain` or `maint` ({@link Pool#setState})
+ * is never offered, whatever its health.
  */
 class Pool {
   /**
@@ -71,15 +76,16 @@ class Pool {
   }
 
   /**
-   * Change a member's weight and region in place (its counters and health are kept).
+   * Change a member's weight, region and backup flag in place (its counters and health are kept).
    * @param {import('./backend-spec').BackendSpec} spec a spec whose id is a member
    * @returns {boolean} whether it was a member
    */
-  update ({ id, weight = 1, region }) {
+  update ({ id, weight = 1, region, backup = false }) {
     const upstream = this.members.get(id)
     if (upstream === undefined) return false
     upstream.weight = weight
     upstream.region = region
+    upstream.backup = backup
     this._eligible = null
     return true
   }
@@ -134,27 +140,53 @@ class Pool {
 
   _recompute (t) {
     let next = Infinity
+    // primaries first; backups (nginx's and HAProxy's `backup`) only when no primary is up
     const up = []
     const alive = []
+    const upBackup = []
+    const aliveBackup = []
     const ramping = []
     for (const u of this.members.values()) {
+      if (u.adminState !== 'ready') continue // drained or in maintenance: no new requests
       if (u.check !== null && !u.check.up) continue
-      alive.push(u)
+      ;(u.backup ? aliveBackup : alive).push(u)
       if (!this.isHealthy(u, t)) {
         next = Math.min(next, u.downUntil)
         continue
       }
-      up.push(u)
+      ;(u.backup ? upBackup : up).push(u)
       if (this.ramp(u, t) < 1) {
         ramping.push(u)
         next = Math.min(next, rampFrom(u) + this.slowStartMs)
       }
     }
     this._nextCheck = next
-    this._eligible = up.length > 0 ? up : alive
+    const list = up.length > 0 ? up : upBackup.length > 0 ? upBackup : alive.length > 0 ? alive : aliveBackup
+    this._eligible = list
     // ramping only matters beside members at full share; oldest ramp (highest) first
-    this._ramping = up.length > ramping.length ? ramping.sort((a, b) => rampFrom(a) - rampFrom(b)) : []
+    const rampingIn = list === up || list === upBackup ? ramping.filter((u) => u.backup === (list === upBackup)) : []
+    this._ramping = list.length > rampingIn.length ? rampingIn.sort((a, b) => rampFrom(a) - rampFrom(b)) : []
     this._variants = []
+  }
+
+  /**
+   * Set a member's administrative state, as HAProxy's `set server <b>/<s> state ready|drain|maint`:
+   * `drain` takes no new requests (those in flight finish; a sticky client may still come back, see
+   * the balancer's `stickyCookie`), `maint` takes no traffic at all, `ready` serves again (after
+   * `maint`, with a slow start). Health checks go on in every state. The state stays through a
+   * reload for as long as the member stays.
+   * @param {string} id
+   * @param {'ready' | 'drain' | 'maint'} state
+   * @returns {Upstream | undefined} the member, or undefined when there is none with that id
+   */
+  setState (id, state) {
+    const upstream = this.members.get(id)
+    if (upstream === undefined) return undefined
+    if (!ADMIN_STATES.includes(state)) throw new TypeError(`unknown state ${JSON.stringify(state)}; expected one of ${ADMIN_STATES.join(', ')}`)
+    if (state === 'ready' && upstream.adminState === 'maint') upstream.upSince = this.now()
+    upstream.adminState = state
+    this._eligible = null
+    return upstream
   }
 
   /**
@@ -309,6 +341,9 @@ class Pool {
   }
 }
 
+/** The administrative states of a member (HAProxy's ready, drain, maint). */
+const ADMIN_STATES = ['ready', 'drain', 'maint']
+
 /** When a member's slow start began: it came back from a check-down or from an ejection, or was added. */
 function rampFrom (upstream) {
   return upstream.upSince > upstream.downUntil ? upstream.upSince : upstream.downUntil
@@ -337,12 +372,16 @@ class CheckState {
 /** One upstream's record: identity, live load, counters and health. */
 class Upstream {
   /** @param {import('./backend-spec').BackendSpec} spec */
-  constructor ({ id, url, weight = 1, region }) {
+  constructor ({ id, url, weight = 1, region, backup = false }) {
     this.id = id
     this.url = url
     this.target = new URL(url)
     this.weight = weight
     this.region = region
+    /** used only while no primary (non-backup) member is up */
+    this.backup = backup
+    /** @type {'ready' | 'drain' | 'maint'} set through the admin API (Pool#setState) */
+    this.adminState = 'ready'
     this.inflight = 0
     this.requests = 0
     this.failures = 0
@@ -362,6 +401,8 @@ class Upstream {
       url: this.url,
       weight: this.weight,
       region: this.region,
+      backup: this.backup,
+      adminState: this.adminState,
       inflight: this.inflight,
       requests: this.requests,
       failures: this.failures,
@@ -371,4 +412,4 @@ class Upstream {
   }
 }
 
-module.exports = { Pool, Upstream }
+module.exports = { Pool, Upstream, ADMIN_STATES }

@@ -14,10 +14,14 @@ const { declaresTooLarge, watchBodySize, hasBody, canRetry } = require('./body-l
 const { tunnelUpgrade } = require('./upgrade')
 const { checkRequest } = require('./request-checks')
 const { createTrust } = require('./forwarded')
+const { compileRoutingKey, pathOf } = require('./routing-key')
+const { createSticky, insertCookieOnHead } = require('./sticky-cookie')
 const { createTelemetry } = require('../observe/telemetry')
 const { createAdmin, isAdminPath } = require('../observe/admin')
 const { createAdminRouter } = require('../observe/admin-router')
+const { createBackendsHandler } = require('../observe/admin-backends')
 const { createHealthChecker } = require('../pool/health-checker')
+const { Resolver } = require('../pool/resolver')
 const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('../config/reconfigure')
 
 /** Engines that write the response through writeHead/write/end only, as the fast front's response takes it. */
@@ -27,6 +31,9 @@ const FAST_FRONT_ENGINES = new Set(['direct', 'node-http', 'undici'])
 const kRefused = Symbol('polistes.refused')
 
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
+
+/** What an attempt routed by the sticky cookie reports to: nothing (the policy did not pick it). */
+const STICKY_POLICY = Object.freeze({ name: 'sticky-cookie' })
 
 /**
  * @typedef {object} BalancerOptions
@@ -81,6 +88,13 @@ const kRefused = Symbol('polistes.refused')
  * @property {import('pino').Logger} [logger] default: silent
  * @property {() => number} [random] injected into the policy
  * @property {() => number} [now] injected into the policy and pool (ms)
+ * @property {string} [routingKey='path'] what the keyed policies route by: 'path', 'url', 'host',
+ *   'header:<name>', 'cookie:<name>' or 'param:<name>' (src/proxy/routing-key.js)
+ * @property {string | object | null} [stickyCookie=null] cookie stickiness: a cookie name or
+ *   `{ name, path, domain, maxAgeS, secure, httpOnly, sameSite }` (src/proxy/sticky-cookie.js); null: off
+ * @property {number | null} [resolveMs=null] look backend host names up again every this many ms; a changed
+ *   answer retires the pooled connections to that backend (src/pool/resolver.js); null: the OS resolves each new connection
+ * @property {typeof import('node:dns').lookup} [lookup] the lookup of backend host names (default node:dns's)
  */
 
 /**
@@ -136,6 +150,12 @@ class Balancer {
     /** what reconfigure() compares a new config with */
     this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, customPolicy: Boolean(policy), maxBodySize: o.maxBodySize, maxEventStreams: o.maxEventStreams, trustedProxies: o.trustedProxies, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, o[key]])) }
     this.specs = new Map(specs.map((s) => [s.id, s]))
+    /** the request's routing key (ctx.key), as `routingKey` says */
+    this.keyOf = compileRoutingKey(o.routingKey)
+    this.settings.routingKey = o.routingKey
+    /** the sticky cookie, or null (off) */
+    this.sticky = createSticky(o.stickyCookie)
+    this.settings.stickyCookie = o.stickyCookie
     this.pool = new Pool(specs, { maxFails, failTimeoutMs, slowStartMs, now, random })
     for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order
     this.policy = policy || createPolicy(algo, policyOptions, { random, now })
@@ -143,11 +163,24 @@ class Balancer {
     const tls = o.tlsCert ? readServerTls(o.tlsCert, o.tlsKey) : null
     /** trusted CAs of https upstreams (PEM), kept for engines made by a reload and for WebSocket tunnels */
     this.upstreamCa = o.upstreamCa ? readCa(o.upstreamCa) : null
-    this.engine = createProxyEngine({ keepAlive, timeoutMs, engine, upstreamCa: this.upstreamCa })
+    if (o.lookup !== undefined && typeof o.lookup !== 'function') throw new TypeError('lookup must be a function like node:dns lookup')
+    /** the injected lookup (tests), or undefined: node:dns */
+    this.injectedLookup = o.lookup
+    /** @type {Resolver | null} backend host names looked up again every `resolveMs` */
+    this.resolver = null
+    /** net.connect's `lookup` for the engines: the resolver's answers, else the injected one */
+    this.lookup = o.lookup
+    this.setResolveMs(o.resolveMs)
+    this.settings.resolveMs = o.resolveMs
+    this.engine = createProxyEngine({ keepAlive, timeoutMs, engine, upstreamCa: this.upstreamCa, lookup: this.lookup })
     /** engines replaced by a reload, closed once their last attempt ends: engine → attempts in flight */
     this.engineUse = new Map()
     this.retiredEngines = new Set()
     this.checker = createHealthChecker(this.pool, { logger })
+    /** /_polistes/backends: drain, disable, enable a backend at runtime */
+    this.backendsAdmin = createBackendsHandler(this.pool, {
+      onChange: (id, from, to) => logger.info({ upstream: id, from, to }, `backend ${id}: ${from} -> ${to} (admin API)`)
+    })
     this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0, bodyTooLarge: 0, droppedConnections: 0 }
 
     this.adminPort = o.adminPort
@@ -155,7 +188,7 @@ class Balancer {
     this.adminServer = null
     this.adminLifecycle = null
     if (o.adminPort !== null) {
-      this.adminServer = createFrontServer((req, res) => this.handleAdmin(req, res), limits)
+      this.adminServer = createFrontServer((req, res) => this.handleAdmin(req, res, true), limits)
       this.adminLifecycle = createLifecycle(this.adminServer, { name: 'admin listener' })
     }
 
@@ -222,7 +255,48 @@ class Balancer {
       throw err
     }
     this.checker.sync((u) => checkSettingsFor(this, u))
+    if (this.resolver !== null) {
+      this.resolver.sync(this.pool.all().map((u) => u.target))
+      this.resolver.start()
+    }
     return this
+  }
+
+  /**
+   * Turn the re-resolution of backend host names on (`ms`), off (null) or change its interval.
+   * Turning it on or off changes `this.lookup`: the caller renews the engine (see reconfigure.js).
+   * @param {number | null} ms
+   */
+  setResolveMs (ms) {
+    if (ms === null) {
+      if (this.resolver !== null) this.resolver.stop()
+      this.resolver = null
+      this.lookup = this.injectedLookup
+      return
+    }
+    if (this.resolver !== null) return this.resolver.configure(ms)
+    this.resolver = new Resolver({
+      intervalMs: ms,
+      lookup: this.injectedLookup,
+      onChange: (hostname, addresses, previous) => this.addressesChanged(hostname, addresses, previous),
+      onError: (hostname, err) => this.logger.warn({ hostname, err: err.message }, `backend host ${hostname} did not resolve; its last addresses stay`)
+    })
+    this.lookup = this.resolver.lookup
+    if (this.url !== undefined && !this.closing) {
+      this.resolver.sync(this.pool.all().map((u) => u.target))
+      this.resolver.start()
+    }
+  }
+
+  /** A backend host name resolves to other addresses: its pooled connections go, new ones follow the answer. */
+  addressesChanged (hostname, addresses, previous) {
+    const ids = []
+    for (const u of this.pool.all()) {
+      if (u.target.hostname.replace(/^\[|\]$/g, '') !== hostname) continue
+      ids.push(u.id)
+      if (typeof this.engine.retire === 'function') this.engine.retire(u)
+    }
+    this.logger.info({ hostname, addresses, previous, upstreams: ids }, `backend host ${hostname} now resolves to ${addresses.join(', ')} (was ${previous.join(', ')}): pooled connections renewed`)
   }
 
   /**
@@ -255,6 +329,7 @@ class Balancer {
     if (!this._closed) {
       this.admin.close() // event streams would otherwise hold their connections open
       this.checker.stop()
+      if (this.resolver !== null) this.resolver.stop()
       const listeners = [this.lifecycle, this.adminLifecycle].filter(Boolean)
       this._closed = Promise.all(listeners.map((l) => l.close({ graceMs }))).then(() => {
         this.engine.close()
@@ -297,7 +372,7 @@ class Balancer {
     if (isAdminPath(req.url)) {
       // the prefix stays the balancer's wherever the admin surface is served: never proxied
       if (this.adminServer) return this.reply(res, 404, 'not-found', 'not found')
-      if (this.mountAdmin) return this.handleAdmin(req, res)
+      if (this.mountAdmin) return this.handleAdmin(req, res, false)
     }
     if (req.url[0] !== '/') return this.reply(res, 400, 'request-target', 'only origin-form request targets (/path) are served')
     this.counters.requests++
@@ -330,7 +405,9 @@ class Balancer {
     if (hasBody(req)) return refuse(socket)
     this.counters.requests++
     const { trusted, clientAddress } = this.client(req)
-    const upstream = this.policy.pick(this.pool.eligible(), { key: routingKey(req.url), clientAddress, method: req.method })
+    const token = this.sticky !== null ? this.sticky.requested(req.headers) : undefined
+    const upstream = (token !== undefined && this.stickyUpstream(this.sticky, token)) ||
+      this.policy.pick(this.pool.eligible(), { key: this.keyOf(req), clientAddress, method: req.method })
     if (!upstream) {
       this.counters.noUpstream++
       return refuse(socket, '503 Service Unavailable')
@@ -340,6 +417,7 @@ class Balancer {
       timeoutMs: this.timeoutMs,
       ca: this.upstreamCa,
       trusted,
+      lookup: this.lookup,
       onOpen: () => this.pool.succeed(upstream),
       onFailure: (err) => {
         this.counters.failures[err.code === 'ETIMEDOUT' ? 'timeout' : 'connect']++
@@ -363,6 +441,20 @@ class Balancer {
     return { trusted: true, clientAddress: trust.clientAddress(peer, req.headers['x-forwarded-for']) }
   }
 
+  /**
+   * The upstream a sticky cookie's token names, if it may take the request: not down by its checks,
+   * not ejected, not in maintenance (a drained one keeps its sticky clients).
+   * @param {NonNullable<Balancer['sticky']>} sticky
+   * @param {string} token
+   * @returns {import('../pool/pool').Upstream | null}
+   */
+  stickyUpstream (sticky, token) {
+    for (const u of this.pool.members.values()) {
+      if (sticky.tokenOf(u.id) === token) return u.adminState !== 'maint' && this.pool.isHealthy(u) ? u : null
+    }
+    return null
+  }
+
   /** Count the attempts on an engine; a retired one (replaced by a reload) is closed after its last. */
   useEngine (engine, delta) {
     const n = (this.engineUse.get(engine) || 0) + delta
@@ -381,9 +473,13 @@ class Balancer {
     res.end(message + '\n')
   }
 
-  /** The admin surface, on whichever listener serves it: added handlers, then the built-in endpoints. */
-  handleAdmin (req, res) {
-    if (!this.adminRouter.handle(req, res) && !this.admin.handle(req, res)) this.reply(res, 404, 'not-found', 'not found')
+  /**
+   * The admin surface, on whichever listener serves it: added handlers, then the built-in endpoints.
+   * `onAdminListener`: the request came in on the `adminPort` listener (backend state changes are
+   * taken there only).
+   */
+  handleAdmin (req, res, onAdminListener) {
+    if (!this.adminRouter.handle(req, res) && !this.backendsAdmin(req, res, onAdminListener) && !this.admin.handle(req, res)) this.reply(res, 404, 'not-found', 'not found')
   }
 
   /**
@@ -418,12 +514,20 @@ class ProxiedRequest {
     const peer = req.socket.remoteAddress
     /** the peer is a trusted proxy: its forwarding headers go upstream (else ours replace them) */
     this.trusted = false
-    this.ctx = { key: routingKey(req.url), clientAddress: peer, method: req.method }
+    this.ctx = { key: lb.keyOf(req), clientAddress: peer, method: req.method }
     if (lb.trust !== null && lb.trust.trusts(peer)) {
       this.trusted = true
       this.ctx.clientAddress = lb.trust.clientAddress(peer, req.headers['x-forwarded-for'])
     }
     this.retryable = canRetry(req)
+    /** the sticky cookie (as it was when the request came), the token its cookie holds, the Set-Cookie to add */
+    this.sticky = lb.sticky
+    this.stickyToken = undefined
+    this.setCookie = null
+    if (this.sticky !== null) {
+      this.stickyToken = this.sticky.requested(req.headers)
+      insertCookieOnHead(res, this)
+    }
     /** @type {string[]} ids of the upstreams tried (each at most once) */
     this.tried = []
     /** @type {Attempt | null} */
@@ -486,15 +590,19 @@ class ProxiedRequest {
       candidates = eligible.filter((u) => !tried.includes(u.id))
       if (ctx.noStore !== undefined) ctx.noStore = undefined // the earlier pick's hint was for its upstream
     }
-    const upstream = lb.policy.pick(candidates, ctx)
+    let policy = lb.policy
+    // a valid sticky cookie decides the first attempt; a retry goes where the policy says
+    let upstream = tried.length === 0 && this.stickyToken !== undefined ? lb.stickyUpstream(this.sticky, this.stickyToken) : null
+    if (upstream !== null) policy = STICKY_POLICY
+    else upstream = policy.pick(candidates, ctx)
     if (!upstream) {
       lb.counters.noUpstream++
       return lb.reply(this.res, 503, 'no-upstream', 'no upstream available')
     }
     tried.push(upstream.id)
     lb.pool.acquire(upstream)
-    if (lb.policy.onStart) lb.policy.onStart(upstream, ctx)
-    const attempt = new Attempt(this, upstream, lb.policy, lb.engine, lb.now())
+    if (policy.onStart) policy.onStart(upstream, ctx)
+    const attempt = new Attempt(this, upstream, policy, lb.engine, lb.now())
     this.current = attempt
     lb.useEngine(attempt.engine, 1)
     attempt.handle = attempt.engine.forward(req, this.res, upstream, attempt, { replay: tried.length > 1, hold: this.retryable ? lb.retryStatuses : undefined, noStore: ctx.noStore === true, trusted: this.trusted })
@@ -526,6 +634,7 @@ class ProxiedRequest {
     const res = this.res
     const upstream = attempt.upstream
     lb.counters.failures[kind]++
+    this.setCookie = null // a cookie for this attempt's upstream never goes on the balancer's 502/504 or on a retry's answer
     this.finish(attempt, { latencyMs: 0, statusCode: attempt.statusCode, error: err.message })
     if (kind !== 'stream') lb.pool.fail(upstream)
     lb.logger.warn({ upstream: upstream.id, kind, err: err.message, method: this.req.method, url: this.req.url }, 'upstream failed')
@@ -603,7 +712,10 @@ class Attempt {
     if (this.timer !== undefined) clearTimeout(this.timer)
     this.statusCode = statusCode
     this.cache = headers['x-cache']
-    this.run.lb.pool.succeed(this.upstream)
+    const run = this.run
+    run.lb.pool.succeed(this.upstream)
+    // the response names its upstream in the cookie, unless the client's cookie does already
+    if (run.sticky !== null && run.sticky.tokenOf(this.upstream.id) !== run.stickyToken) run.setCookie = run.sticky.header(this.upstream.id)
   }
 
   onFailure (err, kind) {
@@ -619,7 +731,8 @@ class Attempt {
 const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'engine', 'timeoutMs', 'tryTimeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs',
   'slowStartMs', 'healthCheck',
   'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize', 'front',
-  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost', 'maxEventStreams', 'trustedProxies']
+  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost', 'maxEventStreams', 'trustedProxies',
+  'routingKey', 'stickyCookie', 'resolveMs']
 
 /** Options with the defaults filled in (an explicit `undefined` takes the default too). */
 function withDefaults (options) {
@@ -631,10 +744,7 @@ function withDefaults (options) {
   return o
 }
 
-/** The routing key: the URL path without its query string. */
-function routingKey (url) {
-  const q = url.indexOf('?')
-  return q === -1 ? url : url.slice(0, q)
-}
+/** The default routing key: the URL path without its query string (src/proxy/routing-key.js). */
+const routingKey = pathOf
 
 module.exports = { createBalancer, startBalancer, Balancer, routingKey }

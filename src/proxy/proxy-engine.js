@@ -53,6 +53,8 @@ const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici', 'direct']
  *   Cache-Control (src/proxy/cache-control.js). `trusted`: the client's peer is a trusted proxy,
  *   whose forwarding headers are kept (src/proxy/forwarded.js); otherwise ours replace them. `abort()` drops the upstream request (the client went away).
  * @property {() => void} close release pooled upstream connections
+ * @property {(upstream: { target: URL }) => void} retire close the pooled connections to `upstream` (those
+ *   carrying a request close when it ends); later attempts open new ones (its address changed)
  * @property {string} name the engine's name
  */
 
@@ -66,21 +68,25 @@ const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici', 'direct']
  * @param {number} [options.timeoutMs=30000] upstream inactivity timeout (connect, headers or body)
  * @param {Buffer | null} [options.upstreamCa] CA certificates (PEM) https upstreams are verified
  *   against instead of Node's bundled roots
+ * @param {Function} [options.lookup] net.connect's `lookup` for new upstream connections (src/pool/resolver.js);
+ *   default: node:dns
  * @returns {ProxyEngine}
  * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION for an unknown engine
  */
-function createProxyEngine ({ engine = DEFAULT_ENGINE, keepAlive = true, timeoutMs = 30000, upstreamCa = null } = {}) {
+function createProxyEngine ({ engine = DEFAULT_ENGINE, keepAlive = true, timeoutMs = 30000, upstreamCa = null, lookup } = {}) {
   if (!ENGINES.includes(engine)) throw new ERR_POLISTES_BAD_OPTION(`unknown proxy engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
   let created
   if (engine === 'undici') {
-    created = require('./engines/undici').createUndiciEngine({ keepAlive, timeoutMs })
+    created = require('./engines/undici').createUndiciEngine({ keepAlive, timeoutMs, lookup })
   } else if (engine === 'direct') {
-    created = require('./engines/direct').createDirectEngine({ keepAlive, timeoutMs, ca: upstreamCa })
+    created = require('./engines/direct').createDirectEngine({ keepAlive, timeoutMs, ca: upstreamCa, lookup })
   } else {
-    const options = { keepAlive, timeoutMs, agents: createUpstreamAgents({ keepAlive, ca: upstreamCa }) }
+    const agents = createUpstreamAgents({ keepAlive, ca: upstreamCa, lookup })
+    const options = { keepAlive, timeoutMs, agents }
     created = engine === 'node-http'
       ? require('./engines/node-http').createNodeHttpEngine(options)
       : require('./engines/http-proxy').createHttpProxyEngine({ ...options, library: engine })
+    created = { ...created, retire: (upstream) => agents.retire(upstream.target) }
   }
   return { ...created, name: engine }
 }

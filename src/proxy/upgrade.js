@@ -35,7 +35,7 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trail
  *   roots), verified against the name in its URL as the proxy engine does; `trusted`: the client's
  *   peer is a trusted proxy, whose forwarding headers are kept (default: replaced by ours)
  */
-function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, trusted = false, onOpen, onFailure, onClose }) {
+function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, trusted = false, lookup, onOpen, onFailure, onClose }) {
   let closed = false
   const close = () => {
     if (closed) return
@@ -47,7 +47,7 @@ function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, trust
 
   const headers = forwardedHeaders(req, target, trusted)
   const hostname = target.hostname.replace(/^\[(.*)\]$/, '$1') // URL keeps IPv6 brackets
-  const options = { host: hostname, port: target.port, method: req.method, path: req.url, headers, agent: false, setHost: false }
+  const options = { host: hostname, port: target.port, method: req.method, path: req.url, headers, agent: false, setHost: false, ...(lookup ? { lookup } : {}) }
   let proxyReq
   try {
     proxyReq = target.protocol === 'https:'

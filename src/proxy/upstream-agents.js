@@ -21,10 +21,20 @@ const POOL = { maxFreeSockets: 256, scheduling: 'lifo' }
  *   `agent: false`) and https agents that do not keep sockets
  * @param {Buffer | null} [options.ca] trusted CA certificates (PEM) for https upstreams, replacing
  *   Node's bundled roots; null: the bundled roots
- * @returns {{ agentFor: (target: URL) => http.Agent | false, close: () => void }}
+ * @param {Function} [options.lookup] net.connect's `lookup` for the agents' new connections
+ *   (with keepAlive false, none: each request's own agent resolves by node:dns)
+ * @returns {{ agentFor: (target: URL) => http.Agent | false, retire: (target: URL) => void, close: () => void }}
+ *   `retire`: close the idle sockets to that origin, and those in use once their request ends
  */
-function createUpstreamAgents ({ keepAlive = true, ca = null } = {}) {
-  const httpAgent = keepAlive ? new http.Agent({ keepAlive: true, ...POOL }) : false
+function createUpstreamAgents ({ keepAlive = true, ca = null, lookup } = {}) {
+  const resolve = lookup ? { lookup } : {}
+  /** sockets in use when their origin was retired: closed instead of pooled once free */
+  const retired = new WeakSet()
+  const keepSocketAlive = function (socket) {
+    return retired.has(socket) ? false : Object.getPrototypeOf(this).keepSocketAlive.call(this, socket)
+  }
+  const httpAgent = keepAlive ? new http.Agent({ keepAlive: true, ...POOL, ...resolve }) : false
+  if (httpAgent) httpAgent.keepSocketAlive = keepSocketAlive
   const httpsAgents = new Map()
 
   /** The agent for one upstream, from its origin URL (`http:` or `https:`). */
@@ -38,11 +48,26 @@ function createUpstreamAgents ({ keepAlive = true, ca = null } = {}) {
         ...POOL,
         ...(ca ? { ca } : {}),
         rejectUnauthorized: true, // an agent's options override the request's: on whatever the proxy library sets
-        servername: net.isIP(hostname) ? '' : hostname
+        servername: net.isIP(hostname) ? '' : hostname,
+        ...resolve
       })
+      agent.keepSocketAlive = keepSocketAlive
       httpsAgents.set(target.host, agent)
     }
     return agent
+  }
+
+  function retire (target) {
+    const agent = agentFor(target)
+    if (!agent) return
+    const secure = target.protocol === 'https:'
+    const prefix = `${target.hostname.replace(/^\[(.*)\]$/, '$1')}:${target.port || (secure ? 443 : 80)}:`
+    for (const [name, sockets] of Object.entries(agent.freeSockets)) {
+      if (name.startsWith(prefix)) for (const socket of [...sockets]) socket.destroy()
+    }
+    for (const [name, sockets] of Object.entries(agent.sockets)) {
+      if (name.startsWith(prefix)) for (const socket of sockets) retired.add(socket)
+    }
   }
 
   function close () {
@@ -51,7 +76,7 @@ function createUpstreamAgents ({ keepAlive = true, ca = null } = {}) {
     httpsAgents.clear()
   }
 
-  return { agentFor, close }
+  return { agentFor, retire, close }
 }
 
 module.exports = { createUpstreamAgents }

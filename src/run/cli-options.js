@@ -72,15 +72,18 @@ const dflt = (value) => ({ defaultDescription: String(value) })
 const OPTIONS = [
   { flag: 'algo', key: 'algo', group: 'balancing', alias: 'a', type: 'string', describe: `routing policy: ${policyNames().join(', ')}`, defaultDescription: DEFAULTS.algo },
   { flag: 'policy-options', key: 'policyOptions', group: 'balancing', type: 'string', parse: parseJson, describe: 'policy options as JSON, e.g. \'{"rounds":4}\' (unknown names are refused)' },
+  { flag: 'routing-key', key: 'routingKey', group: 'balancing', type: 'string', describe: 'what wasp and chash-bounded route by: path, url (with query), host, header:<name>, cookie:<name> or param:<name>', defaultDescription: DEFAULTS.routingKey },
+  { flag: 'sticky-cookie', key: 'stickyCookie', group: 'balancing', type: 'string', parse: (flag, value) => (value === '' ? null : value), describe: 'cookie stickiness: the first response sets this cookie naming its upstream, which later requests bearing it go to (attributes in the config file)' },
   { flag: 'timeout', key: 'timeoutMs', group: 'balancing', type: 'number', describe: 'upstream inactivity timeout in ms (answered with 504)', ...dflt(DEFAULTS.timeoutMs) },
   { flag: 'retries', key: 'retries', group: 'balancing', type: 'number', describe: 'extra attempts on other upstreams for idempotent requests without a body', ...dflt(DEFAULTS.retries) },
   { flag: 'retry-on', key: 'retryOn', group: 'balancing', type: 'string', parse: parseRetryOn, describe: 'also retried like a failed connection: upstream 5xx statuses and/or timeout (no response head in time), e.g. 503,timeout (default: none)' },
   { flag: 'try-timeout', key: 'tryTimeoutMs', group: 'balancing', type: 'number', describe: 'ms an attempt may wait for the response head once the request is sent; then 504, or a retry with --retry-on timeout (default: --timeout only)' },
 
-  { flag: 'backends', key: 'backends', group: 'backends', alias: 'b', type: 'string', describe: 'comma-separated backend URLs, e.g. http://127.0.0.1:9101#eu&w=2 (fragment: region, w=weight, id=)' },
+  { flag: 'backends', key: 'backends', group: 'backends', alias: 'b', type: 'string', describe: 'comma-separated backend URLs, e.g. http://127.0.0.1:9101#eu&w=2 (fragment: region, w=weight, id=, backup)' },
   { flag: 'keep-alive', key: 'keepAlive', group: 'backends', type: 'boolean', describe: 'reuse upstream connections (--no-keep-alive: one connection per request)', ...dflt(DEFAULTS.keepAlive) },
   { flag: 'engine', key: 'engine', group: 'backends', type: 'string', describe: `what moves the bytes: ${ENGINES.join(', ')}`, defaultDescription: DEFAULTS.engine },
   { flag: 'upstream-ca', key: 'upstreamCa', group: 'backends', type: 'string', describe: 'PEM CA file that https:// backends are verified against (default: Node\'s bundled CAs)' },
+  { flag: 'resolve', key: 'resolveMs', group: 'backends', type: 'number', describe: 'look backend host names up again every this many ms; pooled connections to addresses no longer returned are renewed (default: each new connection resolved by the OS)' },
   { flag: 'slow-start', key: 'slowStartMs', group: 'backends', type: 'number', describe: 'ms over which a recovered or added upstream\'s share ramps up (0: off)', ...dflt(DEFAULTS.slowStartMs) },
 
   { flag: 'max-fails', key: 'maxFails', group: 'health', type: 'number', describe: 'consecutive failures that eject an upstream', ...dflt(DEFAULTS.maxFails) },

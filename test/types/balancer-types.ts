@@ -89,5 +89,21 @@ async function main (): Promise<void> {
   await startBalancer({ backends: [], statsPath: null })
   // @ts-expect-error an access log is made by createAccessLog
   await startBalancer({ backends: [], accessLog: true })
+
+  // routing key, sticky cookie, DNS re-resolution, backups and the admin state
+  const keyed = await startBalancer({
+    backends: ['http://app.internal:9101', { url: 'http://127.0.0.1:9109', backup: true }],
+    routingKey: 'cookie:session',
+    stickyCookie: { name: 'srv', secure: true, sameSite: 'None', maxAgeS: 3600 },
+    resolveMs: 30000
+  })
+  const adminState: 'ready' | 'drain' | 'maint' = keyed.stats().upstreams[0].adminState
+  const isBackup: boolean = keyed.stats().upstreams[1].backup
+  void adminState, isBackup
+  await startBalancer({ backends: [], stickyCookie: 'srv', resolveMs: null })
+  // @ts-expect-error sameSite is Strict, Lax or None
+  await startBalancer({ backends: [], stickyCookie: { sameSite: 'loose' } })
+  // @ts-expect-error backup is a boolean
+  await startBalancer({ backends: [{ url: 'http://127.0.0.1:1', backup: 'yes' }] })
 }
 void main

@@ -27,9 +27,10 @@ const REPLAYABLE = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
  * @param {number} [options.idleTimeoutMs=4000] close a pooled connection idle this long (under
  *   Node's 5 s server keep-alive timeout, so that we close first rather than race the upstream)
  * @param {number} [options.maxIdle=256] pooled connections kept per upstream
+ * @param {Function} [options.lookup] net.connect's `lookup` (default node:dns)
  * @returns {import('../proxy-engine').ProxyEngine}
  */
-function createDirectEngine ({ keepAlive, timeoutMs, ca = null, idleTimeoutMs = 4000, maxIdle = 256 }) {
+function createDirectEngine ({ keepAlive, timeoutMs, ca = null, idleTimeoutMs = 4000, maxIdle = 256, lookup }) {
   /** @type {WeakMap<object, Origin>} */
   const origins = new WeakMap()
   /** @type {Set<Origin>} */
@@ -49,7 +50,8 @@ function createDirectEngine ({ keepAlive, timeoutMs, ca = null, idleTimeoutMs = 
         keepAlive,
         timeoutMs,
         idleTimeoutMs,
-        maxIdle
+        maxIdle,
+        lookup
       })
       origins.set(upstream, origin)
       all.add(origin)
@@ -81,7 +83,16 @@ function createDirectEngine ({ keepAlive, timeoutMs, ca = null, idleTimeoutMs = 
     all.clear()
   }
 
-  return { forward, close }
+  /** Close the pooled connections to `upstream` (those in use after their request); new ones follow. */
+  function retire (upstream) {
+    const origin = origins.get(upstream)
+    if (origin === undefined) return
+    origins.delete(upstream)
+    all.delete(origin)
+    origin.close()
+  }
+
+  return { forward, close, retire }
 }
 
 /**

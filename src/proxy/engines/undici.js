@@ -15,9 +15,10 @@ const { hasBody } = require('../body-limit')
  * @param {boolean} options.keepAlive reuse upstream connections; false sends `Connection: close`
  *   (undici then closes the connection after the response)
  * @param {number} options.timeoutMs upstream inactivity timeout: connect, headers, and between body chunks
+ * @param {Function} [options.lookup] net.connect's `lookup` (default node:dns)
  * @returns {import('../proxy-engine').ProxyEngine}
  */
-function createUndiciEngine ({ keepAlive, timeoutMs }) {
+function createUndiciEngine ({ keepAlive, timeoutMs, lookup }) {
   /** @type {Map<string, Pool>} by origin */
   const pools = new Map()
   /** @type {WeakMap<object, Pool>} */
@@ -25,15 +26,15 @@ function createUndiciEngine ({ keepAlive, timeoutMs }) {
 
   function pool (upstream) {
     let p = byUpstream.get(upstream)
-    if (p === undefined) {
+    if (p === undefined || p.closed) {
       const origin = upstream.target.origin
       p = pools.get(origin)
-      if (p === undefined) {
+      if (p === undefined || p.closed) {
         p = new Pool(origin, {
           pipelining: 1,
           headersTimeout: timeoutMs,
           bodyTimeout: timeoutMs,
-          connect: { timeout: timeoutMs }
+          connect: lookup ? { timeout: timeoutMs, lookup } : { timeout: timeoutMs }
         })
         pools.set(origin, p)
       }
@@ -70,7 +71,16 @@ function createUndiciEngine ({ keepAlive, timeoutMs }) {
     pools.clear()
   }
 
-  return { forward, close }
+  /** Close the pool of `upstream`'s origin once its requests in flight end; new ones get a new pool. */
+  function retire (upstream) {
+    const origin = upstream.target.origin
+    const p = pools.get(origin)
+    if (p === undefined) return
+    pools.delete(origin)
+    p.close().catch(() => {})
+  }
+
+  return { forward, close, retire }
 }
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT'])

@@ -167,8 +167,9 @@ class Origin {
    * @param {number} options.timeoutMs inactivity timeout of a connection carrying a request
    * @param {number} options.idleTimeoutMs
    * @param {number} options.maxIdle
+   * @param {Function} [options.lookup] net.connect's `lookup` (default node:dns)
    */
-  constructor ({ authority, host, port, secure, ca, keepAlive, timeoutMs, idleTimeoutMs, maxIdle }) {
+  constructor ({ authority, host, port, secure, ca, keepAlive, timeoutMs, idleTimeoutMs, maxIdle, lookup }) {
     this.authority = authority
     this.host = host
     this.port = port
@@ -178,6 +179,8 @@ class Origin {
     this.timeoutMs = timeoutMs
     this.idleTimeoutMs = idleTimeoutMs
     this.maxIdle = maxIdle
+    /** net.connect's `lookup` option, spread into connect options (nothing when none is given) */
+    this.resolve = lookup ? { lookup } : null
     /** @type {UpstreamConnection[]} oldest first */
     this.idle = []
     /** the lower-case header names of this upstream's responses (src/proxy/engines/headers.js) */
@@ -210,9 +213,10 @@ class Origin {
           // verified like a browser would, against the name in the backend URL (SNI cannot carry an IP)
           servername: net.isIP(this.host) ? undefined : this.host,
           rejectUnauthorized: true,
-          ...(this.ca ? { ca: this.ca } : {})
+          ...(this.ca ? { ca: this.ca } : {}),
+          ...this.resolve
         })
-        : net.connect({ host: this.host, port: this.port, onread })
+        : net.connect(this.resolve === null ? { host: this.host, port: this.port, onread } : { host: this.host, port: this.port, onread, ...this.resolve })
       socket.setTimeout(this.timeoutMs)
       return socket
     })
