@@ -1,10 +1,12 @@
 'use strict'
 
+const fs = require('node:fs')
 const http = require('node:http')
+const { once } = require('node:events')
 const { startBalancer } = require('../src/proxy/balancer')
 const { Pool } = require('../src/pool/pool')
 const { createHealthChecker } = require('../src/pool/health-checker')
-const { request, startUpstream, closedPort, sleep, waitFor } = require('./helper')
+const { request, startUpstream, closedPort, sleep, waitFor, makeCertificates } = require('./helper')
 
 /**
  * An upstream whose /health answers `state.status` (after `state.delayMs`), and whose pages answer
@@ -137,6 +139,54 @@ describe('active health checks through real HTTP', () => {
     await waitFor(() => upstreamStats(lb, 'b').state === 'down')
     expect(upstreamStats(lb, 'a')).toMatchObject({ state: 'up', check: null })
     expect(a.checks.count).toBe(0)
+  })
+})
+
+describe('health checks on https and IPv6 upstreams', () => {
+  let certs
+  beforeAll(() => { certs = makeCertificates() })
+  afterAll(() => certs.remove())
+
+  test('an https upstream is checked over TLS, verified against --upstream-ca, with its Host; an unverifiable one fails its checks', async () => {
+    const seen = []
+    const tls = { cert: fs.readFileSync(certs.cert), key: fs.readFileSync(certs.key) }
+    const good = await startUpstream((req, res) => { seen.push({ url: req.url, host: req.headers.host, tls: req.socket.encrypted === true }); res.end('ok') }, { tls })
+    const lb = await startBalancer({ backends: [{ url: good.url, id: 'a' }], port: 0, upstreamCa: certs.ca, healthCheck: { path: '/health', intervalMs: 20, timeoutMs: 1000, rise: 1, fall: 1 } })
+    try {
+      await waitFor(() => upstreamStats(lb, 'a').check.passed >= 2)
+      expect(upstreamStats(lb, 'a')).toMatchObject({ state: 'up', check: { failed: 0, last: { ok: true, status: 200 } } })
+      expect(seen[0]).toEqual({ url: '/health', host: new URL(good.url).host, tls: true })
+    } finally {
+      await lb.close()
+    }
+    // the same upstream without the CA that signed it: the check must not pass (no plain HTTP, no unverified TLS)
+    const lb2 = await startBalancer({ backends: [{ url: good.url, id: 'a' }], port: 0, healthCheck: { path: '/health', intervalMs: 20, timeoutMs: 1000, rise: 1, fall: 1 } })
+    try {
+      await waitFor(() => upstreamStats(lb2, 'a').state === 'down')
+      expect(upstreamStats(lb2, 'a').check.last.error).toMatch(/UNABLE_TO_VERIFY|SELF_SIGNED|CERT/i)
+    } finally {
+      await lb2.close()
+      await good.close()
+    }
+  })
+
+  test('an IPv6 literal upstream ([::1]) is checked on ::1', async () => {
+    const server = http.createServer((req, res) => res.end('ok'))
+    server.listen(0, '::1')
+    try {
+      await once(server, 'listening')
+    } catch (err) {
+      return console.warn(`no IPv6 loopback here (${err.code}); skipped`)
+    }
+    const url = `http://[::1]:${server.address().port}`
+    const lb = await startBalancer({ backends: [{ url, id: 'a' }], port: 0, healthCheck: { path: '/health', intervalMs: 20, timeoutMs: 1000, rise: 1, fall: 1 } })
+    try {
+      await waitFor(() => upstreamStats(lb, 'a').check.passed >= 2)
+      expect(upstreamStats(lb, 'a')).toMatchObject({ state: 'up', check: { failed: 0 } })
+    } finally {
+      await lb.close()
+      await new Promise((resolve) => server.close(resolve))
+    }
   })
 })
 

@@ -1,6 +1,8 @@
 'use strict'
 
 const http = require('node:http')
+const https = require('node:https')
+const net = require('node:net')
 const { parseExpectStatus } = require('../config/defaults')
 const { silentLogger } = require('../common/logger')
 
@@ -20,9 +22,10 @@ const { silentLogger } = require('../common/logger')
 
 /**
  * @param {import('./pool').Pool} pool
- * @param {{ logger?: import('pino').Logger }} [options]
+ * @param {{ logger?: import('pino').Logger, ca?: Buffer | null }} [options] `ca`: what https upstreams are
+ *   verified against (the balancer's --upstream-ca; default Node's roots), as the engines do
  */
-function createHealthChecker (pool, { logger = silentLogger() } = {}) {
+function createHealthChecker (pool, { logger = silentLogger(), ca = null } = {}) {
   /** @type {Map<string, { upstream: import('./pool').Upstream, settings: HealthCheckSettings, expect: (status: number) => boolean, timer: NodeJS.Timeout | null, req: http.ClientRequest | null }>} */
   const watched = new Map()
   let stopped = false
@@ -47,14 +50,7 @@ function createHealthChecker (pool, { logger = silentLogger() } = {}) {
       if (change === 'down') logger.warn({ upstream: upstream.id, status: result.status, err: result.error }, `upstream ${upstream.id} is down: ${settings.fall} failed health checks`)
       if (change === 'up') logger.info({ upstream: upstream.id }, `upstream ${upstream.id} is up again: ${settings.rise} passed health checks`)
     }
-    const req = http.request({
-      host: upstream.target.hostname,
-      port: upstream.target.port,
-      path: settings.path,
-      method: 'GET',
-      agent: false,
-      headers: { connection: 'close', 'user-agent': 'polistes-health-check' }
-    }, (res) => {
+    const req = checkRequest(upstream.target, settings.path, ca, (res) => {
       const status = res.statusCode
       const ok = entry.expect(status)
       settle(ok ? { ok, status } : { ok, status, error: `status ${status}` })
@@ -124,6 +120,31 @@ function createHealthChecker (pool, { logger = silentLogger() } = {}) {
       for (const id of [...watched.keys()]) unwatch(id)
     }
   }
+}
+
+/**
+ * One health check's GET to `target`: https (verified, the URL's host name as SNI unless it is an
+ * address) for an https upstream, the host of an IPv6 literal without its brackets, the scheme's port
+ * when the URL names none.
+ * @param {URL} target
+ * @param {string} path
+ * @param {Buffer | null} ca
+ * @param {(res: http.IncomingMessage) => void} onResponse
+ * @returns {http.ClientRequest}
+ */
+function checkRequest (target, path, ca, onResponse) {
+  const secure = target.protocol === 'https:'
+  const host = target.hostname.replace(/^\[|\]$/g, '')
+  const options = {
+    host,
+    port: Number(target.port) || (secure ? 443 : 80),
+    path,
+    method: 'GET',
+    agent: false,
+    headers: { host: target.host, connection: 'close', 'user-agent': 'polistes-health-check' }
+  }
+  if (!secure) return http.request(options, onResponse)
+  return https.request({ ...options, ca: ca || undefined, servername: net.isIP(host) ? undefined : host }, onResponse)
 }
 
 function sameSettings (a, b) {

@@ -176,7 +176,7 @@ class Balancer {
     /** engines replaced by a reload, closed once their last attempt ends: engine → attempts in flight */
     this.engineUse = new Map()
     this.retiredEngines = new Set()
-    this.checker = createHealthChecker(this.pool, { logger })
+    this.checker = createHealthChecker(this.pool, { logger, ca: this.upstreamCa })
     /** /_polistes/backends: drain, disable, enable a backend at runtime */
     this.backendsAdmin = createBackendsHandler(this.pool, {
       onChange: (id, from, to) => logger.info({ upstream: id, from, to }, `backend ${id}: ${from} -> ${to} (admin API)`)
