@@ -244,7 +244,9 @@ async function startRecordingUpstream () {
     socket.once('close', () => upstream.sockets.delete(socket))
   })
   server.on('clientError', (err, socket) => {
-    if (String(err.code).startsWith('HPE_')) upstream.parseErrors.push({ code: err.code, reason: err.reason, raw: err.rawPacket || Buffer.alloc(0) })
+    // HPE_INVALID_EOF_STATE: the connection closed inside a request, which polistes does when it
+    // gives a request up (its client left); the record shows such a request as incomplete
+    if (String(err.code).startsWith('HPE_') && err.code !== 'HPE_INVALID_EOF_STATE') upstream.parseErrors.push({ code: err.code, reason: err.reason, raw: err.rawPacket || Buffer.alloc(0) })
     socket.destroy()
   })
   server.on('upgrade', (req, socket) => {

@@ -178,6 +178,17 @@ async function probe (config, c) {
   return { crashed, kinds: failures.map((f) => f.kind), failures, stderr: r.stderr }
 }
 
+/** How many failure kinds of one batch are each minimized and shown. */
+const MAX_KINDS = 4
+/** Failure kinds, the worst first (a report minimizes those first). */
+const SEVERITY = ['upstream-request-not-taken-by-front', 'answer-to-another-client', 'answer-to-another-request', 'poison-delivered',
+  'upstream-could-not-parse', 'body-differs', 'broken-answer-looks-whole', 'forwarded-twice', 'forwarded-host-count', 'chunked-to-http10',
+  'client-got-bad-bytes', 'answer-out-of-order', 'good-answer-changed', 'good-answer-lost']
+function severity (kind) {
+  const i = SEVERITY.indexOf(kind)
+  return i === -1 ? SEVERITY.length : i
+}
+
 /** Whether a probe shows the failure we look for. */
 function matches (result, want) {
   return want.crash ? result.crashed : result.kinds.includes(want.kind)
@@ -238,16 +249,21 @@ async function report (o, seed, slice, result) {
   const failMsg = result.messages.find((m) => m.type === 'fail')
   const lastBatch = [...result.messages].reverse().find((m) => m.type === 'batch')
   const excludeArg = o.exclude.length ? ` --exclude ${o.exclude.join(',')}` : ''
-  let want
-  let candidates
+  /** @type {Array<{ want: object, index: number }>} */
+  let todo = []
   if (failMsg) {
-    const first = failMsg.failures.find((f) => f.case !== undefined) || failMsg.failures[0]
-    want = { kind: first.kind }
-    console.error(`\nFAIL (${name}), seed ${seed}, cases ${failMsg.start}..${failMsg.start + failMsg.count - 1}: ${failMsg.failures.length} failure(s); kinds: ${[...new Set(failMsg.failures.map((f) => f.kind))].join(', ')}`)
-    for (const f of failMsg.failures.slice(0, 5)) console.error(`  - [${f.kind}] case ${f.case ?? '?'}: ${f.detail}`)
-    candidates = first.case !== undefined ? [first.case] : []
+    const kinds = [...new Set(failMsg.failures.map((f) => f.kind))].sort((a, b) => severity(a) - severity(b))
+    console.error(`\nFAIL (${name}), seed ${seed}, cases ${failMsg.start}..${failMsg.start + failMsg.count - 1}: ${failMsg.failures.length} failure(s); kinds: ${kinds.join(', ')}`)
+    for (const kind of kinds) {
+      const first = failMsg.failures.find((f) => f.kind === kind && f.case !== undefined) || failMsg.failures.find((f) => f.kind === kind)
+      console.error(`  - [${kind}] case ${first.case ?? '?'}: ${first.detail}`)
+    }
+    // one case of each kind (the worst first), each minimized
+    for (const kind of kinds.slice(0, MAX_KINDS)) {
+      const first = failMsg.failures.find((f) => f.kind === kind && f.case !== undefined)
+      if (first) todo.push({ want: { kind }, index: first.case })
+    }
   } else {
-    want = { crash: true }
     console.error(`\nCRASH (${name}), seed ${seed}: the balancer's process exited (${result.signal || result.code}) during cases ${lastBatch ? `${lastBatch.start}..${lastBatch.start + lastBatch.count - 1}` : '?'}`)
     console.error(result.stderr.split('\n').filter(Boolean).slice(0, 12).map((l) => `  ${l}`).join('\n'))
     // halve the batch until one case crashes alone
@@ -263,9 +279,9 @@ async function report (o, seed, slice, result) {
         else break
       }
     }
-    candidates = hi - lo === 1 ? [lo] : []
+    todo = hi - lo === 1 ? [{ want: { crash: true }, index: lo }] : []
   }
-  for (const index of candidates) {
+  for (const { want, index } of todo) {
     const c = makeCase(config, seed, index, o.exclude)
     if (!matches(await probe(config, c), want)) {
       console.error(`\ncase ${index} does not fail alone (the failure needs the other cases of its batch around it); its bytes:\n${describeCase(config, c)}`)
