@@ -86,6 +86,12 @@ class Draft {
     this.headers.splice(at, 0, { name, sep: ': ', value, eol: '\r\n' })
   }
 
+  /** A header to mutate (one is added when the request has none). */
+  any (r) {
+    if (this.headers.length === 0) this.add('X-Pad', 'x')
+    return r.pick(this.headers)
+  }
+
   find (lower) {
     return this.headers.find((h) => h.name.trim().toLowerCase() === lower)
   }
@@ -232,15 +238,15 @@ const MUTATIONS = {
     if (r.chance(0.3)) d.add('Connection', r.pick(CONNECTION_VALUES))
   },
   'space-before-colon' (r, d) {
-    const h = r.pick(d.headers)
+    const h = d.any(r)
     h.sep = r.pick([' : ', ' :', '\t:', ' ', ''])
   },
   'name-whitespace' (r, d) {
-    const h = r.pick(d.headers)
+    const h = d.any(r)
     h.name = r.pick([' ', '\t']) + h.name
   },
   'obs-fold' (r, d) {
-    const h = r.pick(d.headers)
+    const h = d.any(r)
     h.value = r.chance(0.5) ? `${h.value}\r\n ${r.text(3)}` : `\r\n\t${h.value}`
   },
   'bare-lf' (r, d) {
@@ -251,7 +257,7 @@ const MUTATIONS = {
     if (d.chunks !== null) for (const c of d.chunks) if (all || r.chance(0.3)) c.eol = '\n'
   },
   'bare-cr' (r, d) {
-    r.pick(d.headers).eol = '\r'
+    d.any(r).eol = '\r'
   },
   'chunk-size' (r, d) {
     if (d.framing !== 'chunked') frame(r, d, 'chunked')
@@ -283,10 +289,10 @@ const MUTATIONS = {
     const choice = r.int(0, 5)
     if (choice === 0) d.remove('host')
     else if (choice === 1) d.add('Host', r.pick([d.host, 'other.example', '']))
-    else if (choice === 2) d.find('host').value = r.pick(['', 'a b', 'x@y', 'h:port', '[::1', 'h\x01', 'a,b', '127.0.0.1:99999'])
+    else if (choice === 2) (d.find('host') || d.any(r)).value = r.pick(['', 'a b', 'x@y', 'h:port', '[::1', 'h\x01', 'a,b', '127.0.0.1:99999'])
     else if (choice === 3) d.target = `http://${d.host}${d.target}`
     else if (choice === 4) d.target = `http://other.example${d.target}`
-    else d.find('host').name = r.pick(['host ', 'Hоst', 'X-Host'])
+    else (d.find('host') || d.any(r)).name = r.pick(['host ', 'Hоst', 'X-Host'])
   },
   version (r, d) {
     d.version = r.pick(['1.0', '1.1', '1.2', '0.9', '2.0', '1.01', '11'])

@@ -31,13 +31,15 @@ const FRONTS = ['fast', 'node']
 const DIRECTIONS = ['request', 'response']
 
 const USAGE = `usage: npm run fuzz -- --cases N [--seed S] [--engine ${ENGINES.join('|')}|all] [--front fast|node|all]
-         [--direction request|response|all] [--jobs J] [--batch B] [--window W] [--exclude m1,m2] [--case I]
+         [--direction request|response|all] [--jobs J] [--batch B] [--window W] [--exclude m1,m2] [--case I] [--keep-going]
   --cases N      cases in all (default 10000), spread over every engine/front/direction asked for
   --seed S       the run's seed (default: random, printed)
   --case I       run case I of the seed alone (needs one engine, front and direction)
   --jobs J       child processes at a time (default: the number of CPUs)
   --batch B      cases per batch, after which every invariant and the leak check run (default 500)
   --window W     cases in flight at once (default 64)
+  --keep-going   do not stop at the first failing batch: count every failure kind, then report
+                 the first case of each (a campaign, or a throughput measurement with known failures)
   --exclude      mutation names not to generate, e.g. a class already known to fail
                  request: ${REQUEST_MUTATIONS.join(', ')}
                  response: ${RESPONSE_MUTATIONS.join(', ')}`
@@ -48,7 +50,7 @@ const USAGE = `usage: npm run fuzz -- --cases N [--seed S] [--engine ${ENGINES.j
  * @returns {object}
  */
 function parseArgs (argv) {
-  const o = { cases: 10000, seed: null, engine: 'all', front: 'all', direction: 'all', jobs: os.availableParallelism(), batch: 500, window: 64, exclude: [], case: null, child: null, probe: null }
+  const o = { keepGoing: false, cases: 10000, seed: null, engine: 'all', front: 'all', direction: 'all', jobs: os.availableParallelism(), batch: 500, window: 64, exclude: [], case: null, child: null, probe: null }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     const value = () => {
@@ -72,6 +74,7 @@ function parseArgs (argv) {
     else if (a === '--exclude') o.exclude = value().split(',').filter(Boolean)
     else if (a === '--child') o.child = value() // internal: a slice, as JSON
     else if (a === '--probe') o.probe = value() // internal: a file holding one case
+    else if (a === '--keep-going') o.keepGoing = true
     else if (a === '--help' || a === '-h') o.help = true
     else throw new Error(`unknown option ${a}`)
   }
@@ -102,6 +105,7 @@ async function runChild (slice) {
   const { config, seed, start, count, batch, window, exclude } = slice
   const harness = await startHarness(config)
   const t0 = performance.now()
+  let failed = false
   for (let at = start; at < start + count; at += batch) {
     const n = Math.min(batch, start + count - at)
     process.stdout.write(JSON.stringify({ type: 'batch', start: at, count: n }) + '\n')
@@ -109,14 +113,14 @@ async function runChild (slice) {
     const failures = await harness.runBatch(cases, { window })
     if (failures.length > 0) {
       process.stdout.write(JSON.stringify({ type: 'fail', start: at, count: n, failures }) + '\n')
-      await harness.close()
-      process.exit(FAILED)
+      failed = true
+      if (!slice.keepGoing) break
     }
   }
   const { cases, requests } = harness.counts()
   process.stdout.write(JSON.stringify({ type: 'done', cases, requests, ms: performance.now() - t0 }) + '\n')
   await harness.close()
-  process.exit(0)
+  process.exit(failed ? FAILED : 0)
 }
 
 async function runProbe (file) {
@@ -339,17 +343,28 @@ async function main () {
   let done = 0
   let requests = 0
   let failed = null
+  /** with --keep-going: failure kind -> { count, slice, result } of its first failing slice */
+  const kinds = new Map()
   const work = async () => {
     while (slices.length > 0 && failed === null) {
       const slice = slices.shift()
-      const r = await child(['--child', JSON.stringify(slice)])
+      const r = await child(['--child', JSON.stringify({ ...slice, keepGoing: o.keepGoing })])
       if (failed !== null) return
-      if (r.code === 0) {
-        const m = r.messages.find((x) => x.type === 'done')
+      const m = r.messages.find((x) => x.type === 'done')
+      if (m) {
         done += m.cases
         requests += m.requests
+      }
+      for (const f of r.messages.filter((x) => x.type === 'fail')) {
+        for (const failure of f.failures) {
+          const k = kinds.get(failure.kind)
+          if (k) k.count++
+          else kinds.set(failure.kind, { count: 1, slice, result: { ...r, messages: [f] } })
+        }
+      }
+      if (r.code === 0 || (o.keepGoing && r.code === FAILED)) {
         const s = (performance.now() - t0) / 1000
-        console.log(`  ${done}/${o.cases} cases (${requests} requests), ${(done / s).toFixed(0)} cases/s`)
+        console.log(`  ${done}/${o.cases} cases (${requests} requests), ${(done / s).toFixed(0)} cases/s${kinds.size ? `; failures so far: ${[...kinds].map(([k, v]) => `${k} ${v.count}`).join(', ')}` : ''}`)
         continue
       }
       failed = { slice, r }
@@ -358,12 +373,21 @@ async function main () {
   }
   await Promise.all(Array.from({ length: o.jobs }, work))
   const s = (performance.now() - t0) / 1000
-  if (failed) {
-    await report(o, seed, failed.slice, failed.r)
-    if (tmp !== null) fs.rmSync(tmp, { recursive: true, force: true })
-    process.exit(1)
+  console.log(`${done} cases, ${requests} client requests in ${s.toFixed(1)} s: ${(done / s).toFixed(0)} cases/s, ${(requests / s).toFixed(0)} requests/s (seed ${seed})`)
+  if (failed === null && kinds.size > 0) {
+    console.error(`\nfailure kinds: ${[...kinds].map(([k, v]) => `${k} ${v.count}`).join(', ')}`)
+    // the first failing batch of each kind (the worst kinds first), each reported once
+    const reported = new Set()
+    for (const [, v] of [...kinds].sort((a, b) => severity(a[0]) - severity(b[0]))) {
+      if (reported.has(v.result)) continue
+      reported.add(v.result)
+      await report(o, seed, v.slice, v.result)
+    }
   }
-  console.log(`ok: ${done} cases, ${requests} client requests in ${s.toFixed(1)} s: ${(done / s).toFixed(0)} cases/s, ${(requests / s).toFixed(0)} requests/s (seed ${seed})`)
+  if (failed) await report(o, seed, failed.slice, failed.r)
+  if (tmp !== null) fs.rmSync(tmp, { recursive: true, force: true })
+  if (failed || kinds.size > 0) process.exit(1)
+  console.log('ok')
 }
 
 if (require.main === module) main()
