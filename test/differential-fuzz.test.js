@@ -24,7 +24,7 @@ const { show } = require('./fuzz/check')
 
 const SEED = Number(process.env.POLISTES_FUZZ_SEED) || 20251125
 /** Cases per engine, front and direction: 16 configurations. */
-const CASES = 140
+const CASES = 125
 const ENGINES = ['direct', 'node-http', 'undici', 'http-proxy']
 const FRONTS = ['fast', 'node']
 
@@ -46,7 +46,7 @@ describe.each(['request', 'response'])('differential fuzz, %s direction', (direc
   describe.each(ENGINES.flatMap((engine) => FRONTS.map((front) => [engine, front])))('engine %s, front %s', (engine, front) => {
     let harness
     beforeAll(async () => {
-      harness = await startHarness({ engine, front, direction })
+      harness = await startHarness({ engine, front, direction, settleMs: 1500 })
     })
     afterAll(async () => {
       await harness.close()

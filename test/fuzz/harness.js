@@ -20,10 +20,10 @@ const { connectionBytes } = require('./requests')
 /** How long a connection of dirty requests may sit silent before the client ends its side. */
 const DIRTY_GRACE_MS = 150
 /** The same for a connection that must be answered. */
-const CLEAN_GRACE_MS = 3000
+const CLEAN_GRACE_MS = 8000
 /** After the client ended its side, the most it waits for the connection to close. */
-const CLOSE_MS = 3000
-/** The most a batch waits for every connection and request to be over. */
+const CLOSE_MS = 5000
+/** The most a batch waits for every connection and request to be over (default). */
 const SETTLE_MS = 3000
 
 /**
@@ -35,10 +35,12 @@ const SETTLE_MS = 3000
 
 /**
  * Start an upstream and polistes in front of it.
- * @param {{ engine: string, front: 'fast' | 'node', direction: 'request' | 'response', timeoutMs?: number }} options
+ * @param {{ engine: string, front: 'fast' | 'node', direction: 'request' | 'response', timeoutMs?: number, settleMs?: number }} options
+ *   `timeoutMs`: polistes' upstream timeout; `settleMs`: the most a batch waits for everything to be over
+ *   before the leak check fails
  * @returns {Promise<Harness>}
  */
-async function startHarness ({ engine, front, direction, timeoutMs = 2000 }) {
+async function startHarness ({ engine, front, direction, timeoutMs = 2000, settleMs = SETTLE_MS }) {
   const upstream = direction === 'request' ? await startRecordingUpstream() : await startScriptedUpstream()
   const balancer = await startBalancer({
     backends: [upstream.url],
@@ -80,7 +82,7 @@ async function startHarness ({ engine, front, direction, timeoutMs = 2000 }) {
    * @returns {Promise<import('./check').Failure[]>}
    */
   async function settle () {
-    const end = Date.now() + SETTLE_MS
+    const end = Date.now() + settleMs
     let state
     for (;;) {
       const frontConnections = await new Promise((resolve) => balancer.server.getConnections((err, n) => resolve(err ? -1 : n)))
@@ -90,7 +92,7 @@ async function startHarness ({ engine, front, direction, timeoutMs = 2000 }) {
       if (Date.now() > end) break
       await new Promise((resolve) => setTimeout(resolve, 10))
     }
-    return [{ kind: 'leak', detail: `${SETTLE_MS} ms after the last client left: ${JSON.stringify(state)} (want no front connection, nothing in flight, TCP handles <= 2 x upstream sockets)` }]
+    return [{ kind: 'leak', detail: `${settleMs} ms after the last client left: ${JSON.stringify(state)} (want no front connection, nothing in flight, TCP handles <= 2 x upstream sockets)` }]
   }
 
   /**

@@ -36,8 +36,8 @@ const USAGE = `usage: npm run fuzz -- --cases N [--seed S] [--engine ${ENGINES.j
   --seed S       the run's seed (default: random, printed)
   --case I       run case I of the seed alone (needs one engine, front and direction)
   --jobs J       child processes at a time (default: the number of CPUs)
-  --batch B      cases per batch, after which every invariant and the leak check run (default 500)
-  --window W     cases in flight at once (default 64)
+  --batch B      cases per batch, after which every invariant and the leak check run (default 1000)
+  --window W     cases in flight at once (default 32)
   --keep-going   do not stop at the first failing batch: count every failure kind, then report
                  the first case of each (a campaign, or a throughput measurement with known failures)
   --exclude      mutation names not to generate, e.g. a class already known to fail
@@ -50,7 +50,7 @@ const USAGE = `usage: npm run fuzz -- --cases N [--seed S] [--engine ${ENGINES.j
  * @returns {object}
  */
 function parseArgs (argv) {
-  const o = { keepGoing: false, cases: 10000, seed: null, engine: 'all', front: 'all', direction: 'all', jobs: os.availableParallelism(), batch: 500, window: 64, exclude: [], case: null, child: null, probe: null }
+  const o = { keepGoing: false, cases: 10000, seed: null, engine: 'all', front: 'all', direction: 'all', jobs: os.availableParallelism(), batch: 1000, window: 32, exclude: [], case: null, child: null, probe: null }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     const value = () => {
