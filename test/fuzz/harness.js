@@ -282,8 +282,9 @@ async function startScriptedUpstream () {
     socket.on('error', () => {})
     let buffer = Buffer.alloc(0)
     let busy = false
+    let over = false // the upstream ended this connection: what comes after is never read
     const pump = async () => {
-      while (!busy && !socket.destroyed) {
+      while (!busy && !over && !socket.destroyed) {
         const r = readRequest(buffer, 0)
         if (r === 'partial') return
         if (r.error) {
@@ -309,6 +310,7 @@ async function startScriptedUpstream () {
         }
         upstream.active--
         busy = false
+        if (spec.close !== null) over = true
         if (spec.close === 'end') socket.end()
         if (spec.close === 'destroy') socket.destroy()
         if (spec.close !== null) return

@@ -50,7 +50,7 @@ const BODY_ALPHABET = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234
 /** Mutations that keep the response well-formed. */
 const BENIGN = ['trailer', 'interim', 'connection-close', 'split-writes', 'chunk-extension', 'header-case', 'x-headers']
 /** Mutations that do not. */
-const BAD = ['extra-bytes', 'body-on-bodyless', 'early-close-head', 'early-close-body', 'bad-status-line', 'invalid-header-char',
+const BAD = ['extra-bytes', 'late-extra-bytes', 'body-on-bodyless', 'early-close-head', 'early-close-body', 'bad-status-line', 'invalid-header-char',
   'space-before-colon', 'obs-fold', 'bare-lf', 'content-length-variant', 'transfer-encoding-variant', 'both-framings', 'bad-trailer',
   'connection-names-framing', 'bad-chunk']
 
@@ -74,7 +74,7 @@ function makeResponse (r, request, { badRate, exclude = [] }) {
   const body = bodyless ? '' : r.text(r.chance(0.1) ? 0 : r.int(1, 60), BODY_ALPHABET)
   let framing = r.pick(['length', 'length', 'chunked', 'chunked', 'close'])
   if (bad === 'both-framings') framing = 'both'
-  if ((bad === 'extra-bytes' || bad === 'body-on-bodyless' || bad === 'bad-chunk') && framing === 'close') framing = 'length'
+  if ((bad === 'extra-bytes' || bad === 'late-extra-bytes' || bad === 'body-on-bodyless' || bad === 'bad-chunk') && framing === 'close') framing = 'length'
   if (bad === 'bad-chunk' || bad === 'bad-trailer') framing = 'chunked'
   if (benign.has('trailer') || benign.has('chunk-extension')) framing = framing === 'close' ? 'chunked' : framing
 
@@ -162,16 +162,17 @@ function makeResponse (r, request, { badRate, exclude = [] }) {
   } else {
     writes.push(message)
   }
-  if (bad === 'extra-bytes') {
-    if (r.chance(0.5)) writes.push('tick')
-    writes.push(Buffer.from(poison(request.id), 'latin1'))
-  }
+  // extra bytes in the same write as the answer arrive with it: polistes sees them before it could
+  // reuse the connection. Late ones (after a pause) race the next request on a pooled connection,
+  // which HTTP/1.1 cannot tell from its answer: that class shows what each engine does then.
+  if (bad === 'extra-bytes') writes[writes.length - 1] = Buffer.concat([writes[writes.length - 1], Buffer.from(poison(request.id), 'latin1')])
+  if (bad === 'late-extra-bytes') writes.push('tick', Buffer.from(poison(request.id), 'latin1'))
 
   if (bad !== null) mutations.push(bad)
   mutations.push(...benign)
   const check = bad === null
     ? 'exact'
-    : ['extra-bytes', 'body-on-bodyless', 'both-framings', 'early-close-body'].includes(bad) && !(bad === 'early-close-body' && framing === 'close')
+    : ['extra-bytes', 'late-extra-bytes', 'body-on-bodyless', 'both-framings', 'early-close-body'].includes(bad) && !(bad === 'early-close-body' && framing === 'close')
         ? 'delivered'
         : 'none'
   return { id: request.id, writes, close, status, body: Buffer.from(head ? '' : body, 'latin1'), check, mutations }
