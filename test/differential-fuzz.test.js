@@ -24,7 +24,7 @@ const { show } = require('./fuzz/check')
 
 const SEED = Number(process.env.POLISTES_FUZZ_SEED) || 20251125
 /** Cases per engine, front and direction: 16 configurations. */
-const CASES = 125
+const CASES = 100
 const ENGINES = ['direct', 'node-http', 'undici', 'http-proxy']
 const FRONTS = ['fast', 'node']
 
