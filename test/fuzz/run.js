@@ -185,7 +185,7 @@ async function probe (config, c) {
 /** How many failure kinds of one batch are each minimized and shown. */
 const MAX_KINDS = 4
 /** Failure kinds, the worst first (a report minimizes those first). */
-const SEVERITY = ['upstream-request-not-taken-by-front', 'answer-to-another-client', 'answer-to-another-request', 'poison-delivered',
+const SEVERITY = ['crash', 'upstream-request-not-taken-by-front', 'answer-to-another-client', 'answer-to-another-request', 'poison-delivered',
   'upstream-could-not-parse', 'body-differs', 'broken-answer-looks-whole', 'forwarded-twice', 'forwarded-host-count', 'chunked-to-http10',
   'client-got-bad-bytes', 'answer-out-of-order', 'good-answer-changed', 'good-answer-lost']
 function severity (kind) {
@@ -362,7 +362,13 @@ async function main () {
           else kinds.set(failure.kind, { count: 1, slice, result: { ...r, messages: [f] } })
         }
       }
-      if (r.code === 0 || (o.keepGoing && r.code === FAILED)) {
+      if (o.keepGoing && r.code !== 0 && r.code !== FAILED) {
+        // a crash ends its slice; the campaign goes on and reports it at the end
+        const k = kinds.get('crash')
+        if (k) k.count++
+        else kinds.set('crash', { count: 1, slice, result: r })
+      }
+      if (r.code === 0 || o.keepGoing) {
         const s = (performance.now() - t0) / 1000
         console.log(`  ${done}/${o.cases} cases (${requests} requests), ${(done / s).toFixed(0)} cases/s${kinds.size ? `; failures so far: ${[...kinds].map(([k, v]) => `${k} ${v.count}`).join(', ')}` : ''}`)
         continue
