@@ -385,8 +385,9 @@ async function main () {
     // the first failing batch of each kind (the worst kinds first), each reported once
     const reported = new Set()
     for (const [, v] of [...kinds].sort((a, b) => severity(a[0]) - severity(b[0]))) {
-      if (reported.has(v.result)) continue
-      reported.add(v.result)
+      const key = `${JSON.stringify(v.slice.config)} ${v.slice.start} ${v.result.messages.map((m) => m.start).join()}`
+      if (reported.has(key)) continue
+      reported.add(key)
       await report(o, seed, v.slice, v.result)
     }
   }
