@@ -97,7 +97,7 @@ export interface BalancerOptions {
   /** active health checks, merged over the defaults (off while `path` is null) */
   healthCheck?: Partial<HealthCheckOptions>
   /** what moves the bytes (default 'direct'; see src/proxy/proxy-engine.js); 'undici' reaches http:// backends only */
-  engine?: 'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'
+  engine?: 'direct' | 'http-proxy' | 'node-http' | 'undici'
   logger?: Logger
   random?: () => number
   now?: () => number
@@ -240,6 +240,7 @@ export type PolistesErrorCode =
   | 'ERR_POLISTES_BAD_OPTION'
   | 'ERR_POLISTES_PORT_IN_USE'
   | 'ERR_POLISTES_NO_BACKENDS'
+  | 'ERR_POLISTES_MISSING_PACKAGE'
 
 /** Base of every polistes error: a stable `code`, a one-line `message`, `exitCode` 2 for a CLI. */
 export class PolistesError extends Error {
@@ -274,4 +275,9 @@ export class ERR_POLISTES_PORT_IN_USE extends PolistesError {
 export class ERR_POLISTES_NO_BACKENDS extends PolistesError {
   constructor ()
   code: 'ERR_POLISTES_NO_BACKENDS'
+}
+/** A feature needs an optional peer dependency that is not installed; the message names the package to install. */
+export class ERR_POLISTES_MISSING_PACKAGE extends PolistesError {
+  constructor (name: string, feature: string, range?: string)
+  code: 'ERR_POLISTES_MISSING_PACKAGE'
 }

@@ -71,6 +71,14 @@ const ERR_POLISTES_NO_BACKENDS = createError('ERR_POLISTES_NO_BACKENDS',
   () => 'no backends given: pass --backends http://127.0.0.1:9101,... or leave it out to use the embedded fleet',
   'no backend to route to')
 
+/**
+ * `new ERR_POLISTES_MISSING_PACKAGE(name, feature, range)`: a feature needs an optional peer dependency
+ * that is not installed, e.g. ('undici', 'the undici engine (--engine undici)', '^7.0.0').
+ */
+const ERR_POLISTES_MISSING_PACKAGE = createError('ERR_POLISTES_MISSING_PACKAGE',
+  (name, feature, range) => `${feature} needs the package ${name}, which is not installed: npm install ${range ? `${name}@${JSON.stringify(range)}` : name}`,
+  'a feature needs an optional package that is not installed')
+
 module.exports = {
   PolistesError,
   codes,
@@ -79,5 +87,6 @@ module.exports = {
   ERR_POLISTES_BAD_CONFIG,
   ERR_POLISTES_BAD_OPTION,
   ERR_POLISTES_PORT_IN_USE,
-  ERR_POLISTES_NO_BACKENDS
+  ERR_POLISTES_NO_BACKENDS,
+  ERR_POLISTES_MISSING_PACKAGE
 }

@@ -48,7 +48,7 @@ const kRefused = Symbol('polistes.refused')
  *   `retry-on response-timeout`)
  * @property {number} [maxFails=1] consecutive failures that eject an upstream
  * @property {number} [failTimeoutMs=5000] how long an ejected upstream is left out
- * @property {'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'} [engine='http-proxy'] what moves the bytes (src/proxy/proxy-engine.js)
+ * @property {'direct' | 'http-proxy' | 'node-http' | 'undici'} [engine='direct'] what moves the bytes (src/proxy/proxy-engine.js)
  * @property {number} [maxConnections=10000] open client connections; beyond, new ones are closed at once
  * @property {number} [headersTimeoutMs=10000] a request's headers must arrive within this (else 408)
  * @property {number} [requestTimeoutMs=60000] the whole request, body included, within this (else 408)
