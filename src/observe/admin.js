@@ -13,14 +13,15 @@ const { createMetrics } = require('./metrics')
  * - `GET /_polistes/metrics`  Prometheus text (see metrics.js)
  * - `GET /_polistes/`         the live dashboard (one page, no build step)
  * - `GET /_polistes/events`   Server-Sent Events: one `frame` about once a second
- * - `GET /_polistes/assets/*` the dashboard's script and style, and uPlot from node_modules
+ * - `GET /_polistes/assets/*` the dashboard's script and style, and uPlot's (a copy of uplot's
+ *   dist files in dashboard/uplot/, with its licence, so that the dashboard needs no package)
  *
  * Anything else under `/_polistes/` is a 404 here: that prefix is never proxied.
  */
 
 const PREFIX = '/_polistes'
 const DASHBOARD_DIR = path.join(__dirname, 'dashboard')
-const UPLOT_DIR = path.join(path.dirname(require.resolve('uplot/package.json')), 'dist')
+const UPLOT_DIR = path.join(DASHBOARD_DIR, 'uplot')
 const ASSETS = {
   'index.html': [path.join(DASHBOARD_DIR, 'index.html'), 'text/html; charset=utf-8'],
   'dashboard.js': [path.join(DASHBOARD_DIR, 'dashboard.js'), 'text/javascript; charset=utf-8'],
