@@ -278,6 +278,6 @@ export class ERR_POLISTES_NO_BACKENDS extends PolistesError {
 }
 /** A feature needs an optional peer dependency that is not installed; the message names the package to install. */
 export class ERR_POLISTES_MISSING_PACKAGE extends PolistesError {
-  constructor (name: string, feature: string, range?: string)
+  constructor (names: string[], feature: string, ranges?: Record<string, string>)
   code: 'ERR_POLISTES_MISSING_PACKAGE'
 }

@@ -72,11 +72,14 @@ const ERR_POLISTES_NO_BACKENDS = createError('ERR_POLISTES_NO_BACKENDS',
   'no backend to route to')
 
 /**
- * `new ERR_POLISTES_MISSING_PACKAGE(name, feature, range)`: a feature needs an optional peer dependency
- * that is not installed, e.g. ('undici', 'the undici engine (--engine undici)', '^7.0.0').
+ * `new ERR_POLISTES_MISSING_PACKAGE(names, feature, ranges)`: a feature needs optional peer
+ * dependencies that are not installed, e.g. (['undici'], 'the undici engine (--engine undici)', { undici: '^7.0.0' }).
  */
 const ERR_POLISTES_MISSING_PACKAGE = createError('ERR_POLISTES_MISSING_PACKAGE',
-  (name, feature, range) => `${feature} needs the package ${name}, which is not installed: npm install ${range ? `${name}@${JSON.stringify(range)}` : name}`,
+  (names, feature, ranges = {}) => {
+    const specs = names.map((name) => ranges[name] ? `${name}@${JSON.stringify(ranges[name])}` : name)
+    return `${feature} needs the package${names.length > 1 ? 's' : ''} ${names.join(' and ')}, not installed: npm install ${specs.join(' ')}`
+  },
   'a feature needs an optional package that is not installed')
 
 module.exports = {
