@@ -12,10 +12,15 @@ const { main, onError } = require('../src/run/cli')
 
 const PUBLIC = path.join(__dirname, '..', 'public')
 
-/** @type {import('../src/run/cli').StartFleet} */
+/**
+ * The embedded fleet, on loopback, with a random stats token: the balancer forwards any path, so
+ * without one the backends' `/_stats` would be readable through its public port; with it, only the
+ * balancer's health checker (given `statsPath`) reads it, and anyone else gets a 404.
+ * @type {import('../src/run/cli').StartFleet}
+ */
 function startEmbeddedFleet (fleet) {
   const { startFleet } = require('../servers/fleet') // loaded only when it is used
-  return startFleet({ ...fleet, host: '127.0.0.1', root: PUBLIC })
+  return startFleet({ ...fleet, host: '127.0.0.1', root: PUBLIC, statsToken: true })
 }
 
 main(process.argv.slice(2), { startFleet: startEmbeddedFleet }).catch(onError)

@@ -10,6 +10,8 @@ const path = require('node:path')
 const { ERR_POLISTES_BAD_OPTION } = require('../src/common/errors')
 const { intOption, numberOption, listOption } = require('./cli-support')
 const { normalizePeriodic, parsePeriodic } = require('./periodic-load')
+const { DEFAULT_STATS_KEYS } = require('./served-counts')
+const { isStatsToken } = require('./stats-token')
 
 /** The repository's committed pages. */
 const DEFAULT_ROOT = path.join(__dirname, '..', 'public')
@@ -25,6 +27,8 @@ const DEFAULTS = Object.freeze({
   latencyProfile: [], // no extra latency unless replaying an experiment
   periodic: null, // no periodic load unless replaying experiment B (servers/periodic-load.js)
   maxInflight: 0, // 0 = unlimited
+  statsKeys: DEFAULT_STATS_KEYS, // page paths counted one by one in /_stats?keys=1: bounded, whatever clients send
+  statsToken: null, // null: /_stats answers anyone; a token: only `/_stats?token=<token>` (servers/stats-token.js)
   closeGraceMs: 2000 // how long close() lets in-flight (non-hung) requests finish
 })
 
@@ -69,6 +73,7 @@ function normalizeBackendOptions (options = {}) {
   if (faults.errorRate + faults.hangRate + faults.dropRate > 1) throw bad('faults: errorRate + hangRate + dropRate must not exceed 1')
   if (o.random !== undefined && typeof o.random !== 'function') throw bad('random must be a function returning [0, 1)')
   if (o.now !== undefined && typeof o.now !== 'function') throw bad('now must be a function returning ms')
+  if (o.statsToken !== null && !isStatsToken(o.statsToken)) throw bad('statsToken must be null or 16 to 256 letters, digits, "_" or "-"')
   return {
     id: o.id,
     root: fs.realpathSync(root),
@@ -79,6 +84,8 @@ function normalizeBackendOptions (options = {}) {
     latencyProfile: [...latencyProfile],
     periodic: o.periodic === null ? null : normalizePeriodic(o.periodic),
     maxInflight: checkInt('maxInflight', o.maxInflight),
+    statsKeys: checkInt('statsKeys', o.statsKeys, 1),
+    statsToken: o.statsToken,
     faults,
     random: o.random || Math.random,
     now: o.now || Date.now,
@@ -103,6 +110,7 @@ const BACKEND_FLAGS = {
   'latency-profile': { type: 'string', describe: 'repeating extra ms per response, comma list, e.g. 10,15,20,400', default: '' },
   periodic: { type: 'string', describe: 'extra ms per response by wall time, e.g. square:period=4000,fast=20,slow=3000[,duty=0.5][,phase=0] (or sine:...)', default: '' },
   'max-inflight': { type: 'string', describe: 'answer 503 + Retry-After: 1 beyond this many requests in flight (0 = unlimited)', default: String(DEFAULTS.maxInflight) },
+  'stats-keys': { type: 'string', describe: 'page paths counted one by one in /_stats?keys=1 (least recently served out)', default: String(DEFAULTS.statsKeys) },
   'error-rate': { type: 'string', describe: 'fraction of page requests answered 500', default: '0' },
   'hang-rate': { type: 'string', describe: 'fraction of page requests never answered', default: '0' },
   'drop-rate': { type: 'string', describe: 'fraction of page requests whose socket is destroyed before any byte', default: '0' }
@@ -119,6 +127,7 @@ const SCALAR_FLAGS = {
   'miss-ms': ['missMs', msItem],
   'miss-cpu-ms': ['missCpuMs', msItem],
   'max-inflight': ['maxInflight', intItem],
+  'stats-keys': ['statsKeys', intItem],
   'error-rate': ['errorRate', rateItem],
   'hang-rate': ['hangRate', rateItem],
   'drop-rate': ['dropRate', rateItem]

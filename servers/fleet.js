@@ -13,10 +13,11 @@ const { ERR_POLISTES_BAD_OPTION, ERR_POLISTES_BAD_CONFIG, ERR_POLISTES_PORT_IN_U
 const { createBackend } = require('./static-server')
 const { normalizeBackendOptions } = require('./backend-options')
 const { formatPeriodic, normalizePeriodic } = require('./periodic-load')
+const { STATS_TOKEN_ENV, newStatsToken, isStatsToken, statsPath } = require('./stats-token')
 
 const SERVER_SCRIPT = path.join(__dirname, 'static-server.js')
 /** Options that may be given once for all backends or as one value per backend. */
-const PER_BACKEND_SCALARS = ['root', 'cachePages', 'cacheBytes', 'missMs', 'missCpuMs', 'maxInflight', 'closeGraceMs']
+const PER_BACKEND_SCALARS = ['root', 'cachePages', 'cacheBytes', 'missMs', 'missCpuMs', 'maxInflight', 'statsKeys', 'closeGraceMs']
 const FAULT_RATES = ['errorRate', 'hangRate', 'dropRate']
 const READY_TIMEOUT_MS = 10000
 const EXIT_TIMEOUT_MS = 5000
@@ -91,20 +92,35 @@ function resolveBackends (shared, count, perBackend) {
  * @param {boolean} [options.processes=false] one child process per backend (forked static-server.js)
  * @param {number[][]} [options.latencyProfiles] one latency profile per backend
  * @param {object[]} [options.perBackend=[]] overrides for backend i
+ * @param {boolean | string | null} [options.statsToken=null] `true`: draw a random stats token, a
+ *   string: that token; every backend then answers `/_stats` only with `?token=<token>`
+ *   (servers/stats-token.js); null / false: `/_stats` answers anyone
  * @returns {Promise<{ backends: { id: string, url: string, port: number, pid?: number }[], close: () => Promise<void>,
+ *   statsToken: string | null, statsPath: string,
  *   kill?: (index: number) => Promise<void>, restart?: (index: number) => Promise<object> }>}
- *   `kill` (SIGKILL) and `restart` (cold, same port) of one backend, with `processes` only; rejects with a PolistesError (bad option, port in use, child failed); nothing is left running then
+ *   `statsPath`: the path of every backend's `/_stats`, token included (what a health checker of
+ *   the fleet GETs); `kill` (SIGKILL) and `restart` (cold, same port) of one backend, with `processes` only; rejects with a PolistesError (bad option, port in use, child failed); nothing is left running then
  */
 async function startFleet (options = {}) {
-  const { count = 7, basePort = 9101, host = '127.0.0.1', processes = false, perBackend = [], ...shared } = options
+  const { count = 7, basePort = 9101, host = '127.0.0.1', processes = false, perBackend = [], statsToken: tokenOption = null, ...shared } = options
   if (!Number.isInteger(count) || count < 1 || count > 1000) throw bad(`count must be an integer from 1 to 1000, got ${JSON.stringify(count)}`)
   if (!Number.isInteger(basePort) || basePort < 0 || basePort + count - 1 > 65535) throw bad(`basePort must be 0 or a port with room for ${count} backends, got ${JSON.stringify(basePort)}`)
   if (typeof host !== 'string' || host === '') throw bad('host must be a non-empty string')
   if (!Array.isArray(perBackend)) throw bad('perBackend must be an array')
   if (processes && shared.random) throw bad('random cannot be passed to child processes')
-  const configs = resolveBackends(shared, count, perBackend)
+  const statsToken = resolveStatsToken(tokenOption)
+  const configs = resolveBackends(shared, count, perBackend).map((c) => ({ ...c, statsToken }))
   const portOf = (i) => (basePort === 0 ? 0 : basePort + i)
-  return processes ? startChildren(configs, portOf, host) : startInProcess(configs, portOf, host)
+  const fleet = await (processes ? startChildren(configs, portOf, host) : startInProcess(configs, portOf, host))
+  return { ...fleet, statsToken, statsPath: statsPath(statsToken) }
+}
+
+/** The fleet's stats token from its option: true draws one, a string is checked, null / false: none. */
+function resolveStatsToken (option) {
+  if (option === null || option === false) return null
+  if (option === true) return newStatsToken()
+  if (!isStatsToken(option)) throw bad('statsToken must be true, false, null or 16 to 256 letters, digits, "_" or "-"')
+  return option
 }
 
 async function startInProcess (configs, portOf, host) {
@@ -125,13 +141,17 @@ function childArgs (config, port, host) {
   const args = [`--id=${config.id}`, `--port=${port}`, `--host=${host}`, `--latency-profile=${(config.latencyProfile || []).join(',')}`]
   if (config.root !== undefined) args.push(`--root=${config.root}`)
   if (config.periodic) args.push(`--periodic=${formatPeriodic(normalizePeriodic(config.periodic))}`)
-  const flags = { 'cache-pages': config.cachePages, 'cache-bytes': config.cacheBytes, 'miss-ms': config.missMs, 'miss-cpu-ms': config.missCpuMs, 'max-inflight': config.maxInflight, 'error-rate': f.errorRate, 'hang-rate': f.hangRate, 'drop-rate': f.dropRate }
+  const flags = { 'cache-pages': config.cachePages, 'cache-bytes': config.cacheBytes, 'miss-ms': config.missMs, 'miss-cpu-ms': config.missCpuMs, 'max-inflight': config.maxInflight, 'stats-keys': config.statsKeys, 'error-rate': f.errorRate, 'hang-rate': f.hangRate, 'drop-rate': f.dropRate }
   for (const [flag, value] of Object.entries(flags)) if (value !== undefined) args.push(`--${flag}=${value}`)
   return args
 }
 
 function startChild (config, port, host) {
-  const child = fork(SERVER_SCRIPT, childArgs(config, port, host), { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] })
+  // the stats token goes in the environment: argv is visible to every user (ps)
+  const env = { ...process.env }
+  if (config.statsToken) env[STATS_TOKEN_ENV] = config.statsToken
+  else delete env[STATS_TOKEN_ENV]
+  const child = fork(SERVER_SCRIPT, childArgs(config, port, host), { env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] })
   let stderr = ''
   let ready = false
   child.stderr.setEncoding('utf8')

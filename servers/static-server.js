@@ -4,7 +4,9 @@
  * One page backend: node-static over `root`, behind guards, with its own bounded in-memory page
  * cache, an emulated miss cost, a latency profile, a max-inflight limit and fault injection.
  * Every page response carries `X-Server: <id>` and `X-Cache: HIT|MISS`; `GET /_stats` reports
- * the counters as JSON.
+ * the counters as JSON (with a stats token, only `GET /_stats?token=<token>`: servers/stats-token.js).
+ * Every structure is bounded whatever the number of distinct URLs: the page cache by its
+ * capacity, the per-page counts by `statsKeys` (servers/served-counts.js; 404s are not counted).
  *
  * On a MISS node-static serves the file and the cache keeps what it writes (servers/cache-tee.js);
  * on a HIT we replay the cached body and entity headers from memory. A request with
@@ -26,6 +28,8 @@ const { createFaults } = require('./faults')
 const { wait, burnCpu } = require('./miss-cost')
 const { checkMethod, resolvePagePath, guardWriteHead, parseRange } = require('./guards')
 const { hasNoStore } = require('../src/proxy/cache-control')
+const { createServedCounts } = require('./served-counts')
+const { statsAllowed } = require('./stats-token')
 
 /**
  * @typedef {object} BackendStats the body of `GET /_stats`
@@ -46,7 +50,11 @@ const { hasNoStore } = require('../src/proxy/cache-control')
  * @property {number} cachePages cache capacity in pages
  * @property {number} cacheBytes cache capacity in bytes of page bodies (0: bounded in pages)
  * @property {Record<string, number>} [served] with `GET /_stats?keys=1` only: page requests served
- *   (hits and misses) per page path since the start
+ *   (hits and misses answered with the page, 404s not counted) per page path, for the `statsKeys`
+ *   paths served most recently (a path pushed out and back again starts over)
+ * @property {number} statsKeys the cap of `served` (paths)
+ * @property {number} servedKeys paths in `served` now
+ * @property {number} servedDropped paths pushed out of `served` by the cap since the start
  * @property {number} missMs emulated I/O wait per miss
  * @property {number} missCpuMs emulated CPU work per miss
  * @property {number[]} latencyProfile the repeating extra delays
@@ -54,7 +62,7 @@ const { hasNoStore } = require('../src/proxy/cache-control')
  * @property {object | null} periodic the periodic load (servers/periodic-load.js), null when none
  * @property {number} maxInflight limit, 0 = unlimited
  * @property {number} rejected answered 503 because of maxInflight
- * @property {number} guarded refused by the guards (400 / 403 / 405); OPTIONS is not counted
+ * @property {number} guarded refused by the guards (400 / 403 / 405, and 404 for `/_stats` without the stats token, whatever the method); OPTIONS is not counted otherwise
  * @property {{ errors: number, hangs: number, drops: number }} faults injected faults
  * @property {number} uptimeMs since createBackend
  */
@@ -73,6 +81,9 @@ const { hasNoStore } = require('../src/proxy/cache-control')
  * @param {import('./periodic-load').PeriodicSpec | null} [options.periodic=null] extra ms per response by wall time (experiment B)
  * @param {() => number} [options.now=Date.now] wall clock of the periodic load, ms
  * @param {number} [options.maxInflight=0] beyond this many in-flight page requests answer 503 (0 = unlimited)
+ * @param {number} [options.statsKeys=4096] page paths counted one by one for `/_stats?keys=1`
+ * @param {string | null} [options.statsToken=null] when set, `/_stats` is answered only with
+ *   `?token=<statsToken>` and is a 404 otherwise (servers/stats-token.js)
  * @param {{ errorRate?: number, hangRate?: number, dropRate?: number }} [options.faults] fault probabilities
  * @param {() => number} [options.random=Math.random] randomness for faults
  * @param {number} [options.closeGraceMs=2000] how long close() waits for in-flight requests before destroying them
@@ -84,7 +95,7 @@ function createBackend (options = {}) {
   const o = normalizeBackendOptions(options)
   const files = new nodeStatic.Server(o.root, { cache: false, serverInfo: 'polistes-backend' })
   const cache = createPageCache(o.cachePages, { maxBytes: o.cacheBytes })
-  const served = new Map() // page path -> hits + misses
+  const served = createServedCounts(o.statsKeys) // page path -> hits + misses, bounded
   const profile = createLatencyProfile(o.latencyProfile)
   const periodic = createPeriodicLoad(o.periodic, o.now)
   const faults = createFaults(o.faults, o.random)
@@ -130,7 +141,10 @@ function createBackend (options = {}) {
       guarded: counters.guarded,
       faults: { errors: counters.errors, hangs: counters.hangs, drops: counters.drops },
       uptimeMs: Math.round(performance.now() - startedAt),
-      ...(keys ? { served: Object.fromEntries(served) } : {})
+      statsKeys: served.cap,
+      servedKeys: served.size,
+      servedDropped: served.dropped,
+      ...(keys ? { served: served.snapshot() } : {})
     }
   }
 
@@ -163,12 +177,18 @@ function createBackend (options = {}) {
   }
 
   /**
-   * Answer what is not a page request: `GET /_stats`, OPTIONS, refused methods and paths.
+   * Answer what is not a page request: `GET /_stats`, OPTIONS, refused methods and paths. With a
+   * stats token, `/_stats` without it is refused 404 (counted in `guarded`), whatever the method.
    * @returns {import('./guards').PageRoute|null} the page to serve, or null when answered here
    */
   function routeOrAnswer (req, res) {
     const method = checkMethod(req.method)
     const route = resolvePagePath(req.url, o.root)
+    if (route.key === '/_stats' && !statsAllowed(req.url, o.statsToken)) {
+      counters.guarded++
+      send(res, 404, 'not found')
+      return null
+    }
     if (route.key === '/_stats' && !method) {
       const body = JSON.stringify(stats({ keys: /[?&]keys=1(&|$)/.test(req.url) }))
       reply(res, 200, body, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' })
@@ -229,18 +249,32 @@ function createBackend (options = {}) {
   async function servePage (req, res, route, gone) {
     const noStore = hasNoStore(req.headers['cache-control'])
     const page = cache.lookup(route.key, noStore)
-    served.set(route.key, (served.get(route.key) || 0) + 1)
     const extraMs = profile.next() + periodic.next()
     if (page) {
+      served.count(route.key)
       res.setHeader('X-Cache', 'HIT')
       await wait(extraMs)
       if (!gone()) sendCached(req, res, page)
       return
     }
     res.setHeader('X-Cache', 'MISS')
+    countOnSuccess(res, route.key)
     await wait(o.missMs + extraMs)
     if (o.missCpuMs > 0) burnCpu(o.missCpuMs)
     if (!gone()) serveMiss(req, res, route, noStore)
+  }
+
+  /**
+   * Count a miss in `served` once its response head says the page was found (status < 400), so
+   * that the paths of 404s never enter the table; counted when the head is written, before the
+   * client can hold the response.
+   */
+  function countOnSuccess (res, key) {
+    const writeHead = res.writeHead
+    res.writeHead = function countingWriteHead (status, ...rest) {
+      if (!res.headersSent && status < 400) served.count(key)
+      return writeHead.call(res, status, ...rest)
+    }
   }
 
   /** Replay a cached page: the whole body, or the one byte range asked for. */
@@ -305,14 +339,16 @@ if (require.main === module) {
   const { runCli, yargsFor, intOption, exitOnStop } = require('./cli-support')
   const { BACKEND_FLAGS, backendOptionsFromArgs } = require('./backend-options')
   runCli('static-server', async (argv) => {
-    const args = yargsFor(argv, 'One page backend: node-static + bounded page cache + emulated miss cost.')
+    const args = yargsFor(argv, 'One page backend: node-static + bounded page cache + emulated miss cost. With POLISTES_STATS_TOKEN set in the environment, /_stats answers only /_stats?token=<it>.')
       .option('port', { type: 'string', default: '9101', describe: 'port (0 = ephemeral)' })
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'interface to listen on' })
       .option('id', { type: 'string', default: 'a', describe: 'backend id, sent as X-Server' })
       .options(BACKEND_FLAGS)
       .parse()
     const port = intOption('port', args.port, { min: 0, max: 65535 })
-    const backend = createBackend({ id: args.id, ...backendOptionsFromArgs(args) })
+    const { STATS_TOKEN_ENV } = require('./stats-token')
+    const statsToken = process.env[STATS_TOKEN_ENV] || null // from the environment, never argv (ps shows it)
+    const backend = createBackend({ id: args.id, ...backendOptionsFromArgs(args), statsToken })
     const { url } = await backend.listen(port, args.host)
     const s = backend.stats()
     console.log(`backend ${s.id} listening on ${url} (pid ${process.pid}, cache ${s.cacheBytes ? `${s.cacheBytes} bytes` : `${s.cachePages} pages`}, miss ${s.missMs} ms)`)

@@ -84,6 +84,15 @@ export interface BalancerOptions {
   adminPort?: number | null
   /** address of the admin listener (default '127.0.0.1') */
   adminHost?: string
+  /** dashboards' event streams (`/_polistes/events`) open at once; one more is answered 503 with
+   * Retry-After (default 16; 0: none). Reloadable */
+  maxEventStreams?: number
+  /** CIDRs (IPv4 and IPv6, or single addresses) of proxies in front of the balancer, e.g.
+   * ['10.0.0.0/8', '::1/128']: from such a peer the client's X-Forwarded-*, Forwarded and X-Real-IP
+   * are kept (X-Forwarded-For appended to) and the client address (ip-hash's key) is the right-most
+   * X-Forwarded-For entry that is not itself trusted; from any other peer they are replaced by the
+   * balancer's own (default []: nobody is trusted). Reloadable */
+  trustedProxies?: string[]
   /** serve `/_polistes/*` (stats, Prometheus metrics, the live dashboard and its events) on the public
    * listener (default true; false: proxied like any path); with `adminPort` it is served on the admin
    * listener only. `balancer.admin.handle` can be mounted on another server either way */
@@ -140,8 +149,26 @@ export type AdminHandler = (req: IncomingMessage, res: ServerResponse) => boolea
 export interface Admin {
   /** serve the request and return true when its path is under `/_polistes`; false otherwise */
   handle (req: IncomingMessage, res: ServerResponse): boolean
+  /** the event streams' counters */
+  streams (): EventStreams
   /** end the dashboards' event streams */
   close (): void
+}
+
+/** The dashboards' event streams (`/_polistes/events`) of one balancer. */
+export interface EventStreams {
+  /** streams open now */
+  open: number
+  /** the cap (`maxEventStreams`) */
+  max: number
+  /** streams answered 503 because `max` were open */
+  refused: number
+  /** streams closed because their client left more than 256 KiB unread */
+  dropped: number
+  /** tick frames built: one per tick, the same bytes written to every stream */
+  framesBuilt: number
+  /** full frames built for new streams: at most one per tick, shared too */
+  fullFramesBuilt: number
 }
 
 /** Per-request aggregates: counters per upstream, per-second series, the pages x upstreams matrix. */

@@ -2,7 +2,9 @@
 
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { parseOptions } = require('../bench/runners/options')
+const fs = require('node:fs')
+const { parseOptions, peerArms, FULL_PLAN } = require('../bench/runners/options')
+const { findBinary } = require('../bench/peers/peers')
 const { rotation } = require('../bench/runners/run')
 const { scenarioNames, getScenario } = require('../bench/workloads/scenarios')
 const { describeIfInstalled } = require('./helper')
@@ -46,15 +48,16 @@ describe('bench options', () => {
     expect(() => parseOptions(['--scenario', 'many-clients', '--requests', '2.5', '--peers', 'none'])).toThrow(/--requests must be an integer/)
   })
 
-  test('defaults give the cache scenario: round-robin vs chash-bounded vs wasp, 3 trials, 5 s + 20 s, 32 connections', () => {
+  test('no arguments: the quick plan of the cache scenario, round-robin vs wasp, 3 trials of 5 s + 7 s, 32 connections', () => {
     const s = parseOptions([])
     expect(s).toMatchObject({
       scenario: 'cache',
-      algos: ['round-robin', 'chash-bounded', 'wasp'],
+      plan: 'quick',
+      algos: ['round-robin', 'wasp'],
       baseline: 'round-robin',
       trials: 3,
       warmup: 5,
-      duration: 20,
+      duration: 7,
       jitWarmup: 3,
       connections: 32,
       pages: 25,
@@ -66,14 +69,76 @@ describe('bench options', () => {
       workers: 1
     })
     expect(s.fleet).toMatchObject({ count: 7, cachePages: 4, missMs: 20 })
+    // the best peer of the README's headline when nginx is installed, none otherwise; a line says which
+    const nginx = Boolean(findBinary('nginx'))
+    expect(s.arms.map((a) => a.label)).toEqual(['round-robin', 'wasp', ...(nginx ? ['nginx-uri'] : [])])
+    expect(s.notes.filter((n) => n.startsWith('peer: '))).toEqual([nginx ? expect.stringMatching(/^peer: nginx-uri, the best peer/) : expect.stringMatching(/^peer: none, nginx not found on PATH/)])
+    // the ratio targets hold: round-robin is in the plan
+    expect(s.targets.some((t) => t.ratio)).toBe(true)
     expect(parseOptions(['--workers', '4']).workers).toBe(4)
     expect(parseOptions(['--peers', 'none']).peerWorkers).toBe(1)
     expect(parseOptions(['--workers', '4', '--peers', 'none']).peerWorkers).toBe(4)
     expect(parseOptions(['--workers', '4', '--peer-workers', '2', '--peers', 'none'])).toMatchObject({ workers: 4, peerWorkers: 2 })
   })
 
-  test.each(scenarioNames())('scenario %s parses, its baseline among its algorithms, with its own keep-alive variants', (name) => {
-    const s = parseOptions(['--scenario', name])
+  test('the quick plan\'s peer: nginx-uri when nginx is found, else none with a line saying why; the full matrix notes each missing program', () => {
+    const quick = { peers: ['nginx-uri'] }
+    let notes = []
+    expect(peerArms(undefined, quick, notes, { quick: true, find: () => '/usr/sbin/nginx' })).toEqual(['nginx-uri'])
+    expect(notes).toEqual(['peer: nginx-uri, the best peer of the README\'s headline (--full runs every installed peer arm)'])
+    notes = []
+    expect(peerArms(undefined, quick, notes, { quick: true, find: () => null })).toEqual([])
+    expect(notes).toEqual(['peer: none, nginx not found on PATH, so no nginx-uri arm (install: apt-get install nginx-light; --peers none hides this note)'])
+    notes = []
+    const full = { peers: ['haproxy', 'nginx'] }
+    expect(peerArms(undefined, full, notes, { find: (p) => (p === 'haproxy' ? '/usr/sbin/haproxy' : null) })).toEqual(['haproxy-uri', 'haproxy-uri-bounded', 'haproxy-rr'])
+    expect(notes).toEqual([expect.stringMatching(/^note: nginx not found on PATH, its arms are left out/)])
+    // explicit --peers: exactly those, each program required, no line
+    notes = []
+    expect(peerArms('haproxy-uri', quick, notes, { quick: true, find: () => '/x' })).toEqual(['haproxy-uri'])
+    expect(notes).toEqual([])
+    expect(() => peerArms('nginx', quick, notes, { find: () => null })).toThrow(/--peers: nginx not found on PATH/)
+    expect(peerArms('none', quick, notes, { quick: true, find: () => '/x' })).toEqual([])
+  })
+
+  test('--full gives the whole matrix of before: round-robin, chash-bounded, wasp, 3 trials of 5 s + 20 s', () => {
+    const s = parseOptions(['--full', '--peers', 'none'])
+    expect(s).toMatchObject({ plan: 'full', algos: ['round-robin', 'chash-bounded', 'wasp'], trials: 3, warmup: 5, duration: 20, jitWarmup: 3, connections: 32 })
+    expect(FULL_PLAN).toEqual({ trials: 3, warmup: 5, duration: 20 })
+    expect(s.arms.map((a) => a.label)).toEqual(['round-robin', 'chash-bounded', 'wasp'])
+    // the peers of the full matrix are every installed arm of both programs, a note for each missing one
+    const withPeers = parseOptions(['--full'])
+    for (const program of ['haproxy', 'nginx']) {
+      const arms = withPeers.arms.filter((a) => a.peer === program)
+      if (findBinary(program)) expect(arms.length).toBeGreaterThanOrEqual(2)
+      else expect(withPeers.notes.join('\n')).toMatch(new RegExp(`note: ${program} not found on PATH`))
+    }
+    expect(withPeers.notes.some((n) => n.startsWith('peer: '))).toBe(false)
+    // scenarios without a quick plan are their full matrix either way
+    expect(parseOptions(['--scenario', 'zipf', '--peers', 'none'])).toMatchObject({ plan: 'full', trials: 3, warmup: 5, duration: 20 })
+    expect(parseOptions(['--scenario', 'zipf', '--peers', 'none', '--full']).algos).toEqual(['chash-bounded', 'wasp'])
+  })
+
+  test('options given explicitly override the quick plan and the full matrix alike', () => {
+    for (const plan of [[], ['--full']]) {
+      const s = parseOptions([...plan, '--algos', 'wasp,round-robin', '--trials', '2', '--duration', '4', '--warmup', '1', '--peers', 'none'])
+      expect(s).toMatchObject({ algos: ['wasp', 'round-robin'], trials: 2, duration: 4, warmup: 1, peers: [], notes: [] })
+    }
+    // --algos alone keeps the quick plan's trials and peer
+    const algos = parseOptions(['--algos', 'chash-bounded'])
+    expect(algos).toMatchObject({ plan: 'quick', algos: ['chash-bounded'], trials: 3, duration: 7, peers: findBinary('nginx') ? ['nginx-uri'] : [] })
+  })
+
+  test('README.md states the plans as they are: the quick default and --full', () => {
+    const readme = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8').replace(/\s+/g, ' ')
+    const quick = parseOptions(['--peers', 'none'])
+    const full = parseOptions(['--full', '--peers', 'none'])
+    expect(readme).toContain(`${quick.algos.join(' against ')} (plus nginx-uri when nginx is installed), ${quick.trials} trials of ${quick.warmup} s learning + ${quick.duration} s measured`)
+    expect(readme).toContain(`\`--full\` runs the whole matrix: ${full.algos.join(', ')} and every installed peer arm, ${full.trials} trials of ${full.warmup} s learning + ${full.duration} s measured`)
+  })
+
+  test.each(scenarioNames())('scenario %s parses (--full), its baseline among its algorithms, with its own keep-alive variants', (name) => {
+    const s = parseOptions(['--scenario', name, '--full'])
     const scenario = getScenario(name)
     expect(s).toMatchObject({ scenario: name, pages: scenario.pages, popularity: parsePopularity(scenario.popularity), baseline: scenario.baseline, algos: scenario.algos })
     expect(scenario.algos).toContain(scenario.baseline)
@@ -82,7 +147,7 @@ describe('bench options', () => {
   })
 
   test('ratio targets (against the baseline) are dropped when the run leaves the scenario\'s baseline out; the others stay', () => {
-    const all = parseOptions([])
+    const all = parseOptions(['--full'])
     expect(all.targets.some((t) => t.ratio)).toBe(true)
     const alone = parseOptions(['--algos', 'wasp'])
     expect(alone.baseline).toBe('wasp')
@@ -171,7 +236,7 @@ describe('bench options', () => {
   })
 
   test('--peers none runs the algorithms alone, with autocannon; --rate makes it an open loop with tail columns', () => {
-    const s = parseOptions(['--peers', 'none'])
+    const s = parseOptions(['--full', '--peers', 'none'])
     expect(s.arms.map((a) => a.label)).toEqual(['round-robin', 'chash-bounded', 'wasp'])
     expect(s).toMatchObject({ peers: [], load: 'autocannon', notes: [] })
     const open = parseOptions(['--peers', 'none', '--rate', '800'])
@@ -200,8 +265,10 @@ describe('bench options', () => {
       expect(two.arms.filter((a) => a.peer).map((a) => a.workers)).toEqual([2, 2])
       const own = parseOptions(['--algos', 'wasp', '--peers', 'nginx-uri', '--workers', '2', '--peer-workers', '1'])
       expect(own.arms.map((a) => [a.label, a.workers])).toEqual([['wasp', undefined], ['nginx-uri', 1]])
-      // the default cache scenario includes every installed peer
-      expect(parseOptions([]).peers).toEqual(['haproxy-uri', 'haproxy-uri-bounded', 'haproxy-rr', 'nginx-uri', 'nginx-rr'])
+      // the full matrix of the cache scenario includes every installed peer; its quick plan the best one
+      expect(parseOptions(['--full']).peers).toEqual(['haproxy-uri', 'haproxy-uri-bounded', 'haproxy-rr', 'nginx-uri', 'nginx-rr'])
+      expect(parseOptions([]).peers).toEqual(['nginx-uri'])
+      expect(parseOptions(['--peers', 'haproxy-uri']).peers).toEqual(['haproxy-uri'])
     })
   })
 

@@ -91,6 +91,9 @@ describe('bench reports', () => {
     const q = createProgress({ isTTY: true, write: (s) => tty.push(s) })
     q.tick({ arm: { label: 'wasp' }, trial: 1, trials: 1, second: 1, total: 2, phase: 'learning', rps: 5, hitRate: 0.5, index: 1, runs: 1 })
     expect(tty[0]).toMatch(/^\r\[1\/1\] wasp trial 1\/1 {2}1\/2 s learning/)
+    // the ETA ends the terminal's line when run.js gives one
+    q.tick({ arm: { label: 'wasp' }, trial: 2, trials: 3, second: 4, total: 12, phase: 'learning', rps: 5, hitRate: 0.5, index: 4, runs: 9, eta: 'ETA 1m10s' })
+    expect(tty[1]).toMatch(/^\r\[4\/9\] wasp trial 2\/3 {2}4\/12 s learning {2}5 req\/s {2}hit 0\.50 {2}ETA 1m10s$/)
   })
 
   test('peers and the open loop: p99.9 column, the peers\' threading, the load generator\'s CPU share and lag', () => {

@@ -18,17 +18,19 @@ const sink = { isTTY: false, write: () => true }
 describe('bench end to end', () => {
   let dir
   let result
+  let progress = ''
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-test-'))
     const settings = parseOptions(['--algos', 'round-robin,wasp', '--peers', 'none', '--trials', '1', '--warmup', '1', '--duration', '2',
-      '--jit-warmup', '0', '--connections', '8', '--results-dir', dir, '--out', path.join(dir, 'out.json'), '--quiet'])
-    result = await bench(settings, { stdout: sink, stderr: sink })
+      '--jit-warmup', '0', '--connections', '8', '--results-dir', dir, '--out', path.join(dir, 'out.json')])
+    result = await bench(settings, { stdout: sink, stderr: { isTTY: false, write: (t) => { progress += t; return true } } })
   })
   afterAll(() => { if (dir) fs.rmSync(dir, { recursive: true, force: true }) })
 
   test('writes JSON with one run per algorithm in the documented schema', () => {
     const doc = JSON.parse(fs.readFileSync(path.join(dir, 'out.json'), 'utf8'))
     expect(doc.scenario).toBe('cache')
+    expect(doc.settings).toMatchObject({ plan: 'quick', trials: 1, warmup: 1, duration: 2 })
     expect(doc.runs.map((r) => r.algo).sort()).toEqual(['round-robin', 'wasp'])
     for (const run of doc.runs) {
       expect(run).toMatchObject({ trial: 1, errors: 0, non2xx: 0 })
@@ -53,6 +55,19 @@ describe('bench end to end', () => {
     for (const algo of ['round-robin', 'wasp']) {
       expect(doc.summary[algo]).toEqual(expect.objectContaining({ rps: expect.any(Number), p99: expect.any(Number), hitRate: expect.any(Number) }))
     }
+  })
+
+  test('progress: the plan first, then a line per run with the ETA of the runs left, then the time it took', () => {
+    const lines = progress.trim().split('\n')
+    expect(lines[0]).toBe('plan (quick; --full runs the whole matrix): round-robin, wasp x 1 trial = 2 runs of 1 s learning + 2 s measured: about 8s')
+    expect(lines[1]).toMatch(/^\[1\/2\] round-robin trial 1: [\d.]+ req\/s, .*, errors 0, ETA (\d+)s$/)
+    // the run left: its 3 s of load plus the overhead the first run measured (starting and stopping its processes)
+    const eta = Number(lines[1].match(/ETA (\d+)s$/)[1])
+    expect(eta).toBeGreaterThanOrEqual(3)
+    expect(eta).toBeLessThan(20)
+    expect(lines[2]).toMatch(/^\[2\/2\] wasp trial 1: .*, errors 0$/)
+    expect(lines[3]).toMatch(/^done in \d+s$/)
+    expect(lines).toHaveLength(4)
   })
 
   test('the latencies are not rounded to whole milliseconds', () => {

@@ -161,19 +161,19 @@ describe.each(ENGINES)('proxy pitfalls with the %s engine', (engine) => {
       agent.destroy()
     }
   })
-  test('X-Forwarded-For is appended to, -Proto and -Port added, -Host set from Host when absent', async () => {
+  test('an untrusted client\'s X-Forwarded-For/-Host/-Proto are replaced by ours: the address, Host and our scheme', async () => {
     let seen
     const u = await upstream((req, res) => { seen = req.headers; res.end('ok') })
     const lb = await start({ backends: [u.url] })
-    await request(`${lb.url}/x`, { headers: { host: 'example.test:8443', 'x-forwarded-for': '203.0.113.7' } })
-    expect(seen['x-forwarded-for']).toBe('203.0.113.7,127.0.0.1')
+    await request(`${lb.url}/x`, { headers: { host: 'example.test:8443', 'x-forwarded-for': '203.0.113.7', 'x-forwarded-proto': 'https' } })
+    expect(seen['x-forwarded-for']).toBe('127.0.0.1')
     expect(seen['x-forwarded-proto']).toBe('http')
     expect(seen['x-forwarded-port']).toBe('8443')
     expect(seen['x-forwarded-host']).toBe('example.test:8443')
     expect(seen.host).toBe('example.test:8443')
     await request(`${lb.url}/x`, { headers: { 'x-forwarded-host': 'front.test' } })
     expect(seen['x-forwarded-for']).toBe('127.0.0.1')
-    expect(seen['x-forwarded-host']).toBe('front.test')
+    expect(seen['x-forwarded-host']).toBe(new URL(lb.url).host)
   })
 
   test('hop-by-hop request headers, and those the Connection header names, stay on the client hop', async () => {

@@ -7,6 +7,8 @@ const { createBackend } = require('../servers/static-server')
 const { createPageCache } = require('../servers/page-cache')
 const { createLatencyProfile } = require('../servers/latency-profile')
 const { createFaults } = require('../servers/faults')
+const { createServedCounts } = require('../servers/served-counts')
+const { statsAllowed, statsPath, newStatsToken } = require('../servers/stats-token')
 const { rawRequest } = require('./helper')
 
 const PUBLIC = path.join(__dirname, '..', 'public')
@@ -359,6 +361,65 @@ describe('close', () => {
   })
 })
 
+describe('bounded per-page counts (issue 25)', () => {
+  test('the served table keeps the cap most recently served paths, counts exact while they stay', () => {
+    const served = createServedCounts(2)
+    for (const p of ['/a', '/b', '/a', '/c', '/a', '/d']) served.count(p)
+    // /b went when /c came (least recently served), /c when /d came
+    expect(served.snapshot()).toEqual({ '/a': 3, '/d': 1 })
+    expect({ size: served.size, dropped: served.dropped, cap: served.cap }).toEqual({ size: 2, dropped: 2, cap: 2 })
+    served.count('/b') // back: starts over
+    expect(served.snapshot()).toEqual({ '/d': 1, '/b': 1 })
+    expect(() => createServedCounts(0)).toThrow(/cap must be a positive integer/)
+  })
+
+  test('over HTTP: 404s are never counted per path, and more distinct pages than statsKeys leave statsKeys paths', async () => {
+    const { url } = await start({ statsKeys: 3, cachePages: 2, missMs: 0 })
+    for (let i = 0; i < 200; i++) expect((await get(url, `/nope-${i}-${'x'.repeat(200)}.html`)).status).toBe(404)
+    for (const n of [1, 2, 3, 4, 5, 6, 6]) expect((await get(url, `/page${n}.html?v=${n}`)).status).toBe(200)
+    expect((await get(url, '/page6.html', { method: 'HEAD' })).status).toBe(200) // a HIT: counted
+    const stats = JSON.parse((await get(url, '/_stats?keys=1')).body)
+    expect(stats.served).toEqual({ '/page4.html': 1, '/page5.html': 1, '/page6.html': 3 })
+    expect(stats).toMatchObject({ statsKeys: 3, servedKeys: 3, servedDropped: 3, requests: 208, misses: 206, hits: 2 })
+  })
+})
+
+describe('the stats token', () => {
+  const token = newStatsToken()
+
+  test('statsAllowed: no token, anyone; with one, only the query parameter token equal to it', () => {
+    expect(token).toMatch(/^[0-9a-f]{32}$/)
+    expect(statsAllowed('/_stats', null)).toBe(true)
+    expect(statsAllowed('/_stats', token)).toBe(false)
+    expect(statsAllowed(`/_stats?token=${token}`, token)).toBe(true)
+    expect(statsAllowed(`/_stats?keys=1&token=${token}`, token)).toBe(true)
+    expect(statsAllowed(`/_stats?token=${token}x`, token)).toBe(false)
+    expect(statsAllowed(`/_stats?token=${token.slice(1)}`, token)).toBe(false)
+    expect(statsAllowed(`/_stats?token=${encodeURIComponent('\u00e9'.repeat(32))}`, token)).toBe(false) // same length in characters, not in bytes
+    expect(statsPath(null)).toBe('/_stats')
+    expect(statsPath(token, { keys: true })).toBe(`/_stats?token=${token}&keys=1`)
+  })
+
+  test('a backend with a token answers /_stats 404 without it (any method, any other token), 200 with it', async () => {
+    const { url, backend } = await start({ statsToken: token, missMs: 0 })
+    expect((await get(url, '/page1.html')).status).toBe(200)
+    for (const target of ['/_stats', '/_stats?keys=1', '/_stats?token=', `/_stats?token=${token.toUpperCase()}`, '/_%73tats']) {
+      const res = await get(url, target)
+      expect([target, res.status]).toEqual([target, 404])
+      expect(res.body.toString()).toBe('not found\n')
+    }
+    expect((await get(url, '/_stats', { method: 'HEAD' })).status).toBe(404)
+    expect((await get(url, '/_stats', { method: 'OPTIONS' })).status).toBe(404)
+    const res = await get(url, statsPath(token))
+    expect(res.status).toBe(200)
+    const stats = JSON.parse(res.body)
+    expect(stats).toMatchObject({ requests: 1, guarded: 7 })
+    expect(stats.served).toBeUndefined()
+    expect(JSON.parse((await get(url, statsPath(token, { keys: true }))).body).served).toEqual({ '/page1.html': 1 })
+    expect(backend.stats().guarded).toBe(7)
+  })
+})
+
 describe('options', () => {
   test.each([
     [{ cachePages: -1 }, /cachePages/],
@@ -372,7 +433,10 @@ describe('options', () => {
     [{ faults: { errorRate: 1.5 } }, /errorRate/],
     [{ faults: { hangRate: -0.1 } }, /hangRate/],
     [{ root: '/definitely/not/here' }, /root/],
-    [{ id: 'a b' }, /id/]
+    [{ id: 'a b' }, /id/],
+    [{ statsKeys: 0 }, /statsKeys must be an integer >= 1/],
+    [{ statsToken: 'short' }, /statsToken must be null or 16 to 256/],
+    [{ statsToken: 'a b c d e f g h i j' }, /statsToken/]
   ])('createBackend(%j) throws ERR_POLISTES_BAD_OPTION', (options, message) => {
     expect(() => createBackend({ root: PUBLIC, ...options })).toThrow(message)
     try { createBackend({ root: PUBLIC, ...options }) } catch (err) { expect(err.code).toBe('ERR_POLISTES_BAD_OPTION') }

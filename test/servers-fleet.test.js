@@ -4,7 +4,11 @@ const net = require('node:net')
 const path = require('node:path')
 const { fork } = require('node:child_process')
 const { startFleet, backendId } = require('../servers/fleet')
-const { rawRequest, runNode } = require('./helper')
+const { rawRequest, runNode, RawConnection, waitFor, startCli, request } = require('./helper')
+const { statsPath } = require('../servers/stats-token')
+const { startBalancer } = require('../src/proxy/balancer')
+const { resolveConfig } = require('../src/config/config')
+const { balancerOptions } = require('../src/config/reload')
 
 const FLEET = path.join(__dirname, '..', 'servers', 'fleet.js')
 
@@ -136,6 +140,123 @@ test('processes: true with a taken port rejects with the child\'s message and st
     await taken.close()
   }
 }, 15000)
+
+describe('the stats token (issue 25)', () => {
+  test('statsToken: true draws a token; /_stats answers only statsPath, and statsKeys reaches every backend', async () => {
+    const fleet = await startFleet({ count: 2, basePort: 0, missMs: 0, statsToken: true, statsKeys: [5, 6] })
+    try {
+      expect(fleet.statsToken).toMatch(/^[0-9a-f]{32}$/)
+      expect(fleet.statsPath).toBe(`/_stats?token=${fleet.statsToken}`)
+      for (const [i, b] of fleet.backends.entries()) {
+        expect((await rawRequest(b.url, '/_stats')).status).toBe(404)
+        expect((await rawRequest(b.url, '/_stats?keys=1')).status).toBe(404)
+        const res = await rawRequest(b.url, fleet.statsPath)
+        expect(res.status).toBe(200)
+        expect(JSON.parse(res.body)).toMatchObject({ id: b.id, statsKeys: 5 + i })
+      }
+    } finally {
+      await fleet.close()
+    }
+    const open = await startFleet({ count: 1, basePort: 0, missMs: 0 })
+    try {
+      expect(open).toMatchObject({ statsToken: null, statsPath: '/_stats' })
+      expect((await rawRequest(open.backends[0].url, '/_stats')).status).toBe(200) // no token: as before
+    } finally {
+      await open.close()
+    }
+  })
+
+  test('processes: true hands the token over in the environment, not on the command line', async () => {
+    const fleet = await startFleet({ count: 1, basePort: 0, processes: true, missMs: 0, statsToken: 'a-token-of-our-own-0123', statsKeys: 7 })
+    try {
+      const [b] = fleet.backends
+      expect((await rawRequest(b.url, '/_stats')).status).toBe(404)
+      const stats = JSON.parse((await rawRequest(b.url, fleet.statsPath)).body)
+      expect(stats).toMatchObject({ pid: b.pid, statsKeys: 7 })
+      if (require('node:fs').existsSync(`/proc/${b.pid}/cmdline`)) {
+        expect(require('node:fs').readFileSync(`/proc/${b.pid}/cmdline`, 'latin1')).not.toContain('a-token-of-our-own')
+      }
+    } finally {
+      await fleet.close()
+    }
+  }, 15000)
+
+  test.each([['short'], [42], ['has spaces in it, sixteen+']])('statsToken %j is refused before anything starts', async (statsToken) => {
+    await expect(startFleet({ count: 1, basePort: 0, statsToken })).rejects.toMatchObject({ code: 'ERR_POLISTES_BAD_OPTION', message: expect.stringMatching(/statsToken/) })
+  })
+
+  test('npm start (bin/polistes.js, embedded fleet): GET /_stats on the public port is a 404 while the fleet is health-checked up', async () => {
+    const cli = startCli(['--port', '0', '--fleet-base-port', '0', '--health-interval', '100'])
+    try {
+      const { url } = await cli.ready
+      expect((await request(`${url}/page1.html`)).status).toBe(200)
+      const conn = new RawConnection(url)
+      try {
+        for (const target of ['/_stats', '/_stats?keys=1', '/_stats?token=&keys=1']) {
+          await conn.send(`GET ${target} HTTP/1.1\r\nHost: lb\r\n\r\n`)
+          const { responses } = await conn.read(1)
+          expect([target, responses[0].status]).toEqual([target, 404])
+        }
+      } finally {
+        conn.destroy()
+      }
+      const upstreams = await waitFor(async () => {
+        const list = JSON.parse((await request(`${url}/_polistes/stats`)).body).upstreams
+        return list.every((u) => u.check && u.check.last) && list
+      })
+      expect(upstreams).toHaveLength(7)
+      for (const u of upstreams) expect(u).toMatchObject({ state: 'up', check: { last: { ok: true, status: 200 } } })
+      cli.child.kill('SIGTERM')
+      expect((await cli.exited).code).toBe(0)
+    } finally {
+      cli.child.kill('SIGKILL')
+    }
+  }, 20000)
+
+  test('through a real balancer in front of the fleet: GET /_stats is a 404, health checks pass with the token, and the per-page counts stay within statsKeys', async () => {
+    const fleet = await startFleet({ count: 3, basePort: 0, missMs: 0, cachePages: 2, statsToken: true, statsKeys: 4 })
+    let lb
+    try {
+      const config = resolveConfig({ port: 0, algo: 'round-robin', healthCheck: { intervalMs: 100 } })
+      lb = await startBalancer(balancerOptions(config, fleet))
+      // the balancer's health checker reads /_stats with the token: every backend is checked up
+      const upstreams = await waitFor(() => {
+        const list = lb.stats().upstreams
+        return list.every((u) => u.check && u.check.last) && list
+      })
+      for (const u of upstreams) expect(u).toMatchObject({ state: 'up', check: { last: { ok: true, status: 200 } } })
+      // GET /_stats through the public port, on a raw socket: the backend's 404, no counters
+      const conn = new RawConnection(lb.url)
+      try {
+        for (const target of ['/_stats', '/_stats?keys=1', '/_stats?token=guess&keys=1']) {
+          await conn.send(`GET ${target} HTTP/1.1\r\nHost: lb\r\n\r\n`)
+          const { responses } = await conn.read(1)
+          expect([target, responses[0].status]).toEqual([target, 404])
+          expect(responses[0].body.toString()).not.toMatch(/requests|served/)
+        }
+      } finally {
+        conn.destroy()
+      }
+      // more distinct pages than statsKeys (25 > 4), each twice, and 100 distinct 404s, through the balancer
+      for (let round = 0; round < 2; round++) {
+        for (let n = 1; n <= 25; n++) expect((await rawRequest(lb.url, `/page${n}.html?r=${round}`)).status).toBe(200)
+      }
+      for (let i = 0; i < 100; i++) expect((await rawRequest(lb.url, `/missing-${i}-${'y'.repeat(1000)}`)).status).toBe(404)
+      const stats = await Promise.all(fleet.backends.map(async (b) => JSON.parse((await rawRequest(b.url, statsPath(fleet.statsToken, { keys: true }))).body)))
+      for (const s of stats) {
+        expect(s.statsKeys).toBe(4)
+        expect(s.servedKeys).toBeLessThanOrEqual(4)
+        expect(Object.keys(s.served).length).toBe(s.servedKeys)
+        for (const key of Object.keys(s.served)) expect(key).toMatch(/^\/page\d+\.html$/) // no 404 path is counted
+      }
+      expect(stats.reduce((n, s) => n + s.servedDropped, 0)).toBeGreaterThan(0)
+      expect(stats.reduce((n, s) => n + s.requests, 0)).toBe(150)
+    } finally {
+      if (lb) await lb.close({ graceMs: 100 })
+      await fleet.close()
+    }
+  })
+})
 
 describe('CLI', () => {
   test('prints one line per backend, reports ready over IPC and stops on SIGTERM', async () => {

@@ -81,7 +81,8 @@ function withCarried (now, before) {
 
 async function fetchOne (i, keys) {
   const b = fleet.backends[i]
-  const s = await getJson(new URL(keys ? '/_stats?keys=1' : '/_stats', b.url).href)
+  const { statsPath } = require('../../servers/stats-token')
+  const s = await getJson(new URL(statsPath(fleet.statsToken, { keys }), b.url).href) // with the fleet's stats token, if it has one
   return withCarried(s, carried[i])
 }
 

@@ -172,11 +172,11 @@ function createProgress (stream, { quiet = false } = {}) {
   const tty = Boolean(stream.isTTY)
   let width = 0
   return {
-    /** Per-second update while a run is going. */
-    tick ({ arm, trial, trials, second, total, phase, rps, hitRate, index, runs }) {
+    /** Per-second update while a run is going; `eta` (e.g. "ETA 1m10s") ends the line when given. */
+    tick ({ arm, trial, trials, second, total, phase, rps, hitRate, index, runs, eta }) {
       if (quiet || !tty) return
       const line = `[${index}/${runs}] ${arm.label} trial ${trial}/${trials}  ${second}/${total} s ${phase}  ` +
-        `${rps} req/s  hit ${Number.isFinite(hitRate) ? hitRate.toFixed(2) : '-'}`
+        `${rps} req/s  hit ${Number.isFinite(hitRate) ? hitRate.toFixed(2) : '-'}${eta ? `  ${eta}` : ''}`
       stream.write('\r' + line.padEnd(width))
       width = line.length
     },

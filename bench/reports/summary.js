@@ -129,6 +129,7 @@ function buildDocument (settings, runs, { startedAt, finishedAt }) {
     startedAt: startedAt.toISOString(),
     finishedAt: finishedAt.toISOString(),
     settings: {
+      plan: settings.plan || 'full', // 'quick': the scenario's quick default; 'full': its whole matrix (or a scenario without a quick plan)
       algos: settings.arms.map((a) => a.label),
       baseline: settings.baseline,
       trials: settings.trials,

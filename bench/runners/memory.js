@@ -2,41 +2,78 @@
 'use strict'
 
 /**
- * `npm run bench:memory`: what many distinct routing keys cost the balancer's memory. A real
- * balancer (wasp, telemetry, metrics) in front of 7 upstreams on loopback, all in this process; a
- * child process sends requests for distinct paths (`/k1`, `/k2`, ...) over keep-alive connections.
- * The heap is read after a full garbage collection once the first `--baseline` keys have been
- * served and again after `--keys`, so the difference is what the extra keys left behind: wasp's key
- * table (capped by its `maxKeys`), the dashboard's page rows (capped by telemetry's `maxPages`), and
- * anything that was not capped.
+ * `npm run bench:memory`: what many distinct URLs cost in memory. Two sections:
  *
- *   npm run bench:memory -- [--keys 100000] [--baseline 1000] [--max-keys 10000]
+ * - keys (the default): a real balancer (wasp, telemetry, metrics) in front of 7 upstreams on
+ *   loopback, all in this process; a child process sends requests for distinct paths (`/k1`, `/k2`,
+ *   ...) over keep-alive connections. The heap is read after a full garbage collection once the
+ *   first `--baseline` keys have been served and again after `--keys`, so the difference is what the
+ *   extra keys left behind: wasp's key table (capped by its `maxKeys`), the dashboard's page rows
+ *   (capped by telemetry's `maxPages`), and anything that was not capped.
+ *
+ *     npm run bench:memory -- [--keys 100000] [--baseline 1000] [--max-keys 10000]
+ *
+ * - `--process`: the real `npm start` (bin/polistes.js with its embedded fleet of 7 page backends,
+ *   default options but ports chosen by the system) out of process; a load generator in another
+ *   process (bench/load/distinct-urls-child.js) sends `--urls` distinct URLs of about each
+ *   `--url-bytes` length (three in four 404s, one in four an existing page with a distinct query
+ *   string), and the resident set (RSS, from /proc; Linux) of the polistes process and of its child
+ *   processes, if any, is read before the load and after every `--step` URLs, and sampled during
+ *   each step for its peak. One fresh polistes per URL length.
+ *
+ *     npm run bench:memory -- --process [--urls 100000] [--step 20000] [--url-bytes 4096,32] [--connections 32]
  */
 
 const http = require('node:http')
 const { spawn } = require('node:child_process')
 const { startBalancer } = require('../../src/proxy/balancer')
+const { runProcessSection } = require('./memory-process')
 
 function usage (message) {
   process.stderr.write(`bench:memory: ${message}\n`)
   process.exit(2)
 }
 
-/** @returns {{ keys: number, baseline: number, maxKeys: number }} */
+const KEYS_USAGE = 'npm run bench:memory -- [--keys 100000] [--baseline 1000] [--max-keys 10000]'
+const PROCESS_USAGE = 'npm run bench:memory -- --process [--urls 100000] [--step 20000] [--url-bytes 4096,32] [--connections 32]'
+
+/** Integer options of each section: flag -> [name, min, max]. */
+const KEYS_FLAGS = { '--keys': ['keys', 1, 10_000_000], '--baseline': ['baseline', 1, 10_000_000], '--max-keys': ['maxKeys', 1, 10_000_000] }
+const PROCESS_FLAGS = { '--urls': ['urls', 1, 10_000_000], '--step': ['step', 1, 10_000_000], '--connections': ['connections', 1, 1024] }
+
+/**
+ * @param {string[]} argv
+ * @returns {{ mode: 'keys', keys: number, baseline: number, maxKeys: number }
+ *   | { mode: 'process', urls: number, step: number, urlBytes: number[], connections: number }}
+ */
 function parseArgs (argv) {
-  const o = { keys: 100000, baseline: 1000, maxKeys: 10000 }
-  for (let i = 0; i < argv.length; i += 2) {
-    const name = { '--keys': 'keys', '--baseline': 'baseline', '--max-keys': 'maxKeys' }[argv[i]]
-    if (argv[i] === '--help') {
-      console.log('npm run bench:memory -- [--keys 100000] [--baseline 1000] [--max-keys 10000]')
-      process.exit(0)
+  if (argv.includes('--help')) {
+    console.log(`${KEYS_USAGE}\n${PROCESS_USAGE}`)
+    process.exit(0)
+  }
+  const processMode = argv.includes('--process')
+  const o = processMode
+    ? { mode: 'process', urls: 100000, step: 20000, urlBytes: [4096, 32], connections: 32 }
+    : { mode: 'keys', keys: 100000, baseline: 1000, maxKeys: 10000 }
+  const flags = processMode ? PROCESS_FLAGS : KEYS_FLAGS
+  const rest = argv.filter((a) => a !== '--process')
+  for (let i = 0; i < rest.length; i += 2) {
+    const flag = rest[i]
+    const value = rest[i + 1]
+    if (processMode && flag === '--url-bytes') {
+      const list = String(value).split(',').map(Number)
+      if (value === undefined || list.some((n) => !Number.isInteger(n) || n < 8 || n > 8192)) usage(`--url-bytes must be a comma list of integers from 8 to 8192, got "${value}"`)
+      o.urlBytes = list
+      continue
     }
-    if (!name) usage(`unknown option "${argv[i]}"`)
-    const n = Number(argv[i + 1])
-    if (!Number.isInteger(n) || n < 1 || n > 10_000_000) usage(`${argv[i]} must be an integer from 1 to 10,000,000, got "${argv[i + 1]}"`)
+    if (!flags[flag]) usage(`unknown option "${flag}"${processMode ? ' with --process' : ''}`)
+    const [name, min, max] = flags[flag]
+    const n = Number(value)
+    if (!Number.isInteger(n) || n < min || n > max) usage(`${flag} must be an integer from ${min.toLocaleString('en')} to ${max.toLocaleString('en')}, got "${value}"`)
     o[name] = n
   }
-  if (o.baseline >= o.keys) usage('--baseline must be below --keys')
+  if (o.mode === 'keys' && o.baseline >= o.keys) usage('--baseline must be below --keys')
+  if (o.mode === 'process' && o.step > o.urls) usage('--step must not exceed --urls')
   return o
 }
 
@@ -72,6 +109,7 @@ function heapAfterGc () {
 
 async function main () {
   const o = parseArgs(process.argv.slice(2))
+  if (o.mode === 'process') return runProcessSection(o)
   if (typeof global.gc !== 'function') usage('run it with node --expose-gc (npm run bench:memory does)')
   const upstreams = []
   for (let i = 0; i < 7; i++) {

@@ -18,6 +18,9 @@ const { findBinary, INSTALL } = require('../peers/peers')
 
 const RESULTS_DIR = path.join(__dirname, '..', 'results')
 
+/** Trials and seconds per run of a scenario's full matrix (`--full`, or a scenario without a quick plan). */
+const FULL_PLAN = Object.freeze({ trials: 3, warmup: 5, duration: 20 })
+
 function bad (message) {
   return new ERR_POLISTES_BAD_OPTION(message)
 }
@@ -31,10 +34,11 @@ function parser (argv) {
     .scriptName('npm run bench --')
     .usage('$0 [options]\n\nCompare routing algorithms on a fresh fleet and balancer per run.')
     .option('scenario', { type: 'string', default: 'cache', describe: `one of: ${scenarioNames().join(', ')}` })
+    .option('full', { type: 'boolean', default: false, describe: 'the scenario\'s full matrix instead of its quick default (cache: round-robin, chash-bounded, wasp and every installed peer arm, 3 trials of 5 s + 20 s, about 10.5 min; quick: round-robin, wasp and nginx-uri, 3 trials of 5 s + 7 s, about 2 min)' })
     .option('algos', { type: 'string', describe: 'comma-separated algorithms (default: the scenario\'s)' })
-    .option('trials', { type: 'number', default: 3, describe: 'runs per algorithm, alternating' })
-    .option('duration', { type: 'number', default: 20, describe: 'measured window, seconds' })
-    .option('warmup', { type: 'number', default: 5, describe: 'learning phase before the window, seconds' })
+    .option('trials', { type: 'number', defaultDescription: `${FULL_PLAN.trials} (quick plan: the scenario's)`, describe: 'runs per algorithm, alternating' })
+    .option('duration', { type: 'number', defaultDescription: `${FULL_PLAN.duration} (quick plan: the scenario's)`, describe: 'measured window, seconds' })
+    .option('warmup', { type: 'number', defaultDescription: `${FULL_PLAN.warmup} (quick plan: the scenario's)`, describe: 'learning phase before the window, seconds' })
     .option('jit-warmup', { type: 'number', default: 3, describe: 'untimed process warm-up before the first trial, seconds (0: none)' })
     .option('connections', { type: 'number', describe: 'concurrent client connections (default: the scenario\'s, 32)' })
     .option('pages', { type: 'number', describe: 'distinct pages, 1 to 100000, generated at start from --seed into a temporary directory (default: the scenario\'s, 25)' })
@@ -51,7 +55,7 @@ function parser (argv) {
     .option('retry-on', { type: 'string', describe: 'the balancer retries these upstream statuses (and timeout) elsewhere (its --retry-on), e.g. 503,timeout (default: the scenario\'s arms, else none)' })
     .option('try-timeout', { type: 'number', describe: 'the balancer\'s --try-timeout on every arm: ms an attempt may wait for its response head (default: the scenario\'s arms, else none)' })
     .option('requests', { type: 'number', describe: 'closed loop (node generator): measure this many requests after the learning phase instead of --duration seconds, as ApacheBench -n; 0: --duration (default: the scenario\'s, else 0)' })
-    .option('peers', { type: 'string', describe: 'HAProxy/nginx arms in front of the same fleet: none, or haproxy,nginx and/or arm names (default: the scenario\'s peers found on PATH)' })
+    .option('peers', { type: 'string', describe: 'HAProxy/nginx arms in front of the same fleet: none, or haproxy,nginx and/or arm names (default: the scenario\'s peers found on PATH; the cache scenario\'s quick plan: nginx-uri)' })
     .option('keep-alive', { type: 'boolean', describe: 'balancer-to-backend keep-alive; --no-keep-alive turns it off' })
     .option('engine', { type: 'string', default: DEFAULT_ENGINE, describe: `balancer proxy engine: ${ENGINES.join(', ')}` })
     .option('policy-options', { type: 'string', describe: 'JSON object passed to the policy, e.g. \'{"xi":10}\'' })
@@ -138,9 +142,14 @@ function parseOptions (argv) {
     throw bad(`unknown scenario "${args.scenario}"; expected one of: ${scenarioNames().join(', ')}`)
   }
 
+  // the quick plan of the scenario (cache: `npm run bench` with no arguments), unless --full;
+  // whatever is given explicitly overrides it
+  const quick = !args.full && scenario.quick ? scenario.quick : null
+  const plan = quick || { ...FULL_PLAN, algos: scenario.algos, peers: scenario.peers }
+
   const known = policyNames()
   const algos = args.algos === undefined
-    ? scenario.algos.slice()
+    ? plan.algos.slice()
     : String(args.algos).split(',').map((s) => s.trim()).filter(Boolean)
   if (algos.length === 0) throw bad('--algos needs at least one algorithm')
   for (const algo of algos) {
@@ -150,9 +159,9 @@ function parseOptions (argv) {
   }
   if (new Set(algos).size !== algos.length) throw bad(`--algos lists an algorithm twice: ${algos.join(',')}`)
 
-  const trials = number(args.trials, 'trials', { min: 1, integer: true })
-  const duration = number(args.duration, 'duration', { min: 0, exclusiveMin: true, integer: true })
-  const warmup = number(args.warmup, 'warmup', { min: 0, integer: true })
+  const trials = number(args.trials ?? plan.trials, 'trials', { min: 1, integer: true })
+  const duration = number(args.duration ?? plan.duration, 'duration', { min: 0, exclusiveMin: true, integer: true })
+  const warmup = number(args.warmup ?? plan.warmup, 'warmup', { min: 0, integer: true })
   const jitWarmup = number(args['jit-warmup'], 'jit-warmup', { min: 0, integer: true })
   const connections = number(args.connections ?? scenario.connections, 'connections', { min: 1, integer: true })
   const workload = parseWorkload({
@@ -206,7 +215,7 @@ function parseOptions (argv) {
     }
   }
   const notes = []
-  for (const label of peerArms(args.peers, scenario, notes)) {
+  for (const label of peerArms(args.peers, plan, notes, { quick: Boolean(quick) })) {
     arms.push({ label, algo: label, keepAlive: true, peer: PEER_ARMS[label].peer, mode: PEER_ARMS[label].mode, workers: peerWorkers })
   }
   const load = loadGenerator(args.load, { rate, sources: Math.max(sources, ...arms.map((a) => a.sources || 0)), peers: arms.some((a) => a.peer), popularity, notes })
@@ -225,6 +234,8 @@ function parseOptions (argv) {
 
   return {
     scenario: args.scenario,
+    // 'quick': the scenario's quick default (`npm run bench` with no arguments); 'full': its whole matrix
+    plan: quick ? 'quick' : 'full',
     description: scenario.description,
     columns: rate ? OPEN_LOOP_COLUMNS : scenario.columns,
     // ratio targets are set against the scenario's own baseline: without it in the run they mean nothing
@@ -284,21 +295,31 @@ function statusList (value) {
 
 /**
  * The peer arms to run: `--peers` as given (each program must be installed), or by default the
- * scenario's peers that are installed, with a note for each one that is not.
+ * plan's peers that are installed, with a note for each one that is not. The quick plan's peer
+ * gets a line either way: which arm runs, or that none does and why.
  * @param {string | undefined} value the --peers option
- * @param {{ peers?: string[] }} scenario
+ * @param {{ peers?: string[] }} plan the scenario's quick plan or full matrix
  * @param {string[]} notes collects the notes
+ * @param {{ quick?: boolean, find?: (program: string) => string | null }} [options] quick: the plan
+ *   is the scenario's quick default; find: where a program is installed (default: on PATH or in sbin)
  * @returns {string[]} arm labels
  */
-function peerArms (value, scenario, notes) {
+function peerArms (value, plan, notes, { quick = false, find = findBinary } = {}) {
   if (value === undefined) {
     const labels = []
-    for (const name of scenario.peers || []) {
+    for (const name of plan.peers || []) {
       // a program (haproxy, nginx: its default arms) or one arm by name
       const program = Object.hasOwn(PEER_ARMS, name) ? PEER_ARMS[name].peer : name
-      if (findBinary(program)) labels.push(...parsePeers(name).filter((l) => !labels.includes(l)))
-      else if (program !== name) notes.push(`note: ${program} not found on PATH, ${name} is left out (install: ${INSTALL[program]}; --peers none hides this note)`)
-      else notes.push(`note: ${name} not found on PATH, its arms are left out (install: ${INSTALL[name]}; --peers none hides this note)`)
+      const found = find(program)
+      if (found) labels.push(...parsePeers(name).filter((l) => !labels.includes(l)))
+      if (quick) {
+        notes.push(found
+          ? `peer: ${name}, the best peer of the README's headline (--full runs every installed peer arm)`
+          : `peer: none, ${program} not found on PATH, so no ${name} arm (install: ${INSTALL[program]}; --peers none hides this note)`)
+      } else if (!found) {
+        if (program !== name) notes.push(`note: ${program} not found on PATH, ${name} is left out (install: ${INSTALL[program]}; --peers none hides this note)`)
+        else notes.push(`note: ${name} not found on PATH, its arms are left out (install: ${INSTALL[name]}; --peers none hides this note)`)
+      }
     }
     return labels
   }
@@ -309,9 +330,9 @@ function peerArms (value, scenario, notes) {
     throw bad(err.message)
   }
   for (const name of new Set(labels.map((l) => PEER_ARMS[l].peer))) {
-    if (!findBinary(name)) throw bad(`--peers: ${name} not found on PATH (install: ${INSTALL[name]})`)
+    if (!find(name)) throw bad(`--peers: ${name} not found on PATH (install: ${INSTALL[name]})`)
   }
   return labels
 }
 
-module.exports = { parseOptions }
+module.exports = { parseOptions, peerArms, FULL_PLAN }

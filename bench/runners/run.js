@@ -4,13 +4,17 @@
 /**
  * `npm run bench`: compare routing algorithms on a fresh fleet and balancer per run, with load
  * from autocannon in a child process. Prints a table of medians with ratios to round-robin and
- * writes JSON, CSV and a self-contained HTML report (see docs/benchmarks.md).
+ * writes JSON, CSV and a self-contained HTML report (see docs/benchmarks.md). With no arguments it
+ * runs the cache scenario's quick plan (about two minutes; `--full` the whole matrix), printing the
+ * plan first and an ETA in its progress lines (plan.js).
  */
 
 const fs = require('node:fs')
 const path = require('node:path')
+const { performance } = require('node:perf_hooks')
 const { parseOptions } = require('./options')
 const { runOnce } = require('./trial')
+const { runLoadSeconds, remainingSeconds, formatDuration, formatPlan } = require('./plan')
 const { buildDocument } = require('../reports/summary')
 const { formatTable, createProgress } = require('../reports/report-console')
 const { formatCsv } = require('../reports/report-csv')
@@ -45,36 +49,49 @@ async function bench (settings, { stdout = process.stdout, stderr = process.stde
   const progress = createProgress(stderr, { quiet: settings.quiet })
   const profileDir = settings.profile ? path.join(settings.resultsDir, 'profiles') : undefined
   for (const note of settings.notes || []) stderr.write(note + '\n')
+  progress.line(formatPlan(settings))
+  const benchStart = performance.now()
+  const since = (start) => (performance.now() - start) / 1000
+  // wall seconds and planned load of each run done (the warm-up included): the ETA's overheads
+  const done = []
 
   if (settings.jitWarmup > 0) {
     // warms the Node processes (fleet, load and a polistes balancer), so a polistes arm if any
     const warmArm = settings.arms.filter((a) => !a.peer).at(-1) || settings.arms.at(-1)
     progress.line(`warm-up: ${settings.jitWarmup} s untimed run (${warmArm.label}), discarded`)
+    const start = performance.now()
     await runOnce({
       arm: warmArm,
       trial: 0,
       settings: { ...settings, warmup: 0, duration: settings.jitWarmup, requests: undefined }
     })
+    done.push({ wall: since(start), planned: settings.jitWarmup })
   }
 
   const startedAt = new Date()
   const runs = []
   const total = settings.trials * settings.arms.length
+  const planned = runLoadSeconds(settings)
+  const eta = (left, elapsed, second) => `ETA ${formatDuration(remainingSeconds({ left, planned, done, elapsed, second }))}`
   for (let t = 0; t < settings.trials; t++) {
     for (const arm of rotation(settings.arms, t)) {
       const index = runs.length + 1
+      const start = performance.now()
       const run = await runOnce({
         arm,
         trial: t + 1,
         settings,
         profileDir,
-        onProgress: (p) => progress.tick({ ...p, trials: settings.trials, index, runs: total })
+        onProgress: (p) => progress.tick({ ...p, trials: settings.trials, index, runs: total, eta: eta(total - runs.length, since(start), p.second) })
       })
+      done.push({ wall: since(start), planned })
       runs.push(run)
       progress.line(`[${index}/${total}] ${arm.label} trial ${t + 1}: ${run.rps} req/s, mean ${run.latency.mean} ms, ` +
-        `p99 ${run.latency.p99} ms, hit rate ${run.hitRate}, specialization ${run.specialization}, errors ${run.errors + run.non2xx}`)
+        `p99 ${run.latency.p99} ms, hit rate ${run.hitRate}, specialization ${run.specialization}, errors ${run.errors + run.non2xx}` +
+        (index < total ? `, ${eta(total - index)}` : ''))
     }
   }
+  progress.line(`done in ${formatDuration(since(benchStart))}`)
   progress.clear()
 
   const doc = buildDocument(settings, runs, { startedAt, finishedAt: new Date() })

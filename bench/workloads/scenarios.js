@@ -18,6 +18,9 @@
  * - `rate`, `sources`: default open-loop rate and loopback source addresses of the load.
  * - `peers`: HAProxy / nginx arms run by default beside the algorithms when installed: a program
  *   (its default arms) or an arm by name (bench/peers/peer-configs.js; `--peers` overrides).
+ * - `quick`: optional `{ algos, peers, trials, warmup, duration }`, the smaller plan run by default
+ *   (without `--full`) in about two minutes; `algos`, `peers` and the bench's own defaults (3 trials
+ *   of 5 s + 20 s) are then the full matrix of `--full`. Every option given explicitly overrides both.
  * - `pages`, `popularity`, `pageSize`, `churn`: the workload (bench/workloads/workload-options.js); without
  *   `pageSize` the pages are the ~60 KB lorem pages.
  * - `columns`: table columns (see report-console.js for the known ones).
@@ -54,6 +57,11 @@ const scenarios = {
     connections: 32,
     algos: CACHE_ALGOS,
     peers: ['haproxy', 'nginx'],
+    // `npm run bench` with no arguments: the comparison a newcomer runs to see the effect, in about
+    // two minutes: 3 arms x 3 trials x 12 s (each arm first, middle and last once). nginx-uri is the
+    // best peer of the README's headline (the most req/s and the least CPU per request); it runs
+    // when nginx is installed.
+    quick: { algos: ['round-robin', 'wasp'], peers: ['nginx-uri'], trials: 3, warmup: 5, duration: 7 },
     columns: ['rps', 'mean', 'p50', 'p90', 'p99', 'max', 'hitRate', 'specialization', 'cpuPer10k', 'errors'],
     targets: [
       { algo: 'wasp', metric: 'hitRate', min: 0.90 },

@@ -7,9 +7,9 @@ const { DEFAULTS, validateOptions, checkInteger, badOption, onOption } = require
 const { policyNames, createPolicy } = require('../policies')
 const { parseBackends } = require('../pool/backend-spec')
 
-/** The client side: limits, TLS and the admin listener. */
+/** The client side: limits, TLS, the admin listener and its event streams, trusted proxies. */
 const FRONT_KEYS = ['front', 'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize',
-  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
+  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost', 'maxEventStreams', 'trustedProxies']
 /** Keys a config file may hold. `address`, `strategy` and `receiver_addresses` are the seed's shape. */
 const FILE_KEYS = new Set(['address', 'host', 'port', 'strategy', 'algo', 'backends', 'receiver_addresses',
   'keepAlive', 'engine', 'timeoutMs', 'tryTimeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'slowStartMs', 'healthCheck', 'workers', 'fleet',

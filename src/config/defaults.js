@@ -2,6 +2,7 @@
 
 const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 const { DEFAULT_ENGINE, ENGINES } = require('../proxy/proxy-engine')
+const { parseTrustedProxies } = require('../proxy/forwarded')
 
 /**
  * The one source of default option values: the balancer's constructor, the config resolver and the
@@ -40,6 +41,10 @@ const DEFAULTS = Object.freeze({
   // the admin listener (/_polistes/*): null serves it on the public listener
   adminPort: null,
   adminHost: '127.0.0.1',
+  // dashboards' event streams (/_polistes/events) open at once; beyond, 503
+  maxEventStreams: 16,
+  // peers (CIDRs) whose X-Forwarded-For/-Host/-Proto/-Port are kept; everyone else's are replaced
+  trustedProxies: Object.freeze([]),
   fleet: { count: 7, basePort: 9101, cachePages: 4, missMs: 20 }
 })
 
@@ -76,6 +81,8 @@ const RULES = {
   upstreamCa: (v) => checkPath('upstreamCa', v),
   adminPort: (v) => { if (v !== null) checkInteger('adminPort', v, 0, 65535) },
   adminHost: (v) => { if (typeof v !== 'string' || v === '') throw new ERR_POLISTES_BAD_OPTION('adminHost must be a non-empty string') },
+  maxEventStreams: (v) => checkInteger('maxEventStreams', v, 0, 100_000),
+  trustedProxies: (v) => { parseTrustedProxies(v) },
   slowStartMs: (v) => { if (!(Number.isFinite(v) && v >= 0)) throw new ERR_POLISTES_BAD_OPTION(`slowStartMs must be a number of ms >= 0, got ${JSON.stringify(v)}`) },
   healthCheck: (v) => validateHealthCheck(v, 'healthCheck')
 }
@@ -148,7 +155,7 @@ function parseExpectStatus (spec, where = 'expectStatus') {
 /**
  * Validate the balancer options present in `options` (port, host, keepAlive, engine, timeoutMs,
  * tryTimeoutMs, failTimeoutMs, graceMs, retries, retryOn, maxFails, workers, policyOptions, slowStartMs,
- * healthCheck, and the front's limits, TLS files and admin listener), then the rules between them
+ * healthCheck, the front's limits, TLS files and admin listener, maxEventStreams, trustedProxies), then the rules between them
  * (tlsCert with tlsKey, headersTimeoutMs ≤ requestTimeoutMs, tryTimeoutMs ≤ timeoutMs); other keys are left alone.
  * @param {object} options
  * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION on the first bad value

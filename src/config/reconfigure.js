@@ -4,6 +4,7 @@ const { validateOptions } = require('./defaults')
 const { parseBackends } = require('../pool/backend-spec')
 const { createPolicy } = require('../policies')
 const { createProxyEngine, checkEngineTargets } = require('../proxy/proxy-engine')
+const { createTrust } = require('../proxy/forwarded')
 
 /**
  * Hot reload of a running balancer: a new config is checked in full, then applied as a diff.
@@ -11,6 +12,8 @@ const { createProxyEngine, checkEngineTargets } = require('../proxy/proxy-engine
  * only stops offering them), a replaced proxy engine is closed after its last attempt ends, and a
  * policy whose options change is reconfigured in place when it can be (wasp keeps its thresholds),
  * else replaced for new requests only (requests in flight report to the policy that picked them).
+ * `trustedProxies` and `maxEventStreams` apply to the next request (event streams open beyond a
+ * lowered cap stay open; new ones are refused until the count is under it).
  * Settings bound to the listening sockets (host, port, the front's limits, TLS files, the admin
  * listener), the upstream CA and the proxy engine need a restart.
  */
@@ -44,14 +47,16 @@ function checkSettingsFor (balancer, upstream) {
 function reconfigure (balancer, o) {
   const cur = balancer.settings
   // 1. everything that can throw
-  const { keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize } = o
-  validateOptions({ keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize })
+  const { keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize, maxEventStreams, trustedProxies } = o
+  validateOptions({ keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize, maxEventStreams, trustedProxies })
+  const trust = createTrust(trustedProxies)
   validateOptions(Object.fromEntries(RESTART_ONLY.filter((key) => o[key] !== undefined).map((key) => [key, o[key]])))
   const specs = parseBackends(o.backends)
   checkEngineTargets(cur.engine, specs.map((s) => new URL(s.url)))
   const restartNeeded = RESTART_ONLY.filter((key) => o[key] !== undefined && o[key] !== cur[key])
-  const changed = ['keepAlive', 'timeoutMs', 'tryTimeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'slowStartMs', 'maxBodySize'].filter((key) => o[key] !== cur[key])
+  const changed = ['keepAlive', 'timeoutMs', 'tryTimeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'slowStartMs', 'maxBodySize', 'maxEventStreams'].filter((key) => o[key] !== cur[key])
   if (!sameJson(retryOn, cur.retryOn)) changed.push('retryOn')
+  if (!sameJson(trustedProxies, cur.trustedProxies)) changed.push('trustedProxies')
   if (!sameJson(healthCheck, cur.healthCheck)) changed.push('healthCheck')
   const deps = { random: balancer.random, now: balancer.now }
   let policy = null
@@ -105,6 +110,8 @@ function reconfigure (balancer, o) {
   balancer.tryTimeoutMs = tryTimeoutMs
   balancer.setRetryOn(retryOn)
   balancer.maxBodySize = maxBodySize
+  balancer.trust = trust
+  balancer.admin.configure({ maxEventStreams })
   if (configurePolicy) balancer.policy.configure(policyOptions)
   if (policy) balancer.policy = policy
   if (engine) {
@@ -127,6 +134,8 @@ function reconfigure (balancer, o) {
     failTimeoutMs,
     slowStartMs,
     maxBodySize,
+    maxEventStreams,
+    trustedProxies,
     healthCheck
   }
   if (balancer.url !== undefined && !balancer.closing) balancer.checker.sync((u) => checkSettingsFor(balancer, u))

@@ -11,19 +11,23 @@ const { readConfigFile, resolveConfig } = require('./config')
  * old one keeps serving. Triggered by SIGHUP and, with `--watch`, by a change of the file.
  */
 
-/** Where the embedded fleet's backends are checked when no `healthCheck.path` is configured. */
+/**
+ * Where the embedded fleet's backends are checked when no `healthCheck.path` is configured, unless
+ * the fleet gives its own `statsPath` (the same path with the fleet's stats token, which its
+ * backends ask of every `/_stats`: see servers/stats-token.js).
+ */
 const FLEET_HEALTH_PATH = '/_stats'
 
 /**
  * The balancer options of a resolved config: without configured backends, the embedded fleet's
  * (checked on its stats path unless a check path is configured).
  * @param {object} config from resolveConfig
- * @param {{ backends: Array<{ id: string, url: string }> } | null} fleet the running fleet, if any
+ * @param {{ backends: Array<{ id: string, url: string }>, statsPath?: string } | null} fleet the running fleet, if any
  * @returns {object}
  */
 function balancerOptions (config, fleet) {
   if (config.backends || !fleet) return config
-  const healthCheck = config.healthCheck.path === null ? { ...config.healthCheck, path: FLEET_HEALTH_PATH } : config.healthCheck
+  const healthCheck = config.healthCheck.path === null ? { ...config.healthCheck, path: fleet.statsPath || FLEET_HEALTH_PATH } : config.healthCheck
   return { ...config, healthCheck, backends: fleet.backends.map((b) => ({ id: b.id, url: b.url })) }
 }
 
@@ -33,7 +37,7 @@ function balancerOptions (config, fleet) {
  * @param {string} [options.configFile] the --config file (none: only the flags, which cannot change)
  * @param {object} options.flags the flags given at start
  * @param {object} options.config the config the balancer started with
- * @param {{ backends: Array<{ id: string, url: string }> } | null} [options.fleet] the embedded fleet
+ * @param {{ backends: Array<{ id: string, url: string }>, statsPath?: string } | null} [options.fleet] the embedded fleet
  * @param {Array<{ id: string, url: string }>} [options.backends] backends given from outside the
  *   config (by a cluster primary), kept on a reload
  * @param {(config: object) => object} [options.prepare] applied to every re-read config, as at start

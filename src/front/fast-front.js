@@ -30,6 +30,8 @@ const REQUEST_LINE = /^(GET|HEAD) (\/[\x21-\x7e]*) HTTP\/1\.1$/
 const NOT_SIMPLE = new Set(['content-length', 'transfer-encoding', 'upgrade', 'expect', 'http2-settings'])
 /** The end of a head. */
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1')
+/** A character node:http's writeHead refuses in a reason phrase (all but HTAB, SP, VCHAR, obs-text). */
+const BAD_REASON = /[^\t\x20-\x7e\x80-\xff]/
 
 const HANDOFF = null
 
@@ -201,6 +203,9 @@ class FastResponse extends EventEmitter {
 
   /** The head: status line, `fields` (CRLF-ended lines), then Date, framing and Connection as needed. */
   setHead (statusCode, message, fields, length, date) {
+    // what node:http's writeHead refuses is refused here too (the engines answer 502 for it)
+    if (!Number.isInteger(statusCode) || statusCode < 100 || statusCode > 999) throw invalidHead('ERR_HTTP_INVALID_STATUS_CODE', `Invalid status code: ${statusCode}`)
+    if (message && BAD_REASON.test(message)) throw invalidHead('ERR_INVALID_CHAR', 'Invalid character in statusMessage')
     this.headersSent = true
     this.statusCode = statusCode
     this.statusMessage = message || STATUS_CODES[statusCode] || 'unknown'
@@ -419,6 +424,18 @@ class FastConnection {
 }
 
 function noop () {}
+
+/**
+ * The error writeHead throws for a head it cannot send, with node:http's code for the same case.
+ * @param {string} code
+ * @param {string} message
+ * @returns {RangeError & { code: string }}
+ */
+function invalidHead (code, message) {
+  const err = new RangeError(message)
+  err.code = code
+  return err
+}
 
 /**
  * Put the fast front in front of an http.Server (plain HTTP, not https): the server's own

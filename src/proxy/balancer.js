@@ -13,6 +13,7 @@ const { readServerTls, readCa } = require('../front/tls-files')
 const { declaresTooLarge, watchBodySize, hasBody, canRetry } = require('./body-limit')
 const { tunnelUpgrade } = require('./upgrade')
 const { checkRequest } = require('./request-checks')
+const { createTrust } = require('./forwarded')
 const { createTelemetry } = require('../observe/telemetry')
 const { createAdmin, isAdminPath } = require('../observe/admin')
 const { createAdminRouter } = require('../observe/admin-router')
@@ -64,6 +65,12 @@ const kRefused = Symbol('polistes.refused')
  * @property {number | null} [adminPort] serve `/_polistes/*` on a listener of its own (0: any free port)
  *   and no longer on the public one; null: on the public listener
  * @property {string} [adminHost='127.0.0.1'] the admin listener's address
+ * @property {number} [maxEventStreams=16] dashboards' event streams (`/_polistes/events`) open at once;
+ *   one more is answered 503 with Retry-After (0: none)
+ * @property {string[]} [trustedProxies=[]] CIDRs (IPv4, IPv6) of proxies in front of the balancer: from
+ *   such a peer the client's X-Forwarded-*, Forwarded and X-Real-IP are kept (X-Forwarded-For appended
+ *   to) and the client address (ip-hash's key) is the right-most untrusted X-Forwarded-For entry;
+ *   from any other peer they are replaced by the balancer's own (src/proxy/forwarded.js)
  * @property {boolean} [admin=true] serve `/_polistes/*` (stats, metrics, dashboard) on the public listener;
  *   false: that prefix is proxied like any other path (ignored with `adminPort`, where it is always served)
  * @property {import('../observe/telemetry').Telemetry} [telemetry] default: a new one (per-request aggregates)
@@ -117,7 +124,9 @@ class Balancer {
     this.telemetry = telemetry
     this.accessLog = accessLog
     this.mountAdmin = admin
-    this.admin = createAdmin({ stats: () => this.stats(), telemetry })
+    this.admin = createAdmin({ stats: () => this.stats(), telemetry, logger }, { maxEventStreams: o.maxEventStreams })
+    /** who may tell us the client's address (trustedProxies), null: nobody */
+    this.trust = createTrust(o.trustedProxies)
     /** handlers added with addAdminHandler, tried before the built-in endpoints */
     this.adminRouter = createAdminRouter()
     this.logger = logger
@@ -125,7 +134,7 @@ class Balancer {
     this.now = now
     this.random = random
     /** what reconfigure() compares a new config with */
-    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, customPolicy: Boolean(policy), maxBodySize: o.maxBodySize, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, o[key]])) }
+    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, customPolicy: Boolean(policy), maxBodySize: o.maxBodySize, maxEventStreams: o.maxEventStreams, trustedProxies: o.trustedProxies, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, o[key]])) }
     this.specs = new Map(specs.map((s) => [s.id, s]))
     this.pool = new Pool(specs, { maxFails, failTimeoutMs, slowStartMs, now, random })
     for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order
@@ -320,7 +329,8 @@ class Balancer {
     // tunnel's, so a declared body would be framed one way here and another upstream.
     if (hasBody(req)) return refuse(socket)
     this.counters.requests++
-    const upstream = this.policy.pick(this.pool.eligible(), { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method })
+    const { trusted, clientAddress } = this.client(req)
+    const upstream = this.policy.pick(this.pool.eligible(), { key: routingKey(req.url), clientAddress, method: req.method })
     if (!upstream) {
       this.counters.noUpstream++
       return refuse(socket, '503 Service Unavailable')
@@ -329,6 +339,7 @@ class Balancer {
     tunnelUpgrade(req, socket, head, upstream.target, {
       timeoutMs: this.timeoutMs,
       ca: this.upstreamCa,
+      trusted,
       onOpen: () => this.pool.succeed(upstream),
       onFailure: (err) => {
         this.counters.failures[err.code === 'ETIMEDOUT' ? 'timeout' : 'connect']++
@@ -337,6 +348,19 @@ class Balancer {
       },
       onClose: () => this.pool.release(upstream)
     })
+  }
+
+  /**
+   * Who sent `req`: whether its peer is a trusted proxy, and the client's address (the peer's, or
+   * with a trusted peer the right-most untrusted X-Forwarded-For entry).
+   * @param {import('http').IncomingMessage} req
+   * @returns {{ trusted: boolean, clientAddress: string | undefined }}
+   */
+  client (req) {
+    const peer = req.socket.remoteAddress
+    const trust = this.trust
+    if (trust === null || !trust.trusts(peer)) return { trusted: false, clientAddress: peer }
+    return { trusted: true, clientAddress: trust.clientAddress(peer, req.headers['x-forwarded-for']) }
   }
 
   /** Count the attempts on an engine; a retired one (replaced by a reload) is closed after its last. */
@@ -391,7 +415,14 @@ class ProxiedRequest {
     this.res = res
     this.t0 = lb.now()
     this.bytes0 = req.socket.bytesWritten
-    this.ctx = { key: routingKey(req.url), clientAddress: req.socket.remoteAddress, method: req.method }
+    const peer = req.socket.remoteAddress
+    /** the peer is a trusted proxy: its forwarding headers go upstream (else ours replace them) */
+    this.trusted = false
+    this.ctx = { key: routingKey(req.url), clientAddress: peer, method: req.method }
+    if (lb.trust !== null && lb.trust.trusts(peer)) {
+      this.trusted = true
+      this.ctx.clientAddress = lb.trust.clientAddress(peer, req.headers['x-forwarded-for'])
+    }
     this.retryable = canRetry(req)
     /** @type {string[]} ids of the upstreams tried (each at most once) */
     this.tried = []
@@ -466,7 +497,7 @@ class ProxiedRequest {
     const attempt = new Attempt(this, upstream, lb.policy, lb.engine, lb.now())
     this.current = attempt
     lb.useEngine(attempt.engine, 1)
-    attempt.handle = attempt.engine.forward(req, this.res, upstream, attempt, { replay: tried.length > 1, hold: this.retryable ? lb.retryStatuses : undefined, noStore: ctx.noStore === true })
+    attempt.handle = attempt.engine.forward(req, this.res, upstream, attempt, { replay: tried.length > 1, hold: this.retryable ? lb.retryStatuses : undefined, noStore: ctx.noStore === true, trusted: this.trusted })
     if (lb.tryTimeoutMs !== null && !attempt.done) {
       // the per-try timeout runs from when the request is sent: at once without a body, else from
       // the end of the client's body (a slow upload is not the upstream's delay)
@@ -588,7 +619,7 @@ class Attempt {
 const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'engine', 'timeoutMs', 'tryTimeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs',
   'slowStartMs', 'healthCheck',
   'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize', 'front',
-  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
+  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost', 'maxEventStreams', 'trustedProxies']
 
 /** Options with the defaults filled in (an explicit `undefined` takes the default too). */
 function withDefaults (options) {

@@ -46,12 +46,13 @@ const ENGINES = ['http-proxy', 'node-http', 'undici', 'direct']
 /**
  * @typedef {object} ProxyEngine
  * @property {(req: import('http').IncomingMessage, res: import('http').ServerResponse, upstream: { target: URL },
- *   handlers: AttemptHandlers, options?: { replay?: boolean, hold?: Set<number>, noStore?: boolean }) => { abort: () => void }} forward
+ *   handlers: AttemptHandlers, options?: { replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }) => { abort: () => void }} forward
  *   forward one attempt of `req` to `upstream`. Bodiless retries pass `replay: true`: the client's
  *   request stream has been consumed, so an empty body is sent instead. `hold`: response statuses
  *   offered to `handlers.discard` before anything reaches the client (retry on 503). `noStore`: the
  *   request goes out with `Cache-Control: no-store` (RFC 9111 §5.2.1.5), appended to the client's
- *   Cache-Control (src/proxy/cache-control.js). `abort()` drops the upstream request (the client went away).
+ *   Cache-Control (src/proxy/cache-control.js). `trusted`: the client's peer is a trusted proxy,
+ *   whose forwarding headers are kept (src/proxy/forwarded.js); otherwise ours replace them. `abort()` drops the upstream request (the client went away).
  * @property {() => void} close release pooled upstream connections
  * @property {string} name the engine's name
  */

@@ -3,7 +3,8 @@
 const http = require('node:http')
 const https = require('node:https')
 const net = require('node:net')
-const { FRAMING } = require('./engines/headers')
+const { forwardingHeaders, FRAMING } = require('./engines/headers')
+const { CLIENT_FORWARDING } = require('./forwarded')
 
 /** Headers that concern one hop only (RFC 9110 §7.6.1), never copied onto the upstream hop. */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
@@ -29,11 +30,12 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trail
  * @param {import('net').Socket} socket the client connection
  * @param {Buffer} head bytes the client sent after the request head
  * @param {URL} target upstream origin
- * @param {{ timeoutMs: number, ca?: Buffer | null } & TunnelHandlers} options `timeoutMs` bounds the wait for the
+ * @param {{ timeoutMs: number, ca?: Buffer | null, trusted?: boolean } & TunnelHandlers} options `timeoutMs` bounds the wait for the
  *   upstream's answer, not the tunnel's life; `ca`: trusted CAs of an https upstream (default: Node's
- *   roots), verified against the name in its URL as the proxy engine does
+ *   roots), verified against the name in its URL as the proxy engine does; `trusted`: the client's
+ *   peer is a trusted proxy, whose forwarding headers are kept (default: replaced by ours)
  */
-function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, onOpen, onFailure, onClose }) {
+function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, trusted = false, onOpen, onFailure, onClose }) {
   let closed = false
   const close = () => {
     if (closed) return
@@ -43,7 +45,7 @@ function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, onOpe
   socket.on('close', close)
   socket.on('error', () => socket.destroy())
 
-  const headers = forwardedHeaders(req, target)
+  const headers = forwardedHeaders(req, target, trusted)
   const hostname = target.hostname.replace(/^\[(.*)\]$/, '$1') // URL keeps IPv6 brackets
   const options = { host: hostname, port: target.port, method: req.method, path: req.url, headers, agent: false, setHost: false }
   let proxyReq
@@ -109,8 +111,11 @@ function splice (a, b, finMs) {
   }
 }
 
-/** The client's headers for the upstream hop: hop-by-hop removed, the upgrade kept, X-Forwarded-* added. */
-function forwardedHeaders (req, target) {
+/**
+ * The client's headers for the upstream hop: hop-by-hop removed, the upgrade kept, the forwarding
+ * headers of the proxy engines (src/proxy/engines/headers.js forwardingHeaders).
+ */
+function forwardedHeaders (req, target, trusted) {
   const headers = { ...req.headers }
   for (const name of (req.headers.connection || '').split(',')) {
     const header = name.trim().toLowerCase()
@@ -120,11 +125,9 @@ function forwardedHeaders (req, target) {
   headers.connection = 'upgrade'
   if (!headers.host) headers.host = target.host // an HTTP/1.0 client may send none; HTTP/1.1 upstreams require one
   headers.upgrade = req.headers.upgrade
-  const address = req.socket.remoteAddress
-  headers['x-forwarded-for'] = req.headers['x-forwarded-for'] ? `${req.headers['x-forwarded-for']}, ${address}` : address
-  const forwardedHost = req.headers['x-forwarded-host'] || req.headers.host
-  if (forwardedHost) headers['x-forwarded-host'] = forwardedHost // an HTTP/1.0 request may have no Host
-  headers['x-forwarded-proto'] = req.headers['x-forwarded-proto'] || 'http'
+  if (!trusted) for (const name of CLIENT_FORWARDING) delete headers[name]
+  const forwarding = forwardingHeaders(req, trusted)
+  for (let i = 0; i < forwarding.length; i += 2) headers[forwarding[i]] = forwarding[i + 1]
   return headers
 }
 

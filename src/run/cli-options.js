@@ -39,6 +39,17 @@ function parseRetryOn (flag, value) {
 }
 
 /**
+ * A comma list (`--trusted-proxies 10.0.0.0/8,::1/128`); each item is checked with the options.
+ * @param {string} flag
+ * @param {unknown} value
+ * @returns {string[]} none for an empty value
+ */
+function parseList (flag, value) {
+  const text = String(value).trim()
+  return text === '' ? [] : text.split(',').map((s) => s.trim())
+}
+
+/**
  * @param {string} flag for the message
  * @param {unknown} value
  */
@@ -94,8 +105,10 @@ const OPTIONS = [
   { flag: 'max-header-size', key: 'maxHeaderSize', group: 'front', type: 'number', describe: 'bytes of request line and headers; beyond, 431', ...dflt(DEFAULTS.maxHeaderSize) },
   { flag: 'max-body-size', key: 'maxBodySize', group: 'front', type: 'number', describe: 'bytes of request body; beyond, 413 (0: no limit)', ...dflt(DEFAULTS.maxBodySize) },
   { flag: 'admin-port', key: 'adminPort', group: 'front', type: 'number', describe: 'serve /_polistes/* on this port only, not on the public one (0: any free port)' },
+  { flag: 'trusted-proxies', key: 'trustedProxies', group: 'front', type: 'string', parse: parseList, describe: 'comma-separated CIDRs of proxies in front of polistes whose X-Forwarded-* are kept, e.g. 10.0.0.0/8,::1/128 (default: none, every client\'s are replaced)' },
   { flag: 'admin-host', key: 'adminHost', group: 'front', type: 'string', describe: 'address of the admin listener', defaultDescription: DEFAULTS.adminHost },
 
+  { flag: 'max-event-streams', key: 'maxEventStreams', group: 'observability', type: 'number', describe: 'dashboard event streams (/_polistes/events) open at once; beyond, 503 (0: none)', ...dflt(DEFAULTS.maxEventStreams) },
   { flag: 'access-log', key: 'accessLog', group: 'observability', type: 'boolean', describe: 'one log line per request (method, path, status, upstream, attempts, ms, cache, bytes); --no-access-log: none', ...dflt(DEFAULTS.accessLog) },
   { flag: 'access-log-file', key: 'accessLogFile', group: 'observability', type: 'string', describe: 'write the access log to this file (appended, asynchronous) instead of the log' },
   { flag: 'log-level', group: 'observability', type: 'string', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', describe: 'log level (debug logs every request)' },

@@ -55,7 +55,8 @@ function parseArgs (argv) {
  * Starts the embedded fleet from the resolved `fleet` options (count, basePort, cachePages, missMs).
  * @callback StartFleet
  * @param {{ count: number, basePort: number, cachePages: number, missMs: number }} fleet
- * @returns {Promise<{ backends: Array<{ id: string, url: string }>, close: () => Promise<void> }>}
+ * @returns {Promise<{ backends: Array<{ id: string, url: string }>, close: () => Promise<void>, statsPath?: string }>}
+ *   `statsPath`: the path the fleet's backends are health-checked on (default `/_stats`)
  */
 
 /**

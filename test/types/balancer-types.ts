@@ -19,8 +19,12 @@ async function main (): Promise<void> {
     maxHeaderSize: 32768,
     maxBodySize: 0,
     adminPort: 0,
-    adminHost: '::1'
+    adminHost: '::1',
+    maxEventStreams: 4,
+    trustedProxies: ['10.0.0.0/8', '::1/128']
   })
+  const openStreams: number = secure.admin.streams().open + secure.admin.streams().refused
+  void openStreams
   secure.addAdminHandler((req, res) => {
     if (req.url !== '/_polistes/hello') return false
     res.end('hello')

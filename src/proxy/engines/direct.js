@@ -62,14 +62,16 @@ function createDirectEngine ({ keepAlive, timeoutMs, ca = null, idleTimeoutMs = 
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean }} [options]
+   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }} [options] `trusted`: the
+   *   client's peer is a trusted proxy (its forwarding headers are kept, src/proxy/forwarded.js)
    * @returns {{ abort: () => void }}
    */
   function forward (req, res, upstream, handlers, options) {
     const replay = options !== undefined && options.replay === true
     const hold = options !== undefined && options.hold !== undefined && options.hold.size > 0 ? options.hold : null
     const noStore = options !== undefined && options.noStore === true
-    const exchange = new Exchange(req, res, originFor(upstream), handlers, replay, hold, keepAlive, timeoutMs, noStore)
+    const trusted = options !== undefined && options.trusted === true
+    const exchange = new Exchange(req, res, originFor(upstream), handlers, replay, hold, keepAlive, timeoutMs, noStore, trusted)
     exchange.start()
     return exchange
   }
@@ -87,7 +89,7 @@ function createDirectEngine ({ keepAlive, timeoutMs, ca = null, idleTimeoutMs = 
  * Implements the connection's ConnectionUser contract.
  */
 class Exchange {
-  constructor (req, res, origin, handlers, replay, hold, keepAlive, timeoutMs, noStore) {
+  constructor (req, res, origin, handlers, replay, hold, keepAlive, timeoutMs, noStore, trusted) {
     this.req = req
     this.res = res
     this.origin = origin
@@ -95,7 +97,7 @@ class Exchange {
     this.hold = hold
     this.timeoutMs = timeoutMs
     this.sendBody = !replay && hasBody(req)
-    this.head = requestHead(req, !keepAlive, origin.authority, noStore)
+    this.head = requestHead(req, !keepAlive, origin.authority, noStore, trusted)
     /** @type {import('./upstream-connections').UpstreamConnection | null} */
     this.conn = null
     this.headed = false // a final response head arrived
@@ -181,10 +183,33 @@ class Exchange {
       this.discarding = true
       return this.skipBody
     }
-    // the fast front takes the head as it is, without checking each name for framing again
-    if (this.res.writeRelayedHead !== undefined) this.res.writeRelayedHead(statusCode, statusMessage, head.raw, head.headers)
-    else this.res.writeHead(statusCode, statusMessage, head.raw)
+    try {
+      // the fast front takes the head as it is, without checking each name for framing again
+      if (this.res.writeRelayedHead !== undefined) this.res.writeRelayedHead(statusCode, statusMessage, head.raw, head.headers)
+      else this.res.writeHead(statusCode, statusMessage, head.raw)
+    } catch (err) {
+      // a head the client's response refuses (node:http's writeHead throws on what it cannot send):
+      // an invalid response, as one the parser refused
+      this.res.statusMessage = '' // writeHead kept it: the 502 gets its own
+      this.unrelayable(err)
+    }
     return this.skipBody
+  }
+
+  /**
+   * The upstream's head cannot be written to the client (nothing went out): the connection is
+   * closed, never pooled (the rest of the response is not read), and the attempt fails as an
+   * invalid response does (502, or a retry elsewhere).
+   * @param {Error} err
+   */
+  unrelayable (err) {
+    const conn = this.conn
+    this.conn = null
+    this.ended = true
+    this.discarding = true
+    conn.detach() // what the parser still reports of this response goes nowhere
+    conn.broken(err)
+    this.handlers.onFailure(err, 'connect')
   }
 
   onBody (chunk) {
@@ -250,10 +275,11 @@ class Exchange {
  * @param {boolean} close add `Connection: close`
  * @param {string} authority the upstream's host[:port], sent as Host when the client sent none
  * @param {boolean} noStore send `Cache-Control: no-store` (the policy's admission hint)
+ * @param {boolean} trusted the client's peer is a trusted proxy
  * @returns {string}
  */
-function requestHead (req, close, authority, noStore) {
-  const headers = requestHeaders(req, { keepTransferEncoding: true, close, authority, noStore })
+function requestHead (req, close, authority, noStore, trusted) {
+  const headers = requestHeaders(req, { keepTransferEncoding: true, close, authority, noStore, trusted })
   let head = req.method + ' ' + req.url + ' HTTP/1.1\r\n'
   for (let i = 0; i < headers.length; i += 2) {
     const value = headers[i + 1]

@@ -1,7 +1,8 @@
 'use strict'
 
 const { Readable } = require('node:stream')
-const { via, contentLength, FRAMING } = require('./headers')
+const { via, contentLength, forwardingHeaders, sendableReason, FRAMING } = require('./headers')
+const { CLIENT_FORWARDING } = require('../forwarded')
 const { withNoStore } = require('../cache-control')
 const { requireOptional } = require('../../common/optional-package')
 
@@ -10,10 +11,10 @@ const LIBRARY = 'http-proxy-3'
 
 /**
  * The http-proxy engine: http-proxy-3 (the maintained successor of http-proxy 1.18, with its API)
- * moves the bytes, with `xfwd` for X-Forwarded-*; this module adds what the library lacks
- * (hop-by-hop stripping both ways, an inactivity timeout, failure kinds, mid-body breaks). The only
- * module that requires the library, and only when the engine is created: it is an optional peer
- * dependency of polistes.
+ * moves the bytes; this module adds what the library lacks (hop-by-hop stripping both ways, the
+ * forwarding headers of the other engines instead of the library's `xfwd`, which trusts every
+ * client's, an inactivity timeout, failure kinds, mid-body breaks). The only module that requires
+ * the library, and only when the engine is created: it is an optional peer dependency of polistes.
  *
  * @param {object} options
  * @param {boolean} options.keepAlive reuse upstream connections; false opens one per request
@@ -30,7 +31,7 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
   const outgoing = Object.values(require(`${LIBRARY}/dist/lib/http-proxy/passes/web-outgoing`).OUTGOING_PASSES)
   // toProxy: the request target goes out verbatim (the front server admits origin-form only);
   // otherwise the library runs it through url.parse(), which throws, uncaught, on `//%zz@x`.
-  const proxy = createProxyServer({ xfwd: true, toProxy: true })
+  const proxy = createProxyServer({ toProxy: true })
   const kAttempt = Symbol('polistes.attempt')
 
   // The library emits 'proxyReq' once the upstream socket is assigned: arm the timeout there, and
@@ -48,10 +49,21 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
     if (!keepAlive) proxyReq.setHeader('connection', 'close')
     proxyReq.setHeader('via', via(req.headers.via))
     if (attempt.noStore) proxyReq.setHeader('cache-control', withNoStore(proxyReq.getHeader('cache-control')))
-    if (proxyReq.getHeader('x-forwarded-host') === '') proxyReq.removeHeader('x-forwarded-host') // xfwd's value for a request without Host
+    if (!attempt.trusted) for (const name of CLIENT_FORWARDING) proxyReq.removeHeader(name)
+    const forwarding = forwardingHeaders(req, attempt.trusted)
+    for (let i = 0; i < forwarding.length; i += 2) proxyReq.setHeader(forwarding[i], forwarding[i + 1])
     proxyReq.setTimeout(timeoutMs, () => {
       attempt.timedOut = true
       proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
+    })
+    // A 101 nothing asked for: with nobody listening, Node's client destroys the socket and reports
+    // neither an error nor a response, which would leave the attempt to the timeout.
+    proxyReq.on('upgrade', (_res, socket) => {
+      socket.destroy()
+      attempt.fail(new Error('upstream switched protocols unasked (101)'), 'connect')
+    })
+    proxyReq.on('close', () => {
+      if (!attempt.responded) attempt.fail(new Error('upstream closed the connection before responding'), 'connect')
     })
   })
 
@@ -59,6 +71,9 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
     const attempt = req[kAttempt]
     if (!attempt || attempt.ended) return
     attempt.responded = true
+    attempt.proxyRes = proxyRes
+    // a 101 without Upgrade comes here as a final response: nothing a client may be sent
+    if (proxyRes.statusCode < 200) return attempt.invalid(new Error(`upstream sent status ${proxyRes.statusCode} as a final response`))
     stripHopByHopResponse(proxyRes.headers)
     if (attempt.hold && attempt.hold.has(proxyRes.statusCode) && attempt.handlers.discard(proxyRes.statusCode, proxyRes.headers)) {
       attempt.ended = true
@@ -71,11 +86,22 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
       if (!proxyRes.complete) attempt.fail(new Error('upstream closed the response early'), 'stream')
     })
     attempt.handlers.onResponse(proxyRes.statusCode, proxyRes.headers)
-    if (attempt.hold) {
-      // the library leaves a held attempt's response to us: its own head passes, then the body
-      for (const pass of outgoing) pass(req, attempt.res, proxyRes, {})
-      proxyRes.pipe(attempt.res)
+    if (attempt.ended) return
+    // The library leaves every response to us (selfHandleResponse): its own head passes, then the
+    // body. The head is written here at once, not by the first write of a pipe: node:http throws
+    // on a head it cannot send (status 099, a control character in the reason phrase, ...), and
+    // thrown from a pipe's 'data' listener that would end the process.
+    const res = attempt.res
+    try {
+      for (const pass of outgoing) pass(req, res, proxyRes, {})
+      res.writeHead(res.statusCode, sendableReason(res.statusCode, res.statusMessage))
+    } catch (err) {
+      // nothing went to the client, and the 502 (or the retry's response) must carry nothing of it
+      for (const name of res.getHeaderNames()) res.removeHeader(name)
+      res.statusMessage = ''
+      return attempt.invalid(err)
     }
+    proxyRes.pipe(res)
   })
 
   // Every web() call passes a callback; this listener only guards against a library path that
@@ -90,18 +116,22 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean }} [options] `hold`: response statuses offered to
+   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }} [options] `hold`: response statuses offered to
    *   `handlers.discard` before anything reaches the client (retry on 503); `noStore`: send
-   *   `Cache-Control: no-store` (appended to the client's Cache-Control)
+   *   `Cache-Control: no-store` (appended to the client's Cache-Control); `trusted`: the client's peer
+   *   is a trusted proxy (its forwarding headers are kept)
    * @returns {{ abort: () => void }} abort the upstream request (client went away)
    */
-  function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false } = {}) {
+  function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false, trusted = false } = {}) {
     const attempt = {
       handlers,
       res,
       hold: hold && hold.size > 0 ? hold : null,
       noStore,
+      trusted,
       proxyReq: null,
+      /** @type {import('http').IncomingMessage | null} */
+      proxyRes: null,
       aborted: false,
       timedOut: false,
       responded: false,
@@ -115,6 +145,12 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
         attempt.aborted = true
         attempt.ended = true
         if (attempt.proxyReq) attempt.proxyReq.destroy()
+      },
+      /** An invalid response (what Node's client let through and its server will not send): its connection is closed, not pooled. */
+      invalid (err) {
+        if (attempt.proxyReq) attempt.proxyReq.destroy()
+        if (attempt.proxyRes) attempt.proxyRes.destroy()
+        attempt.fail(err, 'connect')
       }
     }
     req[kAttempt] = attempt
@@ -128,9 +164,12 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
     delete req.headers.expect
     const options = { target: upstream.target, agent: agents.agentFor(upstream.target) }
     if (replay) options.buffer = Readable.from([])
-    if (attempt.hold) options.selfHandleResponse = true
+    options.selfHandleResponse = true // the 'proxyRes' listener writes the response
     proxy.web(req, res, options, (err) => {
       if (req[kAttempt] !== attempt) return // a stale attempt's listener
+      // a response read whole, then bytes that are not (a body after a 204 or a HEAD answer): the
+      // pipe completes the client's response, Node closes the connection
+      if (attempt.proxyRes !== null && attempt.proxyRes.complete && !attempt.timedOut) return
       const kind = attempt.timedOut ? 'timeout' : attempt.responded ? 'stream' : 'connect'
       attempt.fail(err, kind)
     })
@@ -186,7 +225,10 @@ function setFraming (proxyReq, req) {
  * The same rule on the way back: the upstream's `Connection: close` (always sent when keep-alive
  * to upstreams is off) concerns the upstream hop only. Left in, the library copies it to the
  * client and Node then closes the client's connection after every response. Without it, the
- * library answers with the client's own `Connection` preference.
+ * library answers with the client's own `Connection` preference. `Trailer` and `Transfer-Encoding`
+ * go too, as in the other engines (src/proxy/engines/headers.js): no trailer fields are forwarded, and
+ * node:http frames the client's response itself (a Transfer-Encoding other than chunked copied to
+ * the client would leave its body without framing).
  * @param {import('http').IncomingHttpHeaders} headers the upstream response's headers, edited in place
  */
 function stripHopByHopResponse (headers) {
@@ -200,6 +242,8 @@ function stripHopByHopResponse (headers) {
   }
   delete headers['keep-alive']
   delete headers['proxy-connection']
+  delete headers.trailer
+  delete headers['transfer-encoding']
 }
 
 module.exports = { createHttpProxyEngine }

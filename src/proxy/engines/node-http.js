@@ -2,7 +2,7 @@
 
 const http = require('node:http')
 const https = require('node:https')
-const { requestHeaders, responseHead } = require('./headers')
+const { requestHeaders, responseHead, sendableReason } = require('./headers')
 const { hasBody } = require('../body-limit')
 
 /**
@@ -43,11 +43,12 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean }} [options] `hold`: response statuses offered
-   *   to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control: no-store`
+   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }} [options] `hold`: response statuses offered
+   *   to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control: no-store`;
+   *   `trusted`: the client's peer is a trusted proxy (its forwarding headers are kept)
    * @returns {{ abort: () => void }}
    */
-  function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false } = {}) {
+  function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false, trusted = false } = {}) {
     const { host, port, request, agent } = target(upstream)
     let ended = false
     let responded = false
@@ -64,7 +65,7 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
       port,
       method: req.method,
       path: req.url,
-      headers: requestHeaders(req, { keepTransferEncoding: true, close: false, authority: upstream.target.host, noStore }),
+      headers: requestHeaders(req, { keepTransferEncoding: true, close: false, authority: upstream.target.host, noStore, trusted }),
       agent
     })
     proxyReq.setTimeout(timeoutMs, () => {
@@ -72,14 +73,38 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
       proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
     })
     proxyReq.on('error', (err) => {
+      // a response read whole, then bytes that are not (a body after a 204 or a HEAD answer): the
+      // client's response completes on 'end', the connection is closed by Node
+      if (proxyRes !== null && proxyRes.complete && !timedOut) return
       fail(err, timedOut ? 'timeout' : responded ? 'stream' : 'connect')
     })
-    proxyReq.on('response', (proxyRes) => {
+    /** @type {import('http').IncomingMessage | null} */
+    let proxyRes = null
+    const invalid = (err) => {
+      // an invalid response (what node:http's client let through and its server will not send):
+      // its connection is closed, not pooled; nothing went to the client yet
+      proxyReq.destroy()
+      if (proxyRes !== null) proxyRes.destroy()
+      fail(err, 'connect')
+    }
+    // A 101 to a request that asked for no upgrade: Node's client destroys the socket without an
+    // error or a response when nobody listens, which would leave the attempt to the timeout.
+    proxyReq.on('upgrade', (_res, socket) => {
+      socket.destroy()
+      invalid(new Error('upstream switched protocols unasked (101)'))
+    })
+    proxyReq.on('close', () => {
+      if (!responded) fail(new Error('upstream closed the connection before responding'), 'connect')
+    })
+    proxyReq.on('response', (message) => {
+      proxyRes = message
       if (ended) {
         proxyRes.destroy()
         return
       }
       responded = true
+      // a 101 without Upgrade comes here as a final response: nothing a client may be sent
+      if (proxyRes.statusCode < 200) return invalid(new Error(`upstream sent status ${proxyRes.statusCode} as a final response`))
       const head = responseHead(proxyRes.rawHeaders)
       if (hold && hold.has(proxyRes.statusCode) && handlers.discard(proxyRes.statusCode, head.headers)) {
         ended = true
@@ -88,7 +113,14 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
       }
       handlers.onResponse(proxyRes.statusCode, head.headers)
       if (ended) return // the handler gave up on it
-      res.writeHead(proxyRes.statusCode, proxyRes.statusMessage, head.raw)
+      try {
+        res.writeHead(proxyRes.statusCode, sendableReason(proxyRes.statusCode, proxyRes.statusMessage), head.raw)
+      } catch (err) {
+        // a head node:http refuses to send (Node's client parser lets through what its server
+        // will not write, e.g. status 099)
+        res.statusMessage = '' // writeHead kept it: the 502 gets its own
+        return invalid(err)
+      }
       proxyRes.on('data', (chunk) => {
         // write() says false for any chunk above the high-water mark even when the socket took
         // it all at once; only pause when something is actually left queued.

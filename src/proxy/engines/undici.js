@@ -2,7 +2,7 @@
 
 const { PassThrough } = require('node:stream')
 const { requireOptional } = require('../../common/optional-package')
-const { requestHeaders, responseHead } = require('./headers')
+const { requestHeaders, responseHead, sendableReason } = require('./headers')
 const { hasBody } = require('../body-limit')
 
 /**
@@ -48,16 +48,17 @@ function createUndiciEngine ({ keepAlive, timeoutMs }) {
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean }} [options] `hold`: response statuses offered
-   *   to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control: no-store`
+   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }} [options] `hold`: response statuses offered
+   *   to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control: no-store`;
+   *   `trusted`: the client's peer is a trusted proxy (its forwarding headers are kept)
    * @returns {{ abort: () => void }}
    */
-  function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false } = {}) {
+  function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false, trusted = false } = {}) {
     const attempt = new Attempt(res, handlers, hold && hold.size > 0 ? hold : null)
     pool(upstream).dispatch({
       method: req.method,
       path: req.url,
-      headers: requestHeaders(req, { keepTransferEncoding: false, close: !keepAlive, noStore }),
+      headers: requestHeaders(req, { keepTransferEncoding: false, close: !keepAlive, noStore, trusted }),
       // undici destroys a stream body once sent; a pass-through keeps that away from the client's
       // request (whose socket the server still needs for the response)
       body: replay || !hasBody(req) ? null : req.pipe(new PassThrough())
@@ -88,6 +89,8 @@ class Attempt {
     this.abortUpstream = null
     this.resume = null
     this.onDrain = null
+    /** the head relayed is a 204's or a 304's */
+    this.bodiless = false
   }
 
   /** The client went away: drop the upstream request. */
@@ -120,8 +123,17 @@ class Attempt {
     }
     this.handlers.onResponse(statusCode, head.headers)
     if (this.ended) return false
-    if (statusText) this.res.writeHead(statusCode, statusText, head.raw)
-    else this.res.writeHead(statusCode, head.raw)
+    try {
+      this.res.writeHead(statusCode, sendableReason(statusCode, statusText), head.raw)
+    } catch (err) {
+      // a head node:http refuses to send: an invalid response; aborting closes its connection
+      this.res.statusMessage = '' // writeHead kept it: the 502 gets its own
+      this.ended = true
+      if (this.abortUpstream) this.abortUpstream(err)
+      this.handlers.onFailure(err, 'connect')
+      return false
+    }
+    this.bodiless = statusCode === 204 || statusCode === 304
     return true
   }
 
@@ -145,6 +157,12 @@ class Attempt {
   onError (err) {
     if (this.ended) return
     this.ended = true
+    if (this.bodiless && err.code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') {
+      // undici counts a 204's or 304's Content-Length (a 304 may carry the representation's)
+      // against a body these never have, and closes the connection: the response is whole
+      this.res.end()
+      return
+    }
     const kind = TIMEOUT_CODES.has(err.code) ? 'timeout' : this.responded ? 'stream' : 'connect'
     this.handlers.onFailure(err, kind)
   }

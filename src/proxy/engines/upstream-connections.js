@@ -54,7 +54,14 @@ class UpstreamConnection {
       // parsed in front of the next request's response)
       if (this.user === null) return this.broken(new Error('unsolicited bytes from upstream'))
       this.answered = true
-      const err = parser.execute(data)
+      let err
+      try {
+        err = parser.execute(data)
+      } catch (thrown) {
+        // nothing an upstream sends may throw out of a socket callback (it would end the process):
+        // whatever threw on the way to the client, the connection is closed and its request fails
+        err = thrown
+      }
       if (err !== null) this.broken(err)
     }
     // Reads into one reused buffer instead of a new 64 KB one per read (less allocation and GC):
@@ -69,7 +76,12 @@ class UpstreamConnection {
     socket.setNoDelay(true)
     socket.on('end', () => {
       // a response delimited by the connection's end completes here
-      const err = parser.finish()
+      let err
+      try {
+        err = parser.finish()
+      } catch (thrown) {
+        err = thrown // as in receive()
+      }
       if (err !== null) this.broken(err)
     })
     socket.on('timeout', () => {
