@@ -9,6 +9,7 @@
  * cache every backend is equally warm and routing cannot show any specialization effect.
  */
 
+require('./fleet-packages').assertFleetPackages()
 const { LRUCache } = require('lru-cache')
 
 /**

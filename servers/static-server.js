@@ -15,6 +15,7 @@
  */
 
 const http = require('node:http')
+require('./fleet-packages').assertFleetPackages()
 const nodeStatic = require('node-static')
 const { createLifecycle } = require('../src/front/http-lifecycle')
 const { normalizeBackendOptions } = require('./backend-options')

@@ -108,7 +108,7 @@ export interface BalancerOptions {
   /** active health checks, merged over the defaults (off while `path` is null) */
   healthCheck?: Partial<HealthCheckOptions>
   /** what moves the bytes (default 'direct'; see src/proxy/proxy-engine.js); 'undici' reaches http:// backends only */
-  engine?: 'direct' | 'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'
+  engine?: 'direct' | 'http-proxy' | 'node-http' | 'undici'
   /** what the keyed policies (wasp, chash-bounded) route by: 'path' (default, without the query), 'url'
    * (with it), 'host', 'header:<name>', 'cookie:<name>' or 'param:<name>'; a request without that
    * header, cookie or parameter is routed by its path */
@@ -304,6 +304,7 @@ export type PolistesErrorCode =
   | 'ERR_POLISTES_BAD_OPTION'
   | 'ERR_POLISTES_PORT_IN_USE'
   | 'ERR_POLISTES_NO_BACKENDS'
+  | 'ERR_POLISTES_MISSING_PACKAGE'
 
 /** Base of every polistes error: a stable `code`, a one-line `message`, `exitCode` 2 for a CLI. */
 export class PolistesError extends Error {
@@ -338,4 +339,9 @@ export class ERR_POLISTES_PORT_IN_USE extends PolistesError {
 export class ERR_POLISTES_NO_BACKENDS extends PolistesError {
   constructor ()
   code: 'ERR_POLISTES_NO_BACKENDS'
+}
+/** A feature needs an optional peer dependency that is not installed; the message names the package to install. */
+export class ERR_POLISTES_MISSING_PACKAGE extends PolistesError {
+  constructor (names: string[], feature: string, ranges?: Record<string, string>)
+  code: 'ERR_POLISTES_MISSING_PACKAGE'
 }

@@ -2,7 +2,7 @@
 
 const http = require('node:http')
 const { once } = require('node:events')
-const httpProxy = require('http-proxy')
+const httpProxy = require('http-proxy-3')
 const { startFleet } = require('../servers/fleet')
 const { withPolicy } = require('../src/adapters/http-proxy')
 const { createPolicy } = require('../src/policies')

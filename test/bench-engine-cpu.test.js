@@ -90,7 +90,7 @@ describe('bench:engine arms', () => {
   })
 
   test.each([
-    [['--engines', 'relay,bogus'], 'engine-cpu: unknown engine "bogus"; expected one of: http-proxy, http-proxy-3, node-http, undici, direct, relay, nginx, haproxy (or a peer arm: '],
+    [['--engines', 'relay,bogus'], 'engine-cpu: unknown engine "bogus"; expected one of: http-proxy, node-http, undici, direct, relay, nginx, haproxy (or a peer arm: '],
     [['--engines', 'relay:splice'], 'engine-cpu: unknown relay mode "splice" in "relay:splice"; expected one of: data, pipe'],
     [['--engines', 'nginx:fast'], 'engine-cpu: "nginx:fast": a peer arm takes no front nor @DIR'],
     [['--engines', 'relay@/tmp'], 'engine-cpu: "relay@/tmp": the relay takes no @DIR'],

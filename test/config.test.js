@@ -72,7 +72,7 @@ describe('config file', () => {
     expect(() => resolveConfig({ timeoutMs: -1 })).toThrow(/timeoutMs must be a positive number/)
     expect(() => resolveConfig({ retries: 1.5 })).toThrow(/retries must be an integer/)
     expect(() => resolveConfig({ keepAlive: 'yes' })).toThrow(/keepAlive must be true or false/)
-    expect(() => resolveConfig({ engine: 'nginx' })).toThrow(/unknown proxy engine "nginx"; expected one of: http-proxy, http-proxy-3, node-http, undici, direct/)
+    expect(() => resolveConfig({ engine: 'nginx' })).toThrow(/unknown proxy engine "nginx"; expected one of: http-proxy, node-http, undici, direct/)
     expect(resolveConfig({ engine: 'undici' }).engine).toBe('undici')
     expect(resolveConfig({}).engine).toBe('direct')
     expect(() => resolveConfig({ maxHeaderSize: 100 })).toThrow(/maxHeaderSize must be an integer in \[1024, 1048576\]/)
@@ -114,7 +114,7 @@ describe('an error names where the setting came from', () => {
     ['a file key against a default, named as a key', {}, { headersTimeoutMs: 70000 }, 'config file FILE: headersTimeoutMs (70000) must not exceed requestTimeoutMs (60000)'],
     ['a flag against a default, named as a flag', { headersTimeoutMs: 70000 }, {}, '--headers-timeout (70000) must not exceed --request-timeout (60000)'],
     ['a flag over the file', { port: 70000 }, { port: 8080 }, '--port must be an integer in [0, 65535], got 70000'],
-    ['a message that does not start with the key', { engine: 'nginx' }, {}, '--engine: unknown proxy engine "nginx"; expected one of: http-proxy, http-proxy-3, node-http, undici, direct']
+    ['a message that does not start with the key', { engine: 'nginx' }, {}, '--engine: unknown proxy engine "nginx"; expected one of: http-proxy, node-http, undici, direct']
   ])('%s', (_name, given, json, expected) => {
     const file = write(`origin-${_name.replace(/\W+/g, '-')}.json`, JSON.stringify(json))
     expect(message(() => resolveConfig(flags(given), readConfigFile(file))).replace(file, 'FILE')).toBe(expected)

@@ -14,7 +14,7 @@ const { startFleet } = require('../servers/fleet')
 
 const DOCS = ['README.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
 /** The libraries the docs and examples use (versions: this repository's node_modules). */
-const PEERS = ['undici', 'http-proxy', 'http-proxy-middleware', 'fastify', '@fastify/http-proxy', '@fastify/reply-from']
+const PEERS = ['undici', 'http-proxy-3', 'node-static', 'lru-cache', 'http-proxy-middleware', 'fastify', '@fastify/http-proxy', '@fastify/reply-from']
 /** What an example may require: node's own modules, polistes' entry points, the libraries, its siblings. */
 const ENTRY_POINTS = Object.keys(require('../package.json').exports).map((k) => path.posix.join('polistes', k)).filter((e) => e !== 'polistes/package.json')
 

@@ -22,6 +22,9 @@ describe('one error class per stable code', () => {
     expect(new errors.ERR_POLISTES_BAD_URL('backend #2', 'malformed URL "x"').message).toBe('backend #2: malformed URL "x"')
     expect(new errors.ERR_POLISTES_NO_BACKENDS().message).toMatch(/^no backends given/)
     expect(new errors.ERR_POLISTES_BAD_OPTION('port must be an integer').message).toBe('port must be an integer')
+    expect(new errors.ERR_POLISTES_MISSING_PACKAGE(['undici'], 'the undici engine', { undici: '^7.0.0' }).message)
+      .toBe('the undici engine needs the package undici, not installed: npm install undici@"^7.0.0"')
+    expect(new errors.ERR_POLISTES_MISSING_PACKAGE(['a', 'b'], 'x', { b: '^1.2.0' }).message).toBe('x needs the packages a and b, not installed: npm install a b@"^1.2.0"')
   })
 
   test('PolistesError still builds an error from a code and a message', () => {

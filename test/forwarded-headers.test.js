@@ -29,7 +29,7 @@ const SETUPS = [
   ['direct', 'fast'], ['direct', 'node'],
   ['node-http', 'fast'], ['node-http', 'node'],
   ['undici', 'fast'], ['undici', 'node'],
-  ['http-proxy', 'node'], ['http-proxy-3', 'node']
+  ['http-proxy', 'node']
 ]
 
 describe.each(SETUPS)('engine %s, front %s', (engine, front) => {

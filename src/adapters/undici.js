@@ -1,6 +1,8 @@
 'use strict'
 
-const { Dispatcher, Pool } = require('undici')
+const { requireOptional } = require('../common/optional-package')
+// undici is an optional peer dependency: loading polistes/undici without it is a one-line error
+const { Dispatcher, Pool } = requireOptional('undici', 'polistes/undici')
 const { PolicyRouter, nextTry, pathKey } = require('./policy-router')
 const { DEFAULTS, validateOptions } = require('../config/defaults')
 const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')

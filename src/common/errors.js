@@ -71,6 +71,17 @@ const ERR_POLISTES_NO_BACKENDS = createError('ERR_POLISTES_NO_BACKENDS',
   () => 'no backends given: pass --backends http://127.0.0.1:9101,... or leave it out to use the embedded fleet',
   'no backend to route to')
 
+/**
+ * `new ERR_POLISTES_MISSING_PACKAGE(names, feature, ranges)`: a feature needs optional peer
+ * dependencies that are not installed, e.g. (['undici'], 'the undici engine (--engine undici)', { undici: '^7.0.0' }).
+ */
+const ERR_POLISTES_MISSING_PACKAGE = createError('ERR_POLISTES_MISSING_PACKAGE',
+  (names, feature, ranges = {}) => {
+    const specs = names.map((name) => ranges[name] ? `${name}@${JSON.stringify(ranges[name])}` : name)
+    return `${feature} needs the package${names.length > 1 ? 's' : ''} ${names.join(' and ')}, not installed: npm install ${specs.join(' ')}`
+  },
+  'a feature needs an optional package that is not installed')
+
 module.exports = {
   PolistesError,
   codes,
@@ -79,5 +90,6 @@ module.exports = {
   ERR_POLISTES_BAD_CONFIG,
   ERR_POLISTES_BAD_OPTION,
   ERR_POLISTES_PORT_IN_USE,
-  ERR_POLISTES_NO_BACKENDS
+  ERR_POLISTES_NO_BACKENDS,
+  ERR_POLISTES_MISSING_PACKAGE
 }

@@ -15,7 +15,8 @@ const { silentLogger } = require('../common/logger')
  * - `GET /_polistes/`         the live dashboard (one page, no build step)
  * - `GET /_polistes/events`   Server-Sent Events: one `frame` about once a second (at most
  *   `maxEventStreams` open at once; one more gets 503 with Retry-After)
- * - `GET /_polistes/assets/*` the dashboard's script and style, and uPlot from node_modules
+ * - `GET /_polistes/assets/*` the dashboard's script and style, and uPlot's (a copy of uplot's
+ *   dist files in dashboard/uplot/, with its licence, so that the dashboard needs no package)
  *
  * The balancer serves `/_polistes/backends*` (drain, disable, enable a backend) beside these, from
  * admin-backends.js.
@@ -25,7 +26,7 @@ const { silentLogger } = require('../common/logger')
 
 const PREFIX = '/_polistes'
 const DASHBOARD_DIR = path.join(__dirname, 'dashboard')
-const UPLOT_DIR = path.join(path.dirname(require.resolve('uplot/package.json')), 'dist')
+const UPLOT_DIR = path.join(DASHBOARD_DIR, 'uplot')
 const ASSETS = {
   'index.html': [path.join(DASHBOARD_DIR, 'index.html'), 'text/html; charset=utf-8'],
   'dashboard.js': [path.join(DASHBOARD_DIR, 'dashboard.js'), 'text/javascript; charset=utf-8'],

@@ -56,7 +56,7 @@ const STICKY_POLICY = Object.freeze({ name: 'sticky-cookie' })
  *   `retry-on response-timeout`)
  * @property {number} [maxFails=1] consecutive failures that eject an upstream
  * @property {number} [failTimeoutMs=5000] how long an ejected upstream is left out
- * @property {'direct' | 'http-proxy' | 'http-proxy-3' | 'node-http' | 'undici'} [engine='direct'] what moves the bytes (src/proxy/proxy-engine.js)
+ * @property {'direct' | 'http-proxy' | 'node-http' | 'undici'} [engine='direct'] what moves the bytes (src/proxy/proxy-engine.js)
  * @property {number} [maxConnections=10000] open client connections; beyond, new ones are closed at once
  * @property {number} [headersTimeoutMs=10000] a request's headers must arrive within this (else 408)
  * @property {number} [requestTimeoutMs=60000] the whole request, body included, within this (else 408)

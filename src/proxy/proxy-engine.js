@@ -3,8 +3,8 @@
 /**
  * The proxy engine moves a request's bytes to the upstream the balancer chose, and the response
  * back; it never picks an upstream. Engines (src/proxy/engines/):
- * - `http-proxy`: http-proxy 1.18 with polistes' fixes around it (the requested stack);
- * - `http-proxy-3`: the same on http-proxy's API-compatible successor;
+ * - `http-proxy`: node-http-proxy's API, on http-proxy-3 (its maintained successor; http-proxy 1.18
+ *   itself calls util._extend, deprecated at run time since Node 22), with polistes' fixes around it;
  * - `node-http`: node:http's client through a keep-alive Agent, no proxy library;
  * - `undici`: one undici Pool per upstream, driven through `dispatch()`;
  * - `direct`: polistes' own HTTP/1.1 client: pooled sockets and a strict response parser of its own, no
@@ -12,14 +12,15 @@
  * http-proxy and node-http take their connections from src/proxy/upstream-agents.js (http, and verified
  * https per origin); undici keeps its own pools and speaks plain http only (see checkEngineTargets).
  * All of them pass the same pitfall suite (test/proxy-pitfalls.test.js); bench/runners/engine-cpu.js
- * measures their CPU per request.
+ * measures their CPU per request. undici and http-proxy-3 are optional peer dependencies, required
+ * only when their engine is created (src/common/optional-package.js).
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 const { createUpstreamAgents } = require('./upstream-agents')
 
 const DEFAULT_ENGINE = 'direct'
-const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici', 'direct']
+const ENGINES = ['http-proxy', 'node-http', 'undici', 'direct']
 
 /**
  * How one attempt ended badly.
@@ -71,7 +72,8 @@ const ENGINES = ['http-proxy', 'http-proxy-3', 'node-http', 'undici', 'direct']
  * @param {Function} [options.lookup] net.connect's `lookup` for new upstream connections (src/pool/resolver.js);
  *   default: node:dns
  * @returns {ProxyEngine}
- * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION for an unknown engine
+ * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION for an unknown engine;
+ *   ERR_POLISTES_MISSING_PACKAGE when the engine's library (undici, http-proxy-3) is not installed
  */
 function createProxyEngine ({ engine = DEFAULT_ENGINE, keepAlive = true, timeoutMs = 30000, upstreamCa = null, lookup } = {}) {
   if (!ENGINES.includes(engine)) throw new ERR_POLISTES_BAD_OPTION(`unknown proxy engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
@@ -85,7 +87,7 @@ function createProxyEngine ({ engine = DEFAULT_ENGINE, keepAlive = true, timeout
     const options = { keepAlive, timeoutMs, agents }
     created = engine === 'node-http'
       ? require('./engines/node-http').createNodeHttpEngine(options)
-      : require('./engines/http-proxy').createHttpProxyEngine({ ...options, library: engine })
+      : require('./engines/http-proxy').createHttpProxyEngine(options)
     created = { ...created, retire: (upstream) => agents.retire(upstream.target) }
   }
   return { ...created, name: engine }

@@ -115,7 +115,7 @@ const OPTIONS = [
   { flag: 'access-log', key: 'accessLog', group: 'observability', type: 'boolean', describe: 'one log line per request (method, path, status, upstream, attempts, ms, cache, bytes); --no-access-log: none', ...dflt(DEFAULTS.accessLog) },
   { flag: 'access-log-file', key: 'accessLogFile', group: 'observability', type: 'string', describe: 'write the access log to this file (appended, asynchronous) instead of the log' },
   { flag: 'log-level', group: 'observability', type: 'string', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', describe: 'log level (debug logs every request)' },
-  { flag: 'log-format', group: 'observability', type: 'string', choices: ['pretty', 'json'], describe: 'log format', defaultDescription: 'pretty on a terminal, json otherwise' },
+  { flag: 'log-format', group: 'observability', type: 'string', choices: ['pretty', 'json'], describe: 'log format', defaultDescription: 'pretty on a terminal when pino-pretty is installed, json otherwise' },
 
   { flag: 'fleet-size', key: 'fleet.count', group: 'fleet', type: 'number', describe: 'number of backends', ...dflt(DEFAULTS.fleet.count) },
   { flag: 'fleet-base-port', key: 'fleet.basePort', group: 'fleet', type: 'number', describe: 'first port (0: any free ports)', ...dflt(DEFAULTS.fleet.basePort) },

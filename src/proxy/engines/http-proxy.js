@@ -4,36 +4,34 @@ const { Readable } = require('node:stream')
 const { via, contentLength, forwardingHeaders, sendableReason, FRAMING } = require('./headers')
 const { CLIENT_FORWARDING } = require('../forwarded')
 const { withNoStore } = require('../cache-control')
+const { requireOptional } = require('../../common/optional-package')
 
-/** Each library's passes that turn an upstream response into the client's head (status, headers). */
-const OUTGOING = {
-  'http-proxy': () => require('http-proxy/lib/http-proxy/passes/web-outgoing'),
-  'http-proxy-3': () => require('http-proxy-3/dist/lib/http-proxy/passes/web-outgoing').OUTGOING_PASSES
-}
+/** The library's npm name: node-http-proxy's API, maintained (http-proxy 1.18 calls util._extend, DEP0060). */
+const LIBRARY = 'http-proxy-3'
 
 /**
- * The http-proxy engine: http-proxy 1.18 (or its API-compatible successor http-proxy-3) moves the
- * bytes; this module adds what the library lacks (hop-by-hop stripping both ways, the forwarding
- * headers of the other engines instead of the library's `xfwd`, which trusts every client's, an
- * inactivity timeout, failure kinds, mid-body breaks). The only module
- * that requires either library.
+ * The http-proxy engine: http-proxy-3 (the maintained successor of http-proxy 1.18, with its API)
+ * moves the bytes; this module adds what the library lacks (hop-by-hop stripping both ways, the
+ * forwarding headers of the other engines instead of the library's `xfwd`, which trusts every
+ * client's, an inactivity timeout, failure kinds, mid-body breaks). The only module that requires
+ * the library, and only when the engine is created: it is an optional peer dependency of polistes.
  *
  * @param {object} options
- * @param {'http-proxy' | 'http-proxy-3'} options.library
  * @param {boolean} options.keepAlive reuse upstream connections; false opens one per request
  *   and sends `Connection: close`
  * @param {number} options.timeoutMs upstream inactivity timeout (connect, headers or body)
  * @param {{ agentFor: (target: URL) => import('http').Agent | false, close: () => void }} options.agents
  *   upstream agents (src/proxy/upstream-agents.js): http or https by the target's scheme
  * @returns {import('../proxy-engine').ProxyEngine}
+ * @throws {import('../../common/errors').PolistesError} ERR_POLISTES_MISSING_PACKAGE when http-proxy-3 is not installed
  */
-function createHttpProxyEngine ({ library, keepAlive, timeoutMs, agents }) {
-  const lib = require(library)
-  const createProxyServer = lib.createProxyServer || lib.createProxy || (lib.default && lib.default.createProxyServer)
+function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
+  const { createProxyServer } = requireOptional(LIBRARY, 'the http-proxy engine (--engine http-proxy)')
+  // the passes that turn an upstream response into the client's head (status, headers)
+  const outgoing = Object.values(require(`${LIBRARY}/dist/lib/http-proxy/passes/web-outgoing`).OUTGOING_PASSES)
   // toProxy: the request target goes out verbatim (the front server admits origin-form only);
   // otherwise the library runs it through url.parse(), which throws, uncaught, on `//%zz@x`.
   const proxy = createProxyServer({ toProxy: true })
-  const outgoing = Object.values(OUTGOING[library]())
   const kAttempt = Symbol('polistes.attempt')
 
   // The library emits 'proxyReq' once the upstream socket is assigned: arm the timeout there, and

@@ -1,7 +1,7 @@
 'use strict'
 
 const { PassThrough } = require('node:stream')
-const { Pool } = require('undici')
+const { requireOptional } = require('../../common/optional-package')
 const { requestHeaders, responseHead, sendableReason } = require('./headers')
 const { hasBody } = require('../body-limit')
 
@@ -19,6 +19,7 @@ const { hasBody } = require('../body-limit')
  * @returns {import('../proxy-engine').ProxyEngine}
  */
 function createUndiciEngine ({ keepAlive, timeoutMs, lookup }) {
+  const { Pool } = requireOptional('undici', 'the undici engine (--engine undici)')
   /** @type {Map<string, Pool>} by origin */
   const pools = new Map()
   /** @type {WeakMap<object, Pool>} */
