@@ -311,6 +311,8 @@ class FastConnection {
     /** @type {FastResponse | null} */
     this.current = null
     this.handedOff = false
+    /** a response said `Connection: close`: nothing more is read from the client (as node:http) */
+    this.closing = false
     /** the client's header names so far: lower-cased once per connection, not per request */
     this.names = new HeaderNames()
     this.onData = (data) => this.receive(data)
@@ -336,6 +338,7 @@ class FastConnection {
   }
 
   receive (data) {
+    if (this.closing) return
     if (this.pending !== null) {
       data = Buffer.concat([this.pending, data])
       this.pending = null
@@ -359,7 +362,7 @@ class FastConnection {
       start = r.next
       if (start < data.length) this.pending = data.subarray(start)
       this.serve(r)
-      if (this.current !== null || this.handedOff) return // pipelined rest waits in `pending`
+      if (this.current !== null || this.handedOff || this.closing) return // pipelined rest waits in `pending`
       if (this.pending === null) return
       data = this.pending
       this.pending = null
@@ -386,6 +389,10 @@ class FastConnection {
     this.current = null
     res.close()
     if (!res.shouldKeepAlive) {
+      // node:http stops at a response that closes the connection too: a request pipelined behind
+      // it, or sent after it, is not served (and not handed to node:http either)
+      this.closing = true
+      this.pending = null
       this.socket.end()
       return
     }

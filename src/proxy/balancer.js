@@ -322,7 +322,8 @@ class Balancer {
    * @param {Buffer} head
    */
   handleUpgrade (req, socket, head) {
-    if (this.closing || req.url[0] !== '/') return refuse(socket)
+    // behind a refused request (node:http parsed the upgrade already) nothing more is forwarded
+    if (this.closing || req.url[0] !== '/' || socket[kRefused] === true) return refuse(socket)
     const refused = checkRequest(req)
     if (refused !== null) return refuse(socket, `${refused.status} ${STATUS_CODES[refused.status]}`)
     // A WebSocket handshake has no body (RFC 6455 §4.1); the bytes after the head are the

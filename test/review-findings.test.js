@@ -1,0 +1,119 @@
+'use strict'
+
+/**
+ * Issue 25 review of the merged fixes: what an attacker with raw sockets still got through, each
+ * found over real sockets and kept here as its regression test (engines and fronts where they
+ * differ). The upstream is test/helper.js startRecordingUpstream: every request line that reached
+ * it is visible, so a smuggled request shows as a line nobody forwarded on purpose.
+ */
+
+const net = require('node:net')
+const { once } = require('node:events')
+const { startBalancer } = require('../src/proxy/balancer')
+const { startRecordingUpstream, RawConnection, sleep, waitFor } = require('./helper')
+
+const UPGRADE = 'GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n'
+/** A request no check of the balancer ever saw: a Host it refuses, a forged client address. */
+const SMUGGLED = 'GET /SMUGGLED HTTP/1.1\r\nHost: a b\r\nX-Forwarded-For: 6.6.6.6\r\n\r\n'
+
+/** Upgrades go through node:http on either front; the engine does not carry them. */
+const SETUPS = [['direct', 'fast'], ['direct', 'node'], ['http-proxy', 'node']]
+
+describe.each(SETUPS)('upgrades (engine %s, front %s)', (engine, front) => {
+  let upstream
+  let lb
+  beforeAll(async () => {
+    // declines every upgrade (without an 'upgrade' listener node:http answers it as a request): its
+    // connection stays in HTTP, keep-alive
+    upstream = await startRecordingUpstream((req, res) => req.on('end', () => { res.writeHead(426); res.end('no') }))
+    lb = await startBalancer({ backends: [upstream.url], algo: 'round-robin', port: 0, engine, front })
+  })
+  afterAll(async () => {
+    await lb.close({ graceMs: 0 })
+    await upstream.close()
+  })
+  beforeEach(() => {
+    upstream.reset()
+    upstream.server.removeAllListeners('upgrade')
+  })
+
+  test('bytes after a declined upgrade\'s head never reach the upstream as a request of their own', async () => {
+    const conn = new RawConnection(lb.url)
+    try {
+      // before the fix the two went up together and the upstream answered /SMUGGLED on the same connection
+      await conn.send(UPGRADE + SMUGGLED)
+      const { responses, closed } = await conn.read(2, { timeoutMs: 1000 })
+      expect(responses.map((r) => r.status)).toEqual([426])
+      expect(closed).toBe(true)
+      await sleep(50)
+      expect(upstream.requestLines()).toEqual(['GET /ws HTTP/1.1'])
+    } finally {
+      conn.destroy()
+    }
+  })
+
+  test('bytes after an accepted upgrade\'s head go through the tunnel, after the 101', async () => {
+    upstream.server.on('upgrade', (req, socket, head) => {
+      socket.on('error', () => {})
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n')
+      if (head.length > 0) socket.write(head) // sent with the handshake (as before the fix)
+      socket.on('data', (d) => socket.write(d))
+    })
+    const conn = new RawConnection(lb.url)
+    try {
+      await conn.send(UPGRADE + 'early frame')
+      await waitFor(() => conn.received.toString('latin1').includes('early frame'), { timeoutMs: 2000 })
+      const text = conn.received.toString('latin1')
+      expect(text.startsWith('HTTP/1.1 101 ')).toBe(true)
+      expect(text.indexOf('early frame')).toBeGreaterThan(text.indexOf('\r\n\r\n'))
+    } finally {
+      conn.destroy()
+    }
+  })
+
+  test('an upgrade pipelined behind a refused request is not tunnelled', async () => {
+    const conn = new RawConnection(lb.url)
+    try {
+      await conn.send('GET /a HTTP/1.1\r\nHost: a b\r\n\r\n' + UPGRADE)
+      const { responses, closed } = await conn.read(2, { timeoutMs: 1000 })
+      expect(responses.map((r) => r.status)).toEqual([400])
+      expect(closed).toBe(true)
+      await sleep(50)
+      expect(upstream.requestLines()).toEqual([])
+    } finally {
+      conn.destroy()
+    }
+  })
+})
+
+describe.each([['direct', 'fast'], ['direct', 'node'], ['undici', 'fast']])('after Connection: close (engine %s, front %s)', (engine, front) => {
+  let upstream
+  let lb
+  beforeAll(async () => {
+    upstream = await startRecordingUpstream()
+    lb = await startBalancer({ backends: [upstream.url], algo: 'round-robin', port: 0, engine, front })
+  })
+  afterAll(async () => {
+    await lb.close({ graceMs: 0 })
+    await upstream.close()
+  })
+  beforeEach(() => upstream.reset())
+
+  test('a request sent on the half-closed connection is not forwarded (node:http stops reading too)', async () => {
+    const socket = net.connect({ port: lb.port, host: '127.0.0.1', allowHalfOpen: true })
+    socket.on('error', () => {})
+    let received = ''
+    socket.on('data', (d) => { received += d })
+    try {
+      await once(socket, 'connect')
+      socket.write('GET /first HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+      await waitFor(() => received.includes('GET /first'), { timeoutMs: 2000 })
+      socket.write('GET /after-close HTTP/1.1\r\nHost: x\r\n\r\n')
+      await sleep(150)
+      expect(upstream.requestLines()).toEqual(['GET /first HTTP/1.1'])
+      expect(received).not.toContain('/after-close')
+    } finally {
+      socket.destroy()
+    }
+  })
+})
