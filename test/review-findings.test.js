@@ -117,3 +117,54 @@ describe.each([['direct', 'fast'], ['direct', 'node'], ['undici', 'fast']])('aft
     }
   })
 })
+
+const ENGINES = [['direct', 'node'], ['node-http', 'node'], ['undici', 'node'], ['http-proxy', 'node']]
+
+describe.each(ENGINES)('a client slow to send its body is not the upstream\'s failure (engine %s, front %s)', (engine, front) => {
+  let upstream
+  beforeAll(async () => {
+    upstream = await startRecordingUpstream((req, res, record) => req.on('end', () => res.end(`${req.method} ${req.url} [${record.body}]`)))
+  })
+  afterAll(() => upstream.close())
+  beforeEach(() => upstream.reset())
+
+  // node-http, undici and http-proxy still answer 502 here and count a connect failure (see the
+  // review's report): their clients have taken the pooled socket and fail when it closes
+  const onDirect = engine === 'direct' ? test : test.skip
+  onDirect('a pooled connection the upstream closes before the body starts: the request goes on a new one', async () => {
+    const lb = await startBalancer({ backends: [upstream.url], algo: 'round-robin', port: 0, engine, front })
+    const conn = new RawConnection(lb.url)
+    try {
+      await conn.send('GET /warm HTTP/1.1\r\nHost: x\r\n\r\n')
+      expect((await conn.read(1)).responses.map((r) => r.status)).toEqual([200])
+      await conn.send('POST /late HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n')
+      await sleep(50)
+      // the upstream's keep-alive timeout, as it runs out while the client has sent no body yet
+      // (the direct engine had taken the pooled connection and sent nothing: 502, the upstream ejected)
+      upstream.server.closeIdleConnections()
+      await sleep(100)
+      await conn.send('abc')
+      const { responses } = await conn.read(1, { timeoutMs: 2000 })
+      expect(responses.map((r) => r.status)).toEqual([200])
+      expect(responses[0].body.toString()).toBe('POST /late [abc]')
+      expect(lb.stats().failures.connect).toBe(0)
+      expect(lb.stats().upstreams[0].failures).toBe(0)
+    } finally {
+      conn.destroy()
+      await lb.close({ graceMs: 0 })
+    }
+  })
+
+  test('an upstream timeout while the client\'s body is stalled does not eject the upstream', async () => {
+    const lb = await startBalancer({ backends: [upstream.url], algo: 'round-robin', port: 0, engine, front, timeoutMs: 150 })
+    const conn = new RawConnection(lb.url)
+    try {
+      await conn.send('POST /stalled HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab')
+      await sleep(400)
+      expect(lb.stats().upstreams[0]).toMatchObject({ failures: 0, ejections: 0 })
+    } finally {
+      conn.destroy()
+      await lb.close({ graceMs: 0 })
+    }
+  })
+})

@@ -528,7 +528,11 @@ class ProxiedRequest {
     const upstream = attempt.upstream
     lb.counters.failures[kind]++
     this.finish(attempt, { latencyMs: 0, statusCode: attempt.statusCode, error: err.message })
-    if (kind !== 'stream') lb.pool.fail(upstream)
+    // a timeout while the client's body is still coming in is the client's delay as much as the
+    // upstream's (an upstream waiting for a stalled upload is not failing): not charged to it, or
+    // one slow client could eject every upstream in turn
+    const clientSlow = kind === 'timeout' && !this.req.complete && hasBody(this.req)
+    if (kind !== 'stream' && !clientSlow) lb.pool.fail(upstream)
     lb.logger.warn({ upstream: upstream.id, kind, err: err.message, method: this.req.method, url: this.req.url }, 'upstream failed')
     // a timeout is retried only when asked (the upstream may have acted) and before any response byte
     const retry = (kind !== 'timeout' || (lb.retryOn.has('timeout') && attempt.statusCode === undefined)) && this.canRetry()
