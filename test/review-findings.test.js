@@ -168,3 +168,20 @@ describe.each(ENGINES)('a client slow to send its body is not the upstream\'s fa
     }
   })
 })
+
+describe.each(ENGINES)('hop-by-hop request headers (engine %s, front %s)', (engine, front) => {
+  test('an Upgrade header on a request that is no upgrade (h2c) does not go upstream', async () => {
+    const upstream = await startRecordingUpstream()
+    const lb = await startBalancer({ backends: [upstream.url], algo: 'round-robin', port: 0, engine, front })
+    const conn = new RawConnection(lb.url)
+    try {
+      await conn.send('GET /u HTTP/1.1\r\nHost: x\r\nUpgrade: h2c\r\nConnection: close\r\n\r\n')
+      expect((await conn.read(1)).responses.map((r) => r.status)).toEqual([200])
+      expect(upstream.records[0].headers.upgrade).toBeUndefined()
+    } finally {
+      conn.destroy()
+      await lb.close({ graceMs: 0 })
+      await upstream.close()
+    }
+  })
+})
