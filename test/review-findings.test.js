@@ -185,3 +185,39 @@ describe.each(ENGINES)('hop-by-hop request headers (engine %s, front %s)', (engi
     }
   })
 })
+
+describe('the fast front: pipelined requests', () => {
+  test('a request that arrives as the one before it is answered queues behind those pipelined earlier', async () => {
+    const http = require('node:http')
+    let release = null
+    const upstream = http.createServer((req, res) => {
+      if (req.url === '/a') release = () => res.end('a')
+      else res.end(req.url.slice(1))
+    })
+    upstream.listen(0, '127.0.0.1')
+    await once(upstream, 'listening')
+    const lb = await startBalancer({ backends: [`http://127.0.0.1:${upstream.address().port}`], algo: 'round-robin', port: 0, front: 'fast' })
+    try {
+      for (let i = 0; i < 5; i++) {
+        const conn = new RawConnection(lb.url)
+        try {
+          await conn.send('GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n')
+          await waitFor(() => release !== null)
+          // the upstream's answer to /a and the client's next request arrive together: /c was served
+          // before /b (each client got the other's answer), or /b was never served
+          release()
+          release = null
+          conn.socket.write('GET /c HTTP/1.1\r\nHost: x\r\n\r\n')
+          const { responses } = await conn.read(3, { timeoutMs: 1000 })
+          expect(responses.map((r) => r.body.toString())).toEqual(['a', 'b', 'c'])
+        } finally {
+          conn.destroy()
+        }
+      }
+    } finally {
+      await lb.close({ graceMs: 0 })
+      upstream.closeAllConnections()
+      upstream.close()
+    }
+  })
+})

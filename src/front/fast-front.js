@@ -313,6 +313,8 @@ class FastConnection {
     this.handedOff = false
     /** a response said `Connection: close`: nothing more is read from the client (as node:http) */
     this.closing = false
+    /** the bytes in `pending` are to be parsed on the next turn: what arrives first queues behind them */
+    this.resuming = false
     /** the client's header names so far: lower-cased once per connection, not per request */
     this.names = new HeaderNames()
     this.onData = (data) => this.receive(data)
@@ -343,7 +345,7 @@ class FastConnection {
       data = Buffer.concat([this.pending, data])
       this.pending = null
     }
-    if (this.current !== null) { // pipelined: kept until the response in flight is out
+    if (this.current !== null || this.resuming) { // pipelined: kept until the response in flight is out
       this.pending = data
       if (data.length > this.front.maxHeaderSize * 4) this.socket.pause()
       return
@@ -398,10 +400,17 @@ class FastConnection {
     }
     if (this.socket.destroyed) return
     if (this.pending !== null) {
-      const rest = this.pending
-      this.pending = null
+      // the rest stays in `pending` until then: bytes read meanwhile join it behind, never go first
+      // (they were answered before the requests pipelined ahead of them, or those were lost)
+      this.resuming = true
       if (this.socket.isPaused()) this.socket.resume()
-      setImmediate(() => { if (!this.socket.destroyed && this.current === null) this.parse(rest) })
+      setImmediate(() => {
+        this.resuming = false
+        const rest = this.pending
+        this.pending = null
+        if (this.socket.isPaused()) this.socket.resume() // paused for what queued meanwhile
+        if (rest !== null && !this.socket.destroyed && this.current === null && !this.closing) this.parse(rest)
+      })
     }
   }
 
