@@ -129,7 +129,9 @@ describe.each(ENGINES)('a client slow to send its body is not the upstream\'s fa
   beforeEach(() => upstream.reset())
 
   // node-http, undici and http-proxy still answer 502 here and count a connect failure (see the
-  // review's report): their clients have taken the pooled socket and fail when it closes
+  // review's report): they too write the head with the first piece of the body (so that a body
+  // malformed at the front never reaches the upstream, test/http-conformance.test.js), and their
+  // clients fail when the pooled socket closes meanwhile
   const onDirect = engine === 'direct' ? test : test.skip
   onDirect('a pooled connection the upstream closes before the body starts: the request goes on a new one', async () => {
     const lb = await startBalancer({ backends: [upstream.url], algo: 'round-robin', port: 0, engine, front })
