@@ -311,6 +311,10 @@ class FastConnection {
     /** @type {FastResponse | null} */
     this.current = null
     this.handedOff = false
+    /** a response said `Connection: close`: nothing more is read from the client (as node:http) */
+    this.closing = false
+    /** the bytes in `pending` are to be parsed on the next turn: what arrives first queues behind them */
+    this.resuming = false
     /** the client's header names so far: lower-cased once per connection, not per request */
     this.names = new HeaderNames()
     this.onData = (data) => this.receive(data)
@@ -336,11 +340,12 @@ class FastConnection {
   }
 
   receive (data) {
+    if (this.closing) return
     if (this.pending !== null) {
       data = Buffer.concat([this.pending, data])
       this.pending = null
     }
-    if (this.current !== null) { // pipelined: kept until the response in flight is out
+    if (this.current !== null || this.resuming) { // pipelined: kept until the response in flight is out
       this.pending = data
       if (data.length > this.front.maxHeaderSize * 4) this.socket.pause()
       return
@@ -359,7 +364,7 @@ class FastConnection {
       start = r.next
       if (start < data.length) this.pending = data.subarray(start)
       this.serve(r)
-      if (this.current !== null || this.handedOff) return // pipelined rest waits in `pending`
+      if (this.current !== null || this.handedOff || this.closing) return // pipelined rest waits in `pending`
       if (this.pending === null) return
       data = this.pending
       this.pending = null
@@ -386,15 +391,26 @@ class FastConnection {
     this.current = null
     res.close()
     if (!res.shouldKeepAlive) {
+      // node:http stops at a response that closes the connection too: a request pipelined behind
+      // it, or sent after it, is not served (and not handed to node:http either)
+      this.closing = true
+      this.pending = null
       this.socket.end()
       return
     }
     if (this.socket.destroyed) return
     if (this.pending !== null) {
-      const rest = this.pending
-      this.pending = null
+      // the rest stays in `pending` until then: bytes read meanwhile join it behind, never go first
+      // (they were answered before the requests pipelined ahead of them, or those were lost)
+      this.resuming = true
       if (this.socket.isPaused()) this.socket.resume()
-      setImmediate(() => { if (!this.socket.destroyed && this.current === null) this.parse(rest) })
+      setImmediate(() => {
+        this.resuming = false
+        const rest = this.pending
+        this.pending = null
+        if (this.socket.isPaused()) this.socket.resume() // paused for what queued meanwhile
+        if (rest !== null && !this.socket.destroyed && this.current === null && !this.closing) this.parse(rest)
+      })
     }
   }
 

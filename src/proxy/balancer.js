@@ -397,7 +397,8 @@ class Balancer {
    * @param {Buffer} head
    */
   handleUpgrade (req, socket, head) {
-    if (this.closing || req.url[0] !== '/') return refuse(socket)
+    // behind a refused request (node:http parsed the upgrade already) nothing more is forwarded
+    if (this.closing || req.url[0] !== '/' || socket[kRefused] === true) return refuse(socket)
     const refused = checkRequest(req)
     if (refused !== null) return refuse(socket, `${refused.status} ${STATUS_CODES[refused.status]}`)
     // A WebSocket handshake has no body (RFC 6455 §4.1); the bytes after the head are the
@@ -636,7 +637,11 @@ class ProxiedRequest {
     lb.counters.failures[kind]++
     this.setCookie = null // a cookie for this attempt's upstream never goes on the balancer's 502/504 or on a retry's answer
     this.finish(attempt, { latencyMs: 0, statusCode: attempt.statusCode, error: err.message })
-    if (kind !== 'stream') lb.pool.fail(upstream)
+    // a timeout while the client's body is still coming in is the client's delay as much as the
+    // upstream's (an upstream waiting for a stalled upload is not failing): not charged to it, or
+    // one slow client could eject every upstream in turn
+    const clientSlow = kind === 'timeout' && !this.req.complete && hasBody(this.req)
+    if (kind !== 'stream' && !clientSlow) lb.pool.fail(upstream)
     lb.logger.warn({ upstream: upstream.id, kind, err: err.message, method: this.req.method, url: this.req.url }, 'upstream failed')
     // a timeout is retried only when asked (the upstream may have acted) and before any response byte
     const retry = (kind !== 'timeout' || (lb.retryOn.has('timeout') && attempt.statusCode === undefined)) && this.canRetry()

@@ -71,6 +71,8 @@ function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, trust
     if (socket.destroyed) return upstreamSocket.destroy()
     socket.write(statusHead(proxyRes))
     if (upstreamHead.length) socket.write(upstreamHead)
+    // the client's bytes after its head belong to the tunnel: they go up only now (see below)
+    if (head.length) upstreamSocket.write(head)
     splice(socket, upstreamSocket, timeoutMs)
     onOpen()
   })
@@ -82,7 +84,11 @@ function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, trust
     proxyRes.pipe(socket)
     proxyRes.on('error', () => socket.destroy())
   })
-  proxyReq.end(head)
+  // The handshake goes up alone. Bytes the client sent after its head are held until the upstream
+  // switches protocols: sent with the handshake, an upstream that declines (and stays in HTTP)
+  // parses them as its next request, one that passed none of the balancer's checks (Host, framing,
+  // forwarding headers) - a request smuggled behind a refused upgrade.
+  proxyReq.end()
 }
 
 /**

@@ -115,6 +115,7 @@ class Exchange {
     this.ended = false // nothing more goes to the client from this attempt
     this.discarding = false // the response is read and dropped (held status, or given up)
     this.requestDone = false // the request was written whole
+    this.headWritten = false // the request's head went out on the current connection
     this.keepAlive = false // the upstream allows another request on this connection
     this.skipBody = req.method === 'HEAD' ? 1 : 0
     this.replayed = false
@@ -131,10 +132,12 @@ class Exchange {
   /** Write the request on `conn`, which now belongs to this exchange. */
   send (conn) {
     this.conn = conn
+    this.headWritten = false
     conn.attach(this)
     const socket = conn.socket
     if (!this.sendBody) {
       socket.write(this.head, 'latin1')
+      this.headWritten = true
       this.requestDone = true
       return
     }
@@ -144,6 +147,7 @@ class Exchange {
     const writeHead = () => {
       if (headSent) return
       headSent = true
+      this.headWritten = true
       socket.write(this.head, 'latin1')
     }
     const chunked = this.req.headers['transfer-encoding'] !== undefined
@@ -257,8 +261,12 @@ class Exchange {
     if (this.ended) return
     // A pooled connection the upstream had closed meanwhile: nothing was received (a malformed
     // answer is an answer, not a closed connection), so a request
-    // that can be sent again is, once, on a new connection to the same upstream.
-    if (!this.headed && !timedOut && conn !== null && conn.served > 0 && !conn.answered && !this.replayed && !this.sendBody && REPLAYABLE.has(this.req.method)) {
+    // that can be sent again is, once, on a new connection to the same upstream. So is a request
+    // with a body whose head never went out (its client had sent no byte of the body yet, so none
+    // was read): an upstream's keep-alive timeout running out while a client is slow to start its
+    // body is no failure of the upstream (it was counted one, and ejected it).
+    const unsent = this.sendBody && !this.headWritten
+    if (!this.headed && !timedOut && conn !== null && conn.served > 0 && !conn.answered && !this.replayed && (unsent || (!this.sendBody && REPLAYABLE.has(this.req.method)))) {
       this.replayed = true
       this.send(this.origin.connect())
       return

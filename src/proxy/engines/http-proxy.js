@@ -197,10 +197,14 @@ function stripHopByHop (proxyReq, req) {
   if (connection) {
     for (const name of connection.split(',')) {
       const header = name.trim().toLowerCase()
-      if (header && header !== 'upgrade' && !FRAMING.has(header)) proxyReq.removeHeader(header)
+      if (header && !FRAMING.has(header)) proxyReq.removeHeader(header)
     }
   }
   proxyReq.removeHeader('connection')
+  // a request that reaches an engine is no upgrade (those are tunnelled, src/proxy/upgrade.js): an
+  // Upgrade header left on it (h2c) would offer the upstream a switch the balancer cannot follow,
+  // and the other engines drop it too
+  proxyReq.removeHeader('upgrade')
   proxyReq.removeHeader('keep-alive')
   proxyReq.removeHeader('proxy-connection')
   proxyReq.removeHeader('te')
