@@ -56,6 +56,7 @@ function createOpenLoop (options = {}) {
   const ids = typeof o.upstreams === 'number' ? Array.from({ length: o.upstreams }, (_, i) => `u${i}`) : o.upstreams
   const per = (value, i) => (Array.isArray(value) ? value[i] : value)
   const list = ids.map((id, i) => (o.weights ? { id, inflight: 0, weight: o.weights[i] } : { id, inflight: 0 }))
+  const workersOf = new Map(ids.map((id, i) => [id, per(o.workers, i)]))
   const servers = new Map(ids.map((id, i) => [id, { view: list[i], workers: per(o.workers, i), cacheSize: per(o.cacheSize, i), cache: new Map(), busy: 0, queue: [], queueHead: 0 }]))
   const keyNames = Array.from({ length: o.keys }, (_, i) => `/page${i + 1}`)
   let cumulative = null
@@ -94,7 +95,8 @@ function createOpenLoop (options = {}) {
       server.cache.delete(job.ctx.key)
       server.cache.set(job.ctx.key, true)
     }
-    heap.push({ time: now + serviceTime(job.hit), seq: seq++, server, job })
+    job.service = serviceTime(job.hit)
+    heap.push({ time: now + job.service, seq: seq++, server, job })
   }
 
   function arrive (win) {
@@ -121,7 +123,7 @@ function createOpenLoop (options = {}) {
     }
     server.view.inflight--
     const latencyMs = now - job.start
-    job.win.done(latencyMs, job.hit)
+    job.win.done(latencyMs, job.hit, server.view.id, job.service)
     if (policy.onEnd) policy.onEnd(server.view, job.ctx, { latencyMs, statusCode: 200, error: undefined, cache: job.hit ? 'HIT' : 'MISS' })
     if (server.queueHead < server.queue.length) {
       const next = server.queue[server.queueHead++]
@@ -153,12 +155,12 @@ function createOpenLoop (options = {}) {
    */
   let carry = null // the window whose arrivals continue while the previous one drains
   function run (n) {
-    const win = carry || createWindow(ids)
+    const win = carry || createWindow(ids, workersOf)
     carry = null
     const startedAt = now
     while (win.arrivals < n) advance(win)
     const lastArrival = now
-    const next = createWindow(ids)
+    const next = createWindow(ids, workersOf)
     while (win.completed < win.arrivals) advance(next)
     carry = next
     return win.summary(lastArrival - startedAt, maxQueue())
@@ -183,15 +185,21 @@ function createOpenLoop (options = {}) {
 }
 
 /** Statistics over one window of arrivals. */
-function createWindow (ids) {
+function createWindow (ids, workersOf) {
   const latencies = []
   const counts = new Map(ids.map((id) => [id, 0]))
+  const work = new Map(ids.map((id) => [id, 0])) // worker-ms of service of this window's requests
   let hits = 0
   const win = {
     arrivals: 0,
     completed: 0,
     sent (id) { win.arrivals++; counts.set(id, (counts.get(id) || 0) + 1) },
-    done (latencyMs, hit) { win.completed++; latencies.push(latencyMs); if (hit) hits++ },
+    done (latencyMs, hit, id, serviceMs) {
+      win.completed++
+      latencies.push(latencyMs)
+      if (hit) hits++
+      work.set(id, work.get(id) + serviceMs)
+    },
     summary (spanMs, queue) {
       const sorted = Float64Array.from(latencies).sort()
       const q = (p) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] : 0
@@ -199,6 +207,11 @@ function createWindow (ids) {
       let busiest = 0
       const share = {}
       for (const [id, c] of counts) { share[id] = c / total; if (c > busiest) busiest = c }
+      // the busiest backend's work (worker-ms per worker) over the mean's: 1 = perfectly balanced
+      let workSum = 0
+      let workerSum = 0
+      let workMax = 0
+      for (const [id, ms] of work) { workSum += ms; workerSum += workersOf.get(id); workMax = Math.max(workMax, ms / workersOf.get(id)) }
       return {
         requests: total,
         hitRate: total ? hits / total : 0,
@@ -207,6 +220,8 @@ function createWindow (ids) {
         p999: q(0.999),
         mean: sorted.reduce((a, b) => a + b, 0) / Math.max(1, sorted.length),
         busiest: total ? busiest / total : 0,
+        workImbalance: workSum > 0 ? workMax / (workSum / workerSum) : 0,
+        utilization: spanMs > 0 ? workSum / (workerSum * spanMs) : 0,
         share,
         spanMs,
         queueAtEnd: queue
