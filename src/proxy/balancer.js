@@ -29,6 +29,8 @@ const FAST_FRONT_ENGINES = new Set(['direct', 'node-http', 'undici'])
 
 /** Marks a client connection whose request was refused by src/proxy/request-checks.js. */
 const kRefused = Symbol('polistes.refused')
+/** A client connection's requests whose responses wait behind an earlier one (node:http's pipeline queue). */
+const kQueued = Symbol('polistes.queued')
 
 /** Methods that RFC 9110 calls idempotent: safe to send again when the first try never got an answer. */
 
@@ -533,7 +535,13 @@ class ProxiedRequest {
     this.tried = []
     /** @type {Attempt | null} */
     this.current = null
+    /** closed() ran: the request is over for the balancer (once, whichever end came first) */
+    this.over = false
     res.on('close', () => this.closed())
+    // node:http queues the response of a request pipelined behind one still in flight, with no socket:
+    // if the connection closes before its turn (the answer before said Connection: close, or the
+    // client left), that response never emits 'close', so the connection's own close ends it
+    if (!res.socket) queueOnSocket(req.socket, this)
   }
 
   canRetry () {
@@ -561,6 +569,10 @@ class ProxiedRequest {
 
   /** The client's response closed, finished or not. */
   closed () {
+    if (this.over) return
+    this.over = true
+    const queued = this.req.socket[kQueued]
+    if (queued !== undefined) queued.delete(this)
     const lb = this.lb
     const current = this.current
     lb.observe(this.req, this.res, this.ctx.key, current, this.tried.length, lb.now() - this.t0, this.req.socket.bytesWritten - this.bytes0)
@@ -581,6 +593,7 @@ class ProxiedRequest {
    * keep the page); a retry follows its own pick's word, never an earlier one's.
    */
   dispatch () {
+    if (this.over) return // the client's connection closed already: nothing to forward
     const lb = this.lb
     const req = this.req
     const eligible = lb.pool.eligible()
@@ -683,6 +696,24 @@ class ProxiedRequest {
     req.resume() // read the rest and drop it (bounded by requestTimeoutMs), so that the client reads its 413
     lb.reply(res, 413, 'body-too-large', `request body larger than ${lb.maxBodySize} bytes`)
   }
+}
+
+/**
+ * Have `run` closed when `socket` closes, if its response has not closed by then: one 'close'
+ * listener per connection, however many requests wait in its pipeline.
+ * @param {import('net').Socket} socket
+ * @param {ProxiedRequest} run
+ */
+function queueOnSocket (socket, run) {
+  let queued = socket[kQueued]
+  if (queued === undefined) {
+    queued = socket[kQueued] = new Set()
+    socket.once('close', () => {
+      for (const r of queued) r.closed()
+    })
+  }
+  queued.add(run)
+  if (socket.destroyed) run.closed() // closed already: no 'close' to come
 }
 
 /**
