@@ -260,6 +260,21 @@ describe.each(SETUPS)('upstream responses on the %s engine, %s front', (engine, 
     })
   })
 
+  test('an HTTP/1.0 keep-alive client\'s answer without a length says Connection: close when it ends the connection', async () => {
+    // the body of a chunked answer goes to an HTTP/1.0 client close-delimited: its connection ends
+    // after it, and the answer must say so, or a client that pipelined more waits for answers
+    // that never come (the http-proxy library wrote the client's own `Connection: keep-alive`)
+    const c = new RawConnection(lb.url)
+    await c.send('GET /trailer-chunked?n=keep10 HTTP/1.0\r\nHost: t\r\nConnection: keep-alive\r\n\r\nGET /ok?n=after10 HTTP/1.1\r\nHost: t\r\n\r\n')
+    const { responses } = await c.read(2, { timeoutMs: 2000 })
+    c.destroy()
+    const finals = responses.filter((r) => !r.interim)
+    expect(finals[0].status).toBe(200)
+    expect(finals[0].body.toString()).toBe('abc')
+    if (finals.length < 2) expect(finals[0].headers.connection).toMatch(/close/i)
+    else expect(finals[1].body.toString()).toBe('ok')
+  })
+
   test('a HEAD answered with a body: the head is relayed, the upstream connection closed', async () => {
     for (const kind of Object.keys(CLIENTS)) {
       const r = await ask(lb.url, kind, '/trailer-length', { method: 'HEAD' }) // Content-Length: 3, then "abc"
