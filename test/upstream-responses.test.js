@@ -10,6 +10,7 @@
 const net = require('node:net')
 const { startBalancer } = require('../src/proxy/balancer')
 const { responseHead, sendableReason } = require('../src/proxy/engines/headers')
+const { interimHeadLength } = require('../src/proxy/engines/interim-responses')
 const { FastResponse, FastRequest } = require('../src/front/fast-front')
 const { ENGINES } = require('../src/proxy/proxy-engine')
 const { RawConnection, startCli, waitFor, alive } = require('./helper')
@@ -38,7 +39,15 @@ const RESPONSES = {
   '/body-after-204': 'HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\nabc',
   '/not-modified-length': 'HTTP/1.1 304 Not Modified\r\nContent-Length: 3\r\nETag: "e"\r\n\r\n', // valid: the representation's length
   '/gzip-coding': 'HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nabc', // then the connection ends
-  '/bad-chunk': 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\n'
+  '/bad-chunk': 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\n',
+  // interim responses nothing asked for before the final one (RFC 9110 §15.2: a client MUST be
+  // able to parse them, even unexpected): dropped, the final answer relayed whole
+  '/interim-continue': 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 500 Internal Server Error\r\nContent-Length: 3\r\n\r\nabc',
+  '/interim-several': 'HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n' +
+    'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n',
+  '/interim-204': 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n',
+  // the same cut in pieces, the cuts inside the interim heads (written 10 ms apart)
+  '/interim-split': ['HTTP/1.1 1', '00 Continue\r\n', '\r\nHTTP/1.1 102 Processing\r\nX-A: b\r', '\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc']
 }
 /** Paths after whose response the upstream ends the connection (the body or the wait runs to it). */
 const THEN_CLOSE = new Set(['/interim-only', '/gzip-coding'])
@@ -69,7 +78,8 @@ async function startRawUpstream () {
         const path = target.split('?')[0]
         conn.paths.push(target)
         const bytes = RESPONSES[path] || OK
-        if (THEN_CLOSE.has(path)) socket.end(bytes, 'latin1')
+        if (Array.isArray(bytes)) bytes.forEach((piece, i) => setTimeout(() => socket.write(piece, 'latin1'), 10 * i))
+        else if (THEN_CLOSE.has(path)) socket.end(bytes, 'latin1')
         else socket.write(bytes, 'latin1')
       }
     })
@@ -131,6 +141,23 @@ describe('the response side\'s pure rules', () => {
     expect(sendableReason(201, '')).toBe('Created')
     expect(sendableReason(201, undefined)).toBe('Created')
     expect(sendableReason(799, 'x\x00')).toBe('unknown')
+  })
+
+  test('interimHeadLength finds a whole 1xx head other than 101, waits on a part of one, and lets the rest through', () => {
+    const b = (s) => Buffer.from(s, 'latin1')
+    expect(interimHeadLength(b('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n'))).toBe(25)
+    expect(interimHeadLength(b('HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nrest'))).toBe(40)
+    expect(interimHeadLength(b('HTTP/1.0 102\r\n\r\n'))).toBe(16)
+    for (const part of ['', 'H', 'HTTP/1.', 'HTTP/1.1 1', 'HTTP/1.1 10', 'HTTP/1.1 100', 'HTTP/1.1 100 Continue\r\n', 'HTTP/1.1 100 Continue\r\n\r']) {
+      expect([part, interimHeadLength(b(part))]).toEqual([part, 0])
+    }
+    expect(interimHeadLength(b('HTTP/1.1 100 Continue\nX-A: b\n\nHTTP/1.1 200 OK\n'))).toBe(30) // bare LF (RFC 9112 §2.2)
+    expect(interimHeadLength(b('HTTP/1.1 100 Continue\nX-A: b\n\r'))).toBe(0)
+    for (const other of ['HTTP/1.1 200 OK\r\n\r\n', 'HTTP/1.1 101 Switching Protocols\r\n\r\n', 'X', 'HTTP/2 100\r\n\r\n', 'HTTP/1.1 1000\r\n\r\n', ' HTTP/1.1 100\r\n\r\n']) {
+      expect([other, interimHeadLength(b(other))]).toEqual([other, -1])
+    }
+    expect(interimHeadLength(b('HTTP/1.1 101'))).toBe(-1)
+    expect(interimHeadLength(b('HTTP/1.1 100 ' + 'x'.repeat(20000)))).toBe(-1) // past the limit: undici's own
   })
 
   test('the fast front\'s response refuses the heads node:http\'s writeHead refuses, and can answer after', () => {
@@ -258,6 +285,31 @@ describe.each(SETUPS)('upstream responses on the %s engine, %s front', (engine, 
       if (kind !== 'http10') expect(r.response).toBeUndefined()
       await closedUpstream(r.target)
     })
+  })
+
+  test.each(['/interim-continue', '/interim-several', '/interim-204', '/interim-split'])('%s: the 1xx are dropped, the final answer arrives whole, the upstream connection kept', async (path) => {
+    const expected = { '/interim-continue': [500, 'abc'], '/interim-several': [200, 'abc'], '/interim-204': [204, ''], '/interim-split': [200, 'abc'] }[path]
+    for (const kind of Object.keys(CLIENTS)) {
+      const r = await ask(lb.url, kind, path)
+      expect([kind, r.response && r.response.status, r.response && r.response.body.toString()]).toEqual([kind, ...expected])
+      expect(r.raw).not.toMatch(/^HTTP\/1\.1 1/) // nginx's policy: no 1xx from an upstream reaches the client
+      expect(upstream.connectionOf(r.target).closedByPeer).toBe(false)
+    }
+  })
+
+  test('an HTTP/1.0 keep-alive client\'s answer without a length says Connection: close when it ends the connection', async () => {
+    // the body of a chunked answer goes to an HTTP/1.0 client close-delimited: its connection ends
+    // after it, and the answer must say so, or a client that pipelined more waits for answers
+    // that never come (the http-proxy library wrote the client's own `Connection: keep-alive`)
+    const c = new RawConnection(lb.url)
+    await c.send('GET /trailer-chunked?n=keep10 HTTP/1.0\r\nHost: t\r\nConnection: keep-alive\r\n\r\nGET /ok?n=after10 HTTP/1.1\r\nHost: t\r\n\r\n')
+    const { responses } = await c.read(2, { timeoutMs: 2000 })
+    c.destroy()
+    const finals = responses.filter((r) => !r.interim)
+    expect(finals[0].status).toBe(200)
+    expect(finals[0].body.toString()).toBe('abc')
+    if (finals.length < 2) expect(finals[0].headers.connection).toMatch(/close/i)
+    else expect(finals[1].body.toString()).toBe('ok')
   })
 
   test('a HEAD answered with a body: the head is relayed, the upstream connection closed', async () => {

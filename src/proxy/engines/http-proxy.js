@@ -27,8 +27,13 @@ const LIBRARY = 'http-proxy-3'
  */
 function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
   const { createProxyServer } = requireOptional(LIBRARY, 'the http-proxy engine (--engine http-proxy)')
-  // the passes that turn an upstream response into the client's head (status, headers)
-  const outgoing = Object.values(require(`${LIBRARY}/dist/lib/http-proxy/passes/web-outgoing`).OUTGOING_PASSES)
+  // the passes that turn an upstream response into the client's head (status, headers), but for
+  // setConnection: it writes the client's own `Connection: keep-alive` on an HTTP/1.0 client's
+  // response, which forces node:http to call the connection kept while it close-delimits a body
+  // without a length and ends the connection after it, losing what the client pipelined behind.
+  // node:http writes Connection from what it will actually do, as with the other engines.
+  const outgoing = Object.entries(require(`${LIBRARY}/dist/lib/http-proxy/passes/web-outgoing`).OUTGOING_PASSES)
+    .filter(([name]) => name !== 'setConnection').map(([, pass]) => pass)
   // toProxy: the request target goes out verbatim (the front server admits origin-form only);
   // otherwise the library runs it through url.parse(), which throws, uncaught, on `//%zz@x`.
   const proxy = createProxyServer({ toProxy: true })

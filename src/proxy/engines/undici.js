@@ -4,6 +4,7 @@ const { PassThrough } = require('node:stream')
 const { requireOptional } = require('../../common/optional-package')
 const { requestHeaders, responseHead, sendableReason } = require('./headers')
 const { hasBody } = require('../body-limit')
+const { dropInterimHeads } = require('./interim-responses')
 
 /**
  * The undici engine: one undici Pool per upstream, driven through `dispatch()` with a handler that
@@ -19,7 +20,11 @@ const { hasBody } = require('../body-limit')
  * @returns {import('../proxy-engine').ProxyEngine}
  */
 function createUndiciEngine ({ keepAlive, timeoutMs, lookup }) {
-  const { Pool } = requireOptional('undici', 'the undici engine (--engine undici)')
+  const { Pool, buildConnector } = requireOptional('undici', 'the undici engine (--engine undici)')
+  // undici's own connector, with the interim heads an upstream sends unasked cut off each
+  // connection (undici destroys it on a `100 Continue`: src/proxy/engines/interim-responses.js)
+  const connector = buildConnector(lookup ? { timeout: timeoutMs, lookup } : { timeout: timeoutMs })
+  const connect = (options, callback) => connector(options, (err, socket) => callback(err, err ? socket : dropInterimHeads(socket)))
   /** @type {Map<string, Pool>} by origin */
   const pools = new Map()
   /** @type {WeakMap<object, Pool>} */
@@ -35,7 +40,7 @@ function createUndiciEngine ({ keepAlive, timeoutMs, lookup }) {
           pipelining: 1,
           headersTimeout: timeoutMs,
           bodyTimeout: timeoutMs,
-          connect: lookup ? { timeout: timeoutMs, lookup } : { timeout: timeoutMs }
+          connect
         })
         pools.set(origin, p)
       }
