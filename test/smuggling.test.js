@@ -175,6 +175,20 @@ describe.each(SETUPS)('request framing (engine %s, front %s)', (engine, front) =
       expect(seen()).toEqual([])
     })
 
+    // issue 25, fuzz case 610: http-proxy-3's deleteLength pass rewrote the framing of a DELETE or
+    // OPTIONS without Content-Length to `Content-Length: 0` yet still sent the body, which the
+    // upstream parsed as the next request
+    test.each(['DELETE', 'OPTIONS'])('a chunked %s body goes up framed, and what it holds is no request', async (method) => {
+      const body = `${SMUGGLED.length.toString(16)}\r\n${SMUGGLED}\r\n0\r\n\r\n`
+      const [first] = await exchange(base, `${method} /d HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n${body}`)
+      expect(first.status).toBe(200)
+      expect(first.body.toString()).toBe(`${method} /d [${SMUGGLED}]`)
+      const [victim] = await exchange(base, 'GET /victim HTTP/1.1\r\nHost: x\r\n\r\n')
+      expect(victim.body.toString()).toBe('GET /victim []')
+      expect(seen()).toEqual([`${method} /d`, 'GET /victim'])
+      expectFramed(upstream.records[0], SMUGGLED.length)
+    })
+
     test('chunked in any case is forwarded as chunked', async () => {
       const [res] = await exchange(base, 'POST /t HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n')
       expect(res.body.toString()).toBe('POST /t [abc]')

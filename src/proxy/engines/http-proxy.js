@@ -45,7 +45,7 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
       return
     }
     stripHopByHop(proxyReq, req)
-    setFraming(proxyReq, req)
+    setFraming(proxyReq, attempt.framing)
     if (!keepAlive) proxyReq.setHeader('connection', 'close')
     proxyReq.setHeader('via', via(req.headers.via))
     if (attempt.noStore) proxyReq.setHeader('cache-control', withNoStore(proxyReq.getHeader('cache-control')))
@@ -136,6 +136,11 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
       timedOut: false,
       responded: false,
       ended: false,
+      // the client's framing as the front read it, taken before the library's passes run: its
+      // deleteLength pass rewrites a DELETE's or OPTIONS's `Transfer-Encoding: chunked` into
+      // `Content-Length: 0` in req.headers, yet still pipes the body upstream, where it was
+      // parsed as the next request (issue 25)
+      framing: { transferEncoding: req.headers['transfer-encoding'], contentLength: req.headers['content-length'] },
       fail (err, kind) {
         if (attempt.ended) return
         attempt.ended = true
@@ -211,13 +216,13 @@ function stripHopByHop (proxyReq, req) {
  * copies every header): `Transfer-Encoding: chunked` (node:http then chunk-encodes the body) or
  * the Content-Length Node's parser held the body to, and nothing for a request without either.
  * @param {import('http').ClientRequest} proxyReq
- * @param {import('http').IncomingMessage} req
+ * @param {{ transferEncoding?: string, contentLength?: string }} framing the client's framing headers,
+ *   as they were before the library's passes ran
  */
-function setFraming (proxyReq, req) {
+function setFraming (proxyReq, { transferEncoding, contentLength: length }) {
   proxyReq.removeHeader('transfer-encoding')
   proxyReq.removeHeader('content-length')
-  const length = req.headers['content-length']
-  if (req.headers['transfer-encoding'] !== undefined) proxyReq.setHeader('transfer-encoding', 'chunked')
+  if (transferEncoding !== undefined) proxyReq.setHeader('transfer-encoding', 'chunked')
   else if (length !== undefined) proxyReq.setHeader('content-length', contentLength(length))
 }
 
