@@ -118,6 +118,25 @@ describe.each(SETUPS)('request framing (engine %s, front %s)', (engine, front) =
     })
   })
 
+  // issue 25, fuzz case 593: llhttp refuses bytes after a request that ends the connection
+  // (HPE_CLOSED_CONNECTION), and the front answered that with a 400 sent before, and instead of,
+  // the answer to the request itself. RFC 9112 §9.6: those bytes are not processed; the answer
+  // is due, then the close. (llhttp does not take `Keep-Alive` followed by HTAB or SP as the
+  // keep-alive token: such an HTTP/1.0 request ends its connection too.)
+  describe('a request that ends the connection gets its answer, whatever follows it', () => {
+    test.each([
+      ['HTTP/1.0', 'GET /a HTTP/1.0\r\nHost: x\r\n\r\n'],
+      ['HTTP/1.0 with Keep-Alive and a trailing HTAB', 'GET /a HTTP/1.0\r\nHost: x\r\nConnection: Keep-Alive\t\r\n\r\n'],
+      ['Connection: close', 'GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n']
+    ])('%s, then a pipelined request', async (_name, head) => {
+      const responses = await exchange(base, `${head}GET /b HTTP/1.1\r\nHost: x\r\n\r\n`, { count: 2 })
+      expect(responses.map((r) => r.status)).toEqual([200])
+      expect(responses[0].body.toString()).toBe('GET /a []')
+      expect(responses[0].headers.connection).toBe('close')
+      expect(seen()).toEqual(['GET /a'])
+    })
+  })
+
   describe('one valid Host (RFC 9112 §3.2)', () => {
     test.each([
       ['two Host lines', 'Host: a\r\nHost: b'],

@@ -27,8 +27,14 @@ const LIBRARY = 'http-proxy-3'
  */
 function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
   const { createProxyServer } = requireOptional(LIBRARY, 'the http-proxy engine (--engine http-proxy)')
-  // the passes that turn an upstream response into the client's head (status, headers)
-  const outgoing = Object.values(require(`${LIBRARY}/dist/lib/http-proxy/passes/web-outgoing`).OUTGOING_PASSES)
+  // the passes that turn an upstream response into the client's head (status, headers), without
+  // setConnection: it copies the client's Connection header text onto the response (`Keep-Alive`
+  // to an HTTP/1.0 client), and node:http then keeps a connection open that its parser has
+  // already judged closing (llhttp takes no `Keep-Alive` followed by HTAB or SP as keep-alive), so
+  // a request pipelined behind went unanswered (fuzz case 593). node:http writes its own, as it
+  // does for the other engines.
+  const outgoing = Object.entries(require(`${LIBRARY}/dist/lib/http-proxy/passes/web-outgoing`).OUTGOING_PASSES)
+    .filter(([name]) => name !== 'setConnection').map(([, pass]) => pass)
   // toProxy: the request target goes out verbatim (the front server admits origin-form only);
   // otherwise the library runs it through url.parse(), which throws, uncaught, on `//%zz@x`.
   const proxy = createProxyServer({ toProxy: true })
@@ -228,9 +234,9 @@ function setFraming (proxyReq, { transferEncoding, contentLength: length }) {
 
 /**
  * The same rule on the way back: the upstream's `Connection: close` (always sent when keep-alive
- * to upstreams is off) concerns the upstream hop only. Left in, the library copies it to the
- * client and Node then closes the client's connection after every response. Without it, the
- * library answers with the client's own `Connection` preference. `Trailer` and `Transfer-Encoding`
+ * to upstreams is off) concerns the upstream hop only. Left in, it would go to the client, and Node
+ * would then close the client's connection after every response. Without it, node:http writes the
+ * client's Connection itself, from what its parser read. `Trailer` and `Transfer-Encoding`
  * go too, as in the other engines (src/proxy/engines/headers.js): no trailer fields are forwarded, and
  * node:http frames the client's response itself (a Transfer-Encoding other than chunked copied to
  * the client would leave its body without framing).
