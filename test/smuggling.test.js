@@ -216,6 +216,45 @@ describe.each(SETUPS)('request framing (engine %s, front %s)', (engine, front) =
   })
 })
 
+// issue 25, fuzz case 633: an answer of unknown length cannot be kept alive to an HTTP/1.0 client
+// (no chunked coding there), so node:http closes after it. The http-proxy engine's library copied
+// the client's `Connection: Keep-Alive` onto that answer: the client was told keep-alive, waited,
+// and what it had pipelined behind went unanswered.
+describe.each(SETUPS)('an HTTP/1.0 keep-alive client and an answer of unknown length (engine %s, front %s)', (engine, front) => {
+  let upstream
+  let lb
+  beforeAll(async () => {
+    upstream = await startRecordingUpstream((req, res) => {
+      req.resume()
+      req.on('end', () => {
+        res.write(`${req.method} `)
+        res.end(req.url) // chunked to polistes
+      })
+    })
+    lb = await startBalancer({ backends: [upstream.url], algo: 'round-robin', port: 0, engine, front })
+  })
+  afterAll(async () => {
+    await lb.close({ graceMs: 0 })
+    await upstream.close()
+  })
+
+  test.each(['Keep-Alive', '\tKeep-Alive', 'Keep-Alive\t'])('Connection: %j: the answer says close, and the connection closes', async (value) => {
+    const conn = new RawConnection(lb.url)
+    try {
+      await conn.send(`GET /a HTTP/1.0\r\nHost: x\r\nConnection: ${value}\r\n\r\nGET /b HTTP/1.0\r\nHost: x\r\nConnection: Keep-Alive\r\n\r\n`)
+      const { responses, closed } = await conn.read(2, { timeoutMs: 2000 })
+      expect(responses[0].status).toBe(200)
+      expect(responses[0].body.toString()).toBe('GET /a')
+      expect(responses[0].headers['transfer-encoding']).toBeUndefined()
+      expect(responses[0].headers.connection).toMatch(/^close$/i)
+      expect(responses.length).toBe(1)
+      expect(closed).toBe(true)
+    } finally {
+      conn.destroy()
+    }
+  })
+})
+
 describe.each(SETUPS)('error responses name no upstream (engine %s, front %s)', (engine, front) => {
   test('502 and 504 keep X-Polistes-Error and show no address', async () => {
     const port = await closedPort()
