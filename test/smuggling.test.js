@@ -118,6 +118,25 @@ describe.each(SETUPS)('request framing (engine %s, front %s)', (engine, front) =
     })
   })
 
+  // issue 25, fuzz case 593: llhttp refuses bytes after a request that ends the connection
+  // (HPE_CLOSED_CONNECTION), and the front answered that with a 400 sent before, and instead of,
+  // the answer to the request itself. RFC 9112 §9.6: those bytes are not processed; the answer
+  // is due, then the close. (llhttp does not take `Keep-Alive` followed by HTAB or SP as the
+  // keep-alive token: such an HTTP/1.0 request ends its connection too.)
+  describe('a request that ends the connection gets its answer, whatever follows it', () => {
+    test.each([
+      ['HTTP/1.0', 'GET /a HTTP/1.0\r\nHost: x\r\n\r\n'],
+      ['HTTP/1.0 with Keep-Alive and a trailing HTAB', 'GET /a HTTP/1.0\r\nHost: x\r\nConnection: Keep-Alive\t\r\n\r\n'],
+      ['Connection: close', 'GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n']
+    ])('%s, then a pipelined request', async (_name, head) => {
+      const responses = await exchange(base, `${head}GET /b HTTP/1.1\r\nHost: x\r\n\r\n`, { count: 2 })
+      expect(responses.map((r) => r.status)).toEqual([200])
+      expect(responses[0].body.toString()).toBe('GET /a []')
+      expect(responses[0].headers.connection).toBe('close')
+      expect(seen()).toEqual(['GET /a'])
+    })
+  })
+
   describe('one valid Host (RFC 9112 §3.2)', () => {
     test.each([
       ['two Host lines', 'Host: a\r\nHost: b'],
@@ -175,11 +194,64 @@ describe.each(SETUPS)('request framing (engine %s, front %s)', (engine, front) =
       expect(seen()).toEqual([])
     })
 
+    // issue 25, fuzz case 610: http-proxy-3's deleteLength pass rewrote the framing of a DELETE or
+    // OPTIONS without Content-Length to `Content-Length: 0` yet still sent the body, which the
+    // upstream parsed as the next request
+    test.each(['DELETE', 'OPTIONS'])('a chunked %s body goes up framed, and what it holds is no request', async (method) => {
+      const body = `${SMUGGLED.length.toString(16)}\r\n${SMUGGLED}\r\n0\r\n\r\n`
+      const [first] = await exchange(base, `${method} /d HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n${body}`)
+      expect(first.status).toBe(200)
+      expect(first.body.toString()).toBe(`${method} /d [${SMUGGLED}]`)
+      const [victim] = await exchange(base, 'GET /victim HTTP/1.1\r\nHost: x\r\n\r\n')
+      expect(victim.body.toString()).toBe('GET /victim []')
+      expect(seen()).toEqual([`${method} /d`, 'GET /victim'])
+      expectFramed(upstream.records[0], SMUGGLED.length)
+    })
+
     test('chunked in any case is forwarded as chunked', async () => {
       const [res] = await exchange(base, 'POST /t HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n')
       expect(res.body.toString()).toBe('POST /t [abc]')
       expectFramed(upstream.records[0], 3)
     })
+  })
+})
+
+// issue 25, fuzz case 633: an answer of unknown length cannot be kept alive to an HTTP/1.0 client
+// (no chunked coding there), so node:http closes after it. The http-proxy engine's library copied
+// the client's `Connection: Keep-Alive` onto that answer: the client was told keep-alive, waited,
+// and what it had pipelined behind went unanswered.
+describe.each(SETUPS)('an HTTP/1.0 keep-alive client and an answer of unknown length (engine %s, front %s)', (engine, front) => {
+  let upstream
+  let lb
+  beforeAll(async () => {
+    upstream = await startRecordingUpstream((req, res) => {
+      req.resume()
+      req.on('end', () => {
+        res.write(`${req.method} `)
+        res.end(req.url) // chunked to polistes
+      })
+    })
+    lb = await startBalancer({ backends: [upstream.url], algo: 'round-robin', port: 0, engine, front })
+  })
+  afterAll(async () => {
+    await lb.close({ graceMs: 0 })
+    await upstream.close()
+  })
+
+  test.each(['Keep-Alive', '\tKeep-Alive', 'Keep-Alive\t'])('Connection: %j: the answer says close, and the connection closes', async (value) => {
+    const conn = new RawConnection(lb.url)
+    try {
+      await conn.send(`GET /a HTTP/1.0\r\nHost: x\r\nConnection: ${value}\r\n\r\nGET /b HTTP/1.0\r\nHost: x\r\nConnection: Keep-Alive\r\n\r\n`)
+      const { responses, closed } = await conn.read(2, { timeoutMs: 2000 })
+      expect(responses[0].status).toBe(200)
+      expect(responses[0].body.toString()).toBe('GET /a')
+      expect(responses[0].headers['transfer-encoding']).toBeUndefined()
+      expect(responses[0].headers.connection).toMatch(/^close$/i)
+      expect(responses.length).toBe(1)
+      expect(closed).toBe(true)
+    } finally {
+      conn.destroy()
+    }
   })
 })
 

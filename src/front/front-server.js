@@ -64,7 +64,13 @@ function createFrontServer (handler, { tls = null, fast = null, requireHost = tr
   if (fast && !tls) {
     attachFastFront(server, { keepAliveTimeoutMs, headersTimeoutMs, maxHeaderSize, accepts: fast.accepts, closing: fast.closing, refuse })
   }
-  server.on('clientError', (err, socket) => refuse(socket, ANSWERS[err.code]))
+  server.on('clientError', (err, socket) => {
+    // bytes after a request that ends the connection (HTTP/1.0 without keep-alive, `Connection:
+    // close`): RFC 9112 §9.6, not processed, but that request's answer is still due, and Node
+    // closes the connection after it. A 400 here went out before it, in its place (fuzz case 593).
+    if (err.code === 'HPE_CLOSED_CONNECTION') return
+    refuse(socket, ANSWERS[err.code])
+  })
   // CONNECT asks for a forward proxy, which polistes is not: refuse it, as nginx does
   server.on('connect', (req, socket) => refuse(socket))
   return server

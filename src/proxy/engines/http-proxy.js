@@ -27,11 +27,12 @@ const LIBRARY = 'http-proxy-3'
  */
 function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
   const { createProxyServer } = requireOptional(LIBRARY, 'the http-proxy engine (--engine http-proxy)')
-  // the passes that turn an upstream response into the client's head (status, headers), but for
-  // setConnection: it writes the client's own `Connection: keep-alive` on an HTTP/1.0 client's
-  // response, which forces node:http to call the connection kept while it close-delimits a body
-  // without a length and ends the connection after it, losing what the client pipelined behind.
-  // node:http writes Connection from what it will actually do, as with the other engines.
+  // the passes that turn an upstream response into the client's head (status, headers), without
+  // setConnection: it copies the client's Connection header text onto the response (`keep-alive`
+  // to an HTTP/1.0 client), and node:http then calls the connection kept while it close-delimits a
+  // body without a length, or while its parser has already judged the connection closing (llhttp
+  // takes no `Keep-Alive` followed by HTAB or SP as keep-alive): a request pipelined behind went
+  // unanswered (fuzz cases 593, 631, 633). node:http writes its own, as for the other engines.
   const outgoing = Object.entries(require(`${LIBRARY}/dist/lib/http-proxy/passes/web-outgoing`).OUTGOING_PASSES)
     .filter(([name]) => name !== 'setConnection').map(([, pass]) => pass)
   // toProxy: the request target goes out verbatim (the front server admits origin-form only);
@@ -50,7 +51,7 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
       return
     }
     stripHopByHop(proxyReq, req)
-    setFraming(proxyReq, req)
+    setFraming(proxyReq, attempt.framing)
     if (!keepAlive) proxyReq.setHeader('connection', 'close')
     proxyReq.setHeader('via', via(req.headers.via))
     if (attempt.noStore) proxyReq.setHeader('cache-control', withNoStore(proxyReq.getHeader('cache-control')))
@@ -141,6 +142,11 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
       timedOut: false,
       responded: false,
       ended: false,
+      // the client's framing as the front read it, taken before the library's passes run: its
+      // deleteLength pass rewrites a DELETE's or OPTIONS's `Transfer-Encoding: chunked` into
+      // `Content-Length: 0` in req.headers, yet still pipes the body upstream, where it was
+      // parsed as the next request (issue 25)
+      framing: { transferEncoding: req.headers['transfer-encoding'], contentLength: req.headers['content-length'] },
       fail (err, kind) {
         if (attempt.ended) return
         attempt.ended = true
@@ -220,21 +226,21 @@ function stripHopByHop (proxyReq, req) {
  * copies every header): `Transfer-Encoding: chunked` (node:http then chunk-encodes the body) or
  * the Content-Length Node's parser held the body to, and nothing for a request without either.
  * @param {import('http').ClientRequest} proxyReq
- * @param {import('http').IncomingMessage} req
+ * @param {{ transferEncoding?: string, contentLength?: string }} framing the client's framing headers,
+ *   as they were before the library's passes ran
  */
-function setFraming (proxyReq, req) {
+function setFraming (proxyReq, { transferEncoding, contentLength: length }) {
   proxyReq.removeHeader('transfer-encoding')
   proxyReq.removeHeader('content-length')
-  const length = req.headers['content-length']
-  if (req.headers['transfer-encoding'] !== undefined) proxyReq.setHeader('transfer-encoding', 'chunked')
+  if (transferEncoding !== undefined) proxyReq.setHeader('transfer-encoding', 'chunked')
   else if (length !== undefined) proxyReq.setHeader('content-length', contentLength(length))
 }
 
 /**
  * The same rule on the way back: the upstream's `Connection: close` (always sent when keep-alive
- * to upstreams is off) concerns the upstream hop only. Left in, the library copies it to the
- * client and Node then closes the client's connection after every response. Without it, the
- * library answers with the client's own `Connection` preference. `Trailer` and `Transfer-Encoding`
+ * to upstreams is off) concerns the upstream hop only. Left in, it would go to the client, and Node
+ * would then close the client's connection after every response. Without it, node:http writes the
+ * client's Connection itself, from what its parser read. `Trailer` and `Transfer-Encoding`
  * go too, as in the other engines (src/proxy/engines/headers.js): no trailer fields are forwarded, and
  * node:http frames the client's response itself (a Transfer-Encoding other than chunked copied to
  * the client would leave its body without framing).
