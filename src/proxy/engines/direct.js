@@ -115,6 +115,7 @@ class Exchange {
     this.ended = false // nothing more goes to the client from this attempt
     this.discarding = false // the response is read and dropped (held status, or given up)
     this.requestDone = false // the request was written whole
+    this.sent = false // some of the request was written on the current connection
     this.keepAlive = false // the upstream allows another request on this connection
     this.skipBody = req.method === 'HEAD' ? 1 : 0
     this.replayed = false
@@ -131,9 +132,11 @@ class Exchange {
   /** Write the request on `conn`, which now belongs to this exchange. */
   send (conn) {
     this.conn = conn
+    this.sent = false
     conn.attach(this)
     const socket = conn.socket
     if (!this.sendBody) {
+      this.sent = true
       socket.write(this.head, 'latin1')
       this.requestDone = true
       return
@@ -144,6 +147,7 @@ class Exchange {
     const writeHead = () => {
       if (headSent) return
       headSent = true
+      this.sent = true
       socket.write(this.head, 'latin1')
     }
     const chunked = this.req.headers['transfer-encoding'] !== undefined
@@ -259,6 +263,13 @@ class Exchange {
     // answer is an answer, not a closed connection), so a request
     // that can be sent again is, once, on a new connection to the same upstream.
     if (!this.headed && !timedOut && conn !== null && conn.served > 0 && !conn.answered && !this.replayed && !this.sendBody && REPLAYABLE.has(this.req.method)) {
+      this.replayed = true
+      this.send(this.origin.connect())
+      return
+    }
+    // A pooled connection that closed (or was retired for bytes it sent unasked) before any of the
+    // request went out: the request goes, whole, on a new connection to the same upstream, once.
+    if (!this.sent && !timedOut && conn !== null && conn.served > 0 && !this.replayed) {
       this.replayed = true
       this.send(this.origin.connect())
       return
