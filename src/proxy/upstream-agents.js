@@ -11,6 +11,22 @@ function closeOutOfStep () {
   this.destroy()
 }
 
+/** pooled sockets taken again: socket -> its bytesWritten when it was */
+const reusedAt = new WeakMap()
+
+/**
+ * Whether any of the current request went out on `socket` (always, on a socket not taken from
+ * the pool). A response that comes before cannot be this request's: a request with a body sends
+ * its head with the body's first bytes, and until then the upstream has nothing to answer.
+ * @param {import('net').Socket | null} socket
+ * @returns {boolean}
+ */
+function sentSinceReuse (socket) {
+  if (!socket) return true
+  const before = reusedAt.get(socket)
+  return before === undefined || socket.bytesWritten > before
+}
+
 /**
  * The connection pools to upstreams: one keep-alive http.Agent shared by every http:// upstream,
  * and one https.Agent per https:// upstream origin.
@@ -49,6 +65,7 @@ function createUpstreamAgents ({ keepAlive = true, ca = null, lookup } = {}) {
   }
   const reuseSocket = function (socket, req) {
     socket.removeListener('data', closeOutOfStep)
+    reusedAt.set(socket, socket.bytesWritten)
     Object.getPrototypeOf(this).reuseSocket.call(this, socket, req)
   }
   const httpAgent = keepAlive ? new http.Agent({ keepAlive: true, ...POOL, ...resolve }) : false
@@ -101,4 +118,4 @@ function createUpstreamAgents ({ keepAlive = true, ca = null, lookup } = {}) {
   return { agentFor, retire, close }
 }
 
-module.exports = { createUpstreamAgents }
+module.exports = { createUpstreamAgents, sentSinceReuse }
