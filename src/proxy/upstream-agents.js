@@ -6,6 +6,27 @@ const net = require('node:net')
 
 const POOL = { maxFreeSockets: 256, scheduling: 'lifo' }
 
+/** A 'data' listener on a free socket: bytes with no request outstanding; the socket is closed. */
+function closeOutOfStep () {
+  this.destroy()
+}
+
+/** pooled sockets taken again: socket -> its bytesWritten when it was */
+const reusedAt = new WeakMap()
+
+/**
+ * Whether any of the current request went out on `socket` (always, on a socket not taken from
+ * the pool). A response that comes before cannot be this request's: a request with a body sends
+ * its head with the body's first bytes, and until then the upstream has nothing to answer.
+ * @param {import('net').Socket | null} socket
+ * @returns {boolean}
+ */
+function sentSinceReuse (socket) {
+  if (!socket) return true
+  const before = reusedAt.get(socket)
+  return before === undefined || socket.bytesWritten > before
+}
+
 /**
  * The connection pools to upstreams: one keep-alive http.Agent shared by every http:// upstream,
  * and one https.Agent per https:// upstream origin.
@@ -30,11 +51,28 @@ function createUpstreamAgents ({ keepAlive = true, ca = null, lookup } = {}) {
   const resolve = lookup ? { lookup } : {}
   /** sockets in use when their origin was retired: closed instead of pooled once free */
   const retired = new WeakSet()
+  // A free (pooled) socket has no request outstanding: a byte from the upstream then (the rest of
+  // an answer that was longer than it said, a second answer) means the connection is out of step,
+  // and the next request would take those bytes for its answer. node:http's client leaves no
+  // listener on a free socket (such bytes are dropped unseen), so the pool keeps a guard there
+  // that closes it, and takes it off when the socket carries a request again (reuseSocket).
   const keepSocketAlive = function (socket) {
-    return retired.has(socket) ? false : Object.getPrototypeOf(this).keepSocketAlive.call(this, socket)
+    if (retired.has(socket) || socket.readableLength > 0) return false // bytes already waiting: out of step
+    if (!Object.getPrototypeOf(this).keepSocketAlive.call(this, socket)) return false
+    socket.on('data', closeOutOfStep)
+    if (socket.isPaused()) socket.resume() // read (and so see) whatever comes while it waits
+    return true
+  }
+  const reuseSocket = function (socket, req) {
+    socket.removeListener('data', closeOutOfStep)
+    reusedAt.set(socket, socket.bytesWritten)
+    Object.getPrototypeOf(this).reuseSocket.call(this, socket, req)
   }
   const httpAgent = keepAlive ? new http.Agent({ keepAlive: true, ...POOL, ...resolve }) : false
-  if (httpAgent) httpAgent.keepSocketAlive = keepSocketAlive
+  if (httpAgent) {
+    httpAgent.keepSocketAlive = keepSocketAlive
+    httpAgent.reuseSocket = reuseSocket
+  }
   const httpsAgents = new Map()
 
   /** The agent for one upstream, from its origin URL (`http:` or `https:`). */
@@ -52,6 +90,7 @@ function createUpstreamAgents ({ keepAlive = true, ca = null, lookup } = {}) {
         ...resolve
       })
       agent.keepSocketAlive = keepSocketAlive
+      agent.reuseSocket = reuseSocket
       httpsAgents.set(target.host, agent)
     }
     return agent
@@ -79,4 +118,4 @@ function createUpstreamAgents ({ keepAlive = true, ca = null, lookup } = {}) {
   return { agentFor, retire, close }
 }
 
-module.exports = { createUpstreamAgents }
+module.exports = { createUpstreamAgents, sentSinceReuse }

@@ -115,7 +115,7 @@ class Exchange {
     this.ended = false // nothing more goes to the client from this attempt
     this.discarding = false // the response is read and dropped (held status, or given up)
     this.requestDone = false // the request was written whole
-    this.headWritten = false // the request's head went out on the current connection
+    this.sent = false // some of the request was written on the current connection
     this.keepAlive = false // the upstream allows another request on this connection
     this.skipBody = req.method === 'HEAD' ? 1 : 0
     this.replayed = false
@@ -132,12 +132,12 @@ class Exchange {
   /** Write the request on `conn`, which now belongs to this exchange. */
   send (conn) {
     this.conn = conn
-    this.headWritten = false
+    this.sent = false
     conn.attach(this)
     const socket = conn.socket
     if (!this.sendBody) {
+      this.sent = true
       socket.write(this.head, 'latin1')
-      this.headWritten = true
       this.requestDone = true
       return
     }
@@ -147,7 +147,7 @@ class Exchange {
     const writeHead = () => {
       if (headSent) return
       headSent = true
-      this.headWritten = true
+      this.sent = true
       socket.write(this.head, 'latin1')
     }
     const chunked = this.req.headers['transfer-encoding'] !== undefined
@@ -259,14 +259,16 @@ class Exchange {
     const conn = this.conn
     this.conn = null
     if (this.ended) return
-    // A pooled connection the upstream had closed meanwhile: nothing was received (a malformed
-    // answer is an answer, not a closed connection), so a request
-    // that can be sent again is, once, on a new connection to the same upstream. So is a request
-    // with a body whose head never went out (its client had sent no byte of the body yet, so none
-    // was read): an upstream's keep-alive timeout running out while a client is slow to start its
-    // body is no failure of the upstream (it was counted one, and ejected it).
-    const unsent = this.sendBody && !this.headWritten
-    if (!this.headed && !timedOut && conn !== null && conn.served > 0 && !conn.answered && !this.replayed && (unsent || (!this.sendBody && REPLAYABLE.has(this.req.method)))) {
+    // A pooled connection the upstream had closed meanwhile (or that was retired for bytes it sent
+    // unasked) before any of the request went out: the request goes, whole, once, on a new
+    // connection to the same upstream, whatever its method (its client had sent no byte of a body
+    // yet, so none was read; an upstream's keep-alive timeout running out while a client is slow to
+    // start its body is no failure of the upstream). So does a bodiless idempotent request whose
+    // connection closed with nothing received (a malformed answer is an answer, not a closed
+    // connection).
+    const unsent = !this.sent
+    const unanswered = !this.headed && !conn?.answered && !this.sendBody && REPLAYABLE.has(this.req.method)
+    if (!timedOut && conn !== null && conn.served > 0 && !this.replayed && (unsent || unanswered)) {
       this.replayed = true
       this.send(this.origin.connect())
       return

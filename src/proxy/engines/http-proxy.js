@@ -5,6 +5,7 @@ const { via, contentLength, forwardingHeaders, sendableReason, FRAMING } = requi
 const { CLIENT_FORWARDING } = require('../forwarded')
 const { withNoStore } = require('../cache-control')
 const { requireOptional } = require('../../common/optional-package')
+const { sentSinceReuse } = require('../upstream-agents')
 
 /** The library's npm name: node-http-proxy's API, maintained (http-proxy 1.18 calls util._extend, DEP0060). */
 const LIBRARY = 'http-proxy-3'
@@ -76,8 +77,11 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
   proxy.on('proxyRes', (proxyRes, req) => {
     const attempt = req[kAttempt]
     if (!attempt || attempt.ended) return
-    attempt.responded = true
     attempt.proxyRes = proxyRes
+    // bytes that came before any of the request went out (its head waits for the body) answer
+    // nothing we sent: the end of an earlier exchange on this pooled connection, out of step
+    if (attempt.proxyReq !== null && !sentSinceReuse(attempt.proxyReq.socket)) return attempt.invalid(new Error('upstream answered before the request was sent'))
+    attempt.responded = true
     // a 101 without Upgrade comes here as a final response: nothing a client may be sent
     if (proxyRes.statusCode < 200) return attempt.invalid(new Error(`upstream sent status ${proxyRes.statusCode} as a final response`))
     stripHopByHopResponse(proxyRes.headers)

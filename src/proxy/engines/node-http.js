@@ -4,6 +4,7 @@ const http = require('node:http')
 const https = require('node:https')
 const { requestHeaders, responseHead, sendableReason } = require('./headers')
 const { hasBody } = require('../body-limit')
+const { sentSinceReuse } = require('../upstream-agents')
 
 /**
  * The node-http engine: one `http.request` (`https.request` for an https upstream) per attempt
@@ -102,6 +103,9 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
         proxyRes.destroy()
         return
       }
+      // bytes that came before any of the request went out (its head waits for the body) answer
+      // nothing we sent: the end of an earlier exchange on this pooled connection, out of step
+      if (!sentSinceReuse(proxyReq.socket)) return invalid(new Error('upstream answered before the request was sent'))
       responded = true
       // a 101 without Upgrade comes here as a final response: nothing a client may be sent
       if (proxyRes.statusCode < 200) return invalid(new Error(`upstream sent status ${proxyRes.statusCode} as a final response`))

@@ -16,6 +16,7 @@ const READ_SIZE = 65536
  * @property {(chunk: Buffer) => void} onBody a piece of the response body (framing removed)
  * @property {() => void} onComplete the response ended
  * @property {(err: Error | null, timedOut: boolean) => void} onClose the connection closed before the response ended
+ * @property {boolean} sent whether any of the request went out on the connection
  */
 
 /**
@@ -53,6 +54,9 @@ class UpstreamConnection {
       // on an idle connection any byte, even the first of a response, retires it (kept, it would be
       // parsed in front of the next request's response)
       if (this.user === null) return this.broken(new Error('unsolicited bytes from upstream'))
+      // nor can bytes that come before any of the request went out (its head waits for the body)
+      // answer it: they are the end of an earlier exchange, and the connection is out of step
+      if (!this.user.sent) return this.broken(new Error('unsolicited bytes from upstream'))
       this.answered = true
       let err
       try {

@@ -1,0 +1,126 @@
+'use strict'
+
+// Bytes an upstream sends beyond its answer (issue 25, "No client can touch another's response"):
+// a second, unasked-for response, late (after a pause, while the connection waits in the pool) or
+// in the same write as the answer. They must reach no client: the next request gets its own
+// answer, and the connection they came on is closed, never handed to another request. A raw
+// node:net upstream writes the bytes; clients on raw sockets; every engine, both fronts.
+
+const net = require('node:net')
+const { startBalancer } = require('../src/proxy/balancer')
+const { ENGINES } = require('../src/proxy/proxy-engine')
+const { RawConnection, waitFor, sleep } = require('./helper')
+
+const POISON = 'HTTP/1.1 200 OK\r\nX-Id: poison\r\nContent-Length: 6\r\n\r\npoison'
+
+/**
+ * A raw upstream answering each request with `X-Id: <its path>`; after `/late` it sends POISON
+ * 50 ms later, after `/extra` in the same write. Records per connection the paths it carried and
+ * whether the balancer closed it.
+ */
+async function startUpstream () {
+  const connections = []
+  const sockets = new Set()
+  const server = net.createServer((socket) => {
+    const conn = { paths: [], closed: false }
+    connections.push(conn)
+    sockets.add(socket)
+    socket.on('error', () => {})
+    socket.on('close', () => {
+      conn.closed = true
+      sockets.delete(socket)
+    })
+    let buffered = ''
+    socket.on('data', (data) => {
+      buffered += data.toString('latin1')
+      let end
+      while ((end = buffered.indexOf('\r\n\r\n')) !== -1) {
+        const head = buffered.slice(0, end)
+        const path = head.split(' ')[1]
+        const length = Number((/\r\ncontent-length: *(\d+)/i.exec(head) || [0, 0])[1])
+        if (buffered.length < end + 4 + length) break // the body is still to come
+        buffered = buffered.slice(end + 4 + length)
+        conn.paths.push(path)
+        const answer = `HTTP/1.1 200 OK\r\nX-Id: ${path}\r\nContent-Length: 2\r\n\r\nok`
+        if (path === '/extra') {
+          socket.write(answer + POISON, 'latin1')
+        } else {
+          socket.write(answer, 'latin1')
+          if (path === '/late') setTimeout(() => { if (!socket.destroyed) socket.write(POISON, 'latin1') }, 50)
+        }
+      }
+    })
+  })
+  server.listen(0, '127.0.0.1')
+  await new Promise((resolve) => server.once('listening', resolve))
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    connections,
+    close: () => new Promise((resolve) => {
+      for (const socket of sockets) socket.destroy()
+      server.close(resolve)
+    })
+  }
+}
+
+/** One GET on a new raw client connection: the bytes it got and its one response. */
+async function get (url, path) {
+  const c = new RawConnection(url)
+  await c.send(`GET ${path} HTTP/1.1\r\nHost: t\r\n\r\n`)
+  const { responses } = await c.read(1, { timeoutMs: 2000 })
+  c.destroy()
+  return { response: responses[0], raw: c.received.toString('latin1') }
+}
+
+const SETUPS = ENGINES.flatMap((engine) => ['fast', 'node'].map((front) => [engine, front]))
+
+describe.each(SETUPS)('bytes beyond an upstream\'s answer, %s engine, %s front', (engine, front) => {
+  let upstream
+  let lb
+  beforeAll(async () => {
+    upstream = await startUpstream()
+    lb = await startBalancer({ backends: [upstream.url], port: 0, engine, front, algo: 'round-robin', maxFails: 1000, timeoutMs: 3000 })
+  })
+  afterAll(async () => {
+    await lb.close({ graceMs: 0 })
+    await upstream.close()
+  })
+
+  test.each(['/late', '/extra'])('after %s the next client gets its own answer, and that upstream connection is closed', async (path) => {
+    const first = await get(lb.url, path)
+    expect(first.response.status).toBe(200)
+    expect(first.response.headers['x-id']).toBe(path)
+    await sleep(100) // the late poison arrived while the connection waited in the pool
+    const carrier = upstream.connections.find((c) => c.paths.includes(path))
+    await waitFor(() => carrier.closed, { timeoutMs: 1000 })
+    const next = await get(lb.url, `/next${path}`)
+    expect(next.raw).not.toMatch(/poison/)
+    expect(next.response.status).toBe(200)
+    expect(next.response.headers['x-id']).toBe(`/next${path}`)
+    expect(upstream.connections.find((c) => c.paths.includes(`/next${path}`))).not.toBe(carrier)
+  })
+
+  // The direct engine retires such a connection and sends the request on a new one; node-http and
+  // http-proxy (node:http's client parses what arrives on the connection it took) refuse the
+  // answer: a 502, never the poison. Known (issue 25): undici takes the poison for the answer.
+  const bodyLate = engine === 'undici' ? test.failing : test
+  bodyLate('a request whose body comes after the late bytes gets its own answer', async () => {
+    // the upload takes the pooled connection at once and sends its head with the body's first
+    // bytes: the poison arrives in between, before any of the request went out
+    const first = await get(lb.url, '/late')
+    expect(first.response.headers['x-id']).toBe('/late')
+    const c = new RawConnection(lb.url)
+    await c.send('POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\n')
+    await sleep(100)
+    await c.send('hello')
+    const { responses } = await c.read(1, { timeoutMs: 2000 })
+    c.destroy()
+    expect(c.received.toString('latin1')).not.toMatch(/poison/)
+    if (engine === 'direct') {
+      expect(responses[0].status).toBe(200)
+      expect(responses[0].headers['x-id']).toBe('/upload')
+    } else {
+      expect(responses[0].status).toBe(502)
+    }
+  })
+})
