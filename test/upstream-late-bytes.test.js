@@ -44,6 +44,8 @@ async function startUpstream () {
         const answer = `HTTP/1.1 200 OK\r\nX-Id: ${path}\r\nContent-Length: 2\r\n\r\nok`
         if (path === '/extra') {
           socket.write(answer + POISON, 'latin1')
+        } else if (path === '/close-after') {
+          socket.end(answer, 'latin1') // closes an idle keep-alive connection at once, unannounced
         } else {
           socket.write(answer, 'latin1')
           if (path === '/late') setTimeout(() => { if (!socket.destroyed) socket.write(POISON, 'latin1') }, 50)
@@ -98,6 +100,21 @@ describe.each(SETUPS)('bytes beyond an upstream\'s answer, %s engine, %s front',
     expect(next.response.status).toBe(200)
     expect(next.response.headers['x-id']).toBe(`/next${path}`)
     expect(upstream.connections.find((c) => c.paths.includes(`/next${path}`))).not.toBe(carrier)
+  })
+
+  // RFC 9112 §9.3.1: an upstream may close an idle keep-alive connection at any moment, so a
+  // request may go out on a pooled connection as it closes. Nothing came back on it: a bodiless
+  // idempotent request goes again, once, on another connection, even with one upstream, and the
+  // upstream is not charged a failure.
+  test('a GET sent on a pooled connection its upstream closed unannounced is sent again and answered', async () => {
+    const before = lb.stats().failures.connect
+    const c = new RawConnection(lb.url)
+    await c.send('GET /close-after HTTP/1.1\r\nHost: t\r\n\r\nGET /after-close HTTP/1.1\r\nHost: t\r\n\r\n')
+    const { responses } = await c.read(2, { timeoutMs: 2000 })
+    c.destroy()
+    expect(responses.map((r) => [r.status, r.headers['x-id']])).toEqual([[200, '/close-after'], [200, '/after-close']])
+    expect(lb.stats().failures.connect - before).toBeLessThanOrEqual(1) // the race, when it happened, counted once
+    expect(lb.stats().upstreams[0].healthy).toBe(true)
   })
 
   // The direct engine retires such a connection and sends the request on a new one; node-http and

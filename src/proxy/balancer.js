@@ -533,6 +533,8 @@ class ProxiedRequest {
     }
     /** @type {string[]} ids of the upstreams tried (each at most once) */
     this.tried = []
+    /** a retry on the same upstream after a stale pooled connection was used (at most one) */
+    this.staleRetried = false
     /** @type {Attempt | null} */
     this.current = null
     /** closed() ran: the request is over for the balancer (once, whichever end came first) */
@@ -654,14 +656,23 @@ class ProxiedRequest {
     // upstream's (an upstream waiting for a stalled upload is not failing): not charged to it, or
     // one slow client could eject every upstream in turn
     const clientSlow = kind === 'timeout' && !this.req.complete && hasBody(this.req)
-    if (kind !== 'stream' && !clientSlow) lb.pool.fail(upstream)
+    // a pooled connection the upstream closed as the request went out on it, nothing received (the
+    // engines on node:http's Agent say so; the direct engine resends such a request itself): the
+    // keep-alive race of RFC 9112 §9.3.1, no failure of the upstream, which may take the request
+    // again, once, on another connection
+    const stale = err.staleConnection === true && !this.staleRetried && this.retryable && !this.req.socket.destroyed
+    if (kind !== 'stream' && !clientSlow && !stale) lb.pool.fail(upstream)
     lb.logger.warn({ upstream: upstream.id, kind, err: err.message, method: this.req.method, url: this.req.url }, 'upstream failed')
     // a timeout is retried only when asked (the upstream may have acted) and before any response byte
-    const retry = (kind !== 'timeout' || (lb.retryOn.has('timeout') && attempt.statusCode === undefined)) && this.canRetry()
+    const retry = stale || ((kind !== 'timeout' || (lb.retryOn.has('timeout') && attempt.statusCode === undefined)) && this.canRetry())
     if (res.headersSent || res.destroyed) {
       res.destroy() // the client must see a broken response, never a truncated one that looks whole
     } else if (retry) {
       lb.counters.retries++
+      if (stale) {
+        this.staleRetried = true
+        this.tried.pop() // its connection failed, not the upstream: it stays a candidate
+      }
       this.dispatch()
     } else if (kind === 'timeout') {
       // the client is told what went wrong, never where: the upstream's address stays in the log

@@ -13,6 +13,22 @@ function closeOutOfStep () {
 
 /** pooled sockets taken again: socket -> its bytesWritten when it was */
 const reusedAt = new WeakMap()
+/** pooled sockets taken again: socket -> its bytesRead when it was */
+const readAt = new WeakMap()
+
+/**
+ * Whether `req` failed on a pooled connection that brought nothing back since it was taken again:
+ * the keep-alive race of RFC 9112 §9.3.1 (the upstream closed an idle connection as the request
+ * went out on it), which says nothing of the upstream's health.
+ * @param {import('http').ClientRequest} req
+ * @returns {boolean}
+ */
+function staleConnection (req) {
+  const socket = req.socket
+  if (!req.reusedSocket || !socket) return false
+  const before = readAt.get(socket)
+  return before !== undefined && socket.bytesRead === before
+}
 
 /**
  * Whether any of the current request went out on `socket` (always, on a socket not taken from
@@ -66,6 +82,7 @@ function createUpstreamAgents ({ keepAlive = true, ca = null, lookup } = {}) {
   const reuseSocket = function (socket, req) {
     socket.removeListener('data', closeOutOfStep)
     reusedAt.set(socket, socket.bytesWritten)
+    readAt.set(socket, socket.bytesRead)
     Object.getPrototypeOf(this).reuseSocket.call(this, socket, req)
   }
   const httpAgent = keepAlive ? new http.Agent({ keepAlive: true, ...POOL, ...resolve }) : false
@@ -118,4 +135,4 @@ function createUpstreamAgents ({ keepAlive = true, ca = null, lookup } = {}) {
   return { agentFor, retire, close }
 }
 
-module.exports = { createUpstreamAgents, sentSinceReuse }
+module.exports = { createUpstreamAgents, sentSinceReuse, staleConnection }

@@ -133,7 +133,7 @@ async function startHarness ({ engine, front, direction, timeoutMs = 2000, settl
       c.connections.forEach((conn, i) => {
         const found = direction === 'request'
           ? checkRequestConnection(c, conn, results[i], { front: taken, upstream: byUrl })
-          : checkResponseConnection(c, conn, results[i], raced)
+          : checkResponseConnection(c, conn, results[i], raced, upstream.closeRaced)
         for (const f of found) failures.push({ ...f, case: c.index })
       })
     }
@@ -306,7 +306,9 @@ const POISON_START = 'HTTP/1.1 200 OK\r\nX-Fuzz-Id: poison.'
 async function startScriptedUpstream () {
   // next: poison id or answered request id -> the request polistes sent next on that connection
   // before it could read those bytes (see the write loop below)
-  const upstream = { records: [], parseErrors: [], active: 0, sockets: new Set(), specs: new Map(), next: new Map() }
+  // closeRaced: ids of the requests that reached a connection after the upstream had ended it (RFC
+  // 9112 §9.3.1: an upstream may close an idle keep-alive connection as a request goes out on it)
+  const upstream = { records: [], parseErrors: [], active: 0, sockets: new Set(), specs: new Map(), next: new Map(), closeRaced: new Set() }
   const server = net.createServer({ noDelay: true }, (socket) => {
     upstream.sockets.add(socket)
     socket.once('close', () => upstream.sockets.delete(socket))
@@ -366,6 +368,10 @@ async function startScriptedUpstream () {
       }
     }
     socket.on('data', (d) => {
+      if (over) { // never read: the ids of the requests that raced the end, for the checks
+        for (const m of d.toString('latin1').matchAll(/^[A-Z]+ (\S+) HTTP\//gm)) upstream.closeRaced.add(idOf(m[1]))
+        return
+      }
       buffer = buffer.length === 0 ? d : Buffer.concat([buffer, d])
       pump()
     })

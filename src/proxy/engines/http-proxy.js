@@ -5,7 +5,7 @@ const { via, contentLength, forwardingHeaders, sendableReason, FRAMING } = requi
 const { CLIENT_FORWARDING } = require('../forwarded')
 const { withNoStore } = require('../cache-control')
 const { requireOptional } = require('../../common/optional-package')
-const { sentSinceReuse } = require('../upstream-agents')
+const { sentSinceReuse, staleConnection } = require('../upstream-agents')
 
 /** The library's npm name: node-http-proxy's API, maintained (http-proxy 1.18 calls util._extend, DEP0060). */
 const LIBRARY = 'http-proxy-3'
@@ -186,6 +186,7 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
       // pipe completes the client's response, Node closes the connection
       if (attempt.proxyRes !== null && attempt.proxyRes.complete && !attempt.timedOut) return
       const kind = attempt.timedOut ? 'timeout' : attempt.responded ? 'stream' : 'connect'
+      if (kind === 'connect' && attempt.proxyReq !== null && staleConnection(attempt.proxyReq)) err.staleConnection = true
       attempt.fail(err, kind)
     })
     return attempt

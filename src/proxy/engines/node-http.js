@@ -4,7 +4,7 @@ const http = require('node:http')
 const https = require('node:https')
 const { requestHeaders, responseHead, sendableReason } = require('./headers')
 const { hasBody } = require('../body-limit')
-const { sentSinceReuse } = require('../upstream-agents')
+const { sentSinceReuse, staleConnection } = require('../upstream-agents')
 
 /**
  * The node-http engine: one `http.request` (`https.request` for an https upstream) per attempt
@@ -77,6 +77,7 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
       // a response read whole, then bytes that are not (a body after a 204 or a HEAD answer): the
       // client's response completes on 'end', the connection is closed by Node
       if (proxyRes !== null && proxyRes.complete && !timedOut) return
+      if (!responded && !timedOut && staleConnection(proxyReq)) err.staleConnection = true
       fail(err, timedOut ? 'timeout' : responded ? 'stream' : 'connect')
     })
     /** @type {import('http').IncomingMessage | null} */
