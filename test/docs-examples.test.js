@@ -42,8 +42,16 @@ function runNode (file, cwd) {
   return spawnSync(process.execPath, [file], { cwd, encoding: 'utf8', timeout: 60000, env: plainEnv() })
 }
 
+/**
+ * http-proxy-middleware 3, the version that runs on Node 20 (4 needs Node 22.15), proxies through
+ * http-proxy 1.18, which calls util._extend: Node 22 and later warn once (DEP0060). That warning is
+ * the library's, not polistes': it is the one stderr line allowed, and only where the code uses
+ * http-proxy-middleware.
+ */
+const HPM_DEP0060 = /^\(node:\d+\) \[DEP0060\] DeprecationWarning: The `util\._extend` API is deprecated\. Please use Object\.assign\(\) instead\.\n\(Use `node --trace-deprecation \.\.\.` to show where the warning was created\)\n/
+
 function expectPrints (result, code) {
-  expect(result.stderr).toBe('')
+  expect(code.includes('http-proxy-middleware') ? result.stderr.replace(HPM_DEP0060, '') : result.stderr).toBe('')
   expect(result.status).toBe(0)
   expect(mismatches(result.stdout, expectedPrints(code))).toEqual([])
 }

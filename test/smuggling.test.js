@@ -128,10 +128,18 @@ describe.each(SETUPS)('request framing (engine %s, front %s)', (engine, front) =
       ['HTTP/1.0', 'GET /a HTTP/1.0\r\nHost: x\r\n\r\n'],
       ['HTTP/1.0 with Keep-Alive and a trailing HTAB', 'GET /a HTTP/1.0\r\nHost: x\r\nConnection: Keep-Alive\t\r\n\r\n'],
       ['Connection: close', 'GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n']
-    ])('%s, then a pipelined request', async (_name, head) => {
+    ])('%s, then a pipelined request', async (name, head) => {
       const responses = await exchange(base, `${head}GET /b HTTP/1.1\r\nHost: x\r\n\r\n`, { count: 2 })
-      expect(responses.map((r) => r.status)).toEqual([200])
+      expect(responses[0].status).toBe(200)
       expect(responses[0].body.toString()).toBe('GET /a []')
+      // Node 20's llhttp does not take `Keep-Alive<HTAB>` as keep-alive, Node 22's and later do
+      // (HTAB is optional whitespace, RFC 9110 §5.6.3): either way each request gets its own answer
+      if (name.includes('HTAB') && responses[0].headers.connection !== 'close') {
+        expect(responses.map((r) => [r.status, r.body.toString()])).toEqual([[200, 'GET /a []'], [200, 'GET /b []']])
+        expect(seen()).toEqual(['GET /a', 'GET /b'])
+        return
+      }
+      expect(responses.map((r) => r.status)).toEqual([200])
       expect(responses[0].headers.connection).toBe('close')
       expect(seen()).toEqual(['GET /a'])
     })
