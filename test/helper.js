@@ -99,6 +99,24 @@ async function closedPort () {
 /** Resolve after `ms`. */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/**
+ * A pino logger whose JSON lines the test can read back.
+ * @param {string} [level='debug']
+ * @returns {{ logger: import('pino').Logger, lines: object[] }}
+ */
+function logSink (level = 'debug') {
+  const { Writable } = require('node:stream')
+  const pino = require('pino')
+  const lines = []
+  const stream = new Writable({
+    write (chunk, _enc, cb) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line))
+      cb()
+    }
+  })
+  return { logger: pino({ level }, stream), lines }
+}
+
 /** Poll `fn` until it returns truthy or `timeoutMs` passes. */
 async function waitFor (fn, { timeoutMs = 3000, stepMs = 20 } = {}) {
   const end = Date.now() + timeoutMs
@@ -455,4 +473,4 @@ function alive (pid) {
   }
 }
 
-module.exports = { alive, describeIfInstalled, rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli, cliEntry, startCli, parseResponses, RawConnection, startRecordingUpstream, makeCertificates }
+module.exports = { logSink, alive, describeIfInstalled, rawRequest, request, runNode, startUpstream, closedPort, sleep, waitFor, startServerCli, cliEntry, startCli, parseResponses, RawConnection, startRecordingUpstream, makeCertificates }

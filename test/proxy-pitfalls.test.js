@@ -1,23 +1,9 @@
 'use strict'
 
 const net = require('node:net')
-const { Writable } = require('node:stream')
-const pino = require('pino')
 const { startBalancer } = require('../src/proxy/balancer')
 const { ENGINES } = require('../src/proxy/proxy-engine')
-const { request, startUpstream, closedPort, waitFor } = require('./helper')
-
-/** A pino logger whose JSON lines the test can read back. */
-function logSink () {
-  const lines = []
-  const stream = new Writable({
-    write (chunk, _enc, cb) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line))
-      cb()
-    }
-  })
-  return { logger: pino({ level: 'debug' }, stream), lines }
-}
+const { request, startUpstream, closedPort, waitFor, logSink } = require('./helper')
 
 // Every engine runs the same pitfalls: the choice in docs/proxy-behaviour.md rests on these results.
 describe.each(ENGINES)('proxy pitfalls with the %s engine', (engine) => {

@@ -4,21 +4,7 @@ const fs = require('node:fs')
 const https = require('node:https')
 const { createUpstreamAgents } = require('../src/proxy/upstream-agents')
 const { startBalancer } = require('../src/proxy/balancer')
-const { Writable } = require('node:stream')
-const pino = require('pino')
-const { request, startUpstream, makeCertificates } = require('./helper')
-
-/** A logger whose JSON lines land in `lines`: the reason of a 502 is logged, not sent to the client. */
-function logSink () {
-  const lines = []
-  const stream = new Writable({
-    write (chunk, _enc, cb) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line))
-      cb()
-    }
-  })
-  return { logger: pino({ level: 'warn' }, stream), lines }
-}
+const { request, startUpstream, makeCertificates, logSink } = require('./helper')
 
 let certs
 let tls
@@ -74,7 +60,7 @@ describe.each(['http-proxy', 'node-http', 'direct'])('https upstreams behind the
 
   test('an upstream certificate no trusted CA signed is refused: 502, nothing reaches it', async () => {
     upstream = await startUpstream((req, res) => res.end('should not be reached'), { tls })
-    const { logger, lines } = logSink()
+    const { logger, lines } = logSink('warn')
     lb = await startBalancer({ backends: [upstream.url], port: 0, engine, retries: 0, logger }) // Node's bundled CAs only
     const res = await request(`${lb.url}/x`)
     expect(res.status).toBe(502)
@@ -101,7 +87,7 @@ describe.each(['http-proxy', 'node-http', 'direct'])('https upstreams behind the
   test('a certificate for another name is refused even when a trusted CA signed it', async () => {
     // the CA's own certificate, served as a server certificate: trusted, but it names no host
     upstream = await startUpstream((req, res) => res.end('should not be reached'), { tls: { cert: fs.readFileSync(certs.ca), key: fs.readFileSync(certs.caKey) } })
-    const { logger, lines } = logSink()
+    const { logger, lines } = logSink('warn')
     lb = await startBalancer({ backends: [upstream.url], port: 0, engine, retries: 0, upstreamCa: certs.ca, logger })
     const res = await request(`${lb.url}/`)
     expect(res.status).toBe(502)
