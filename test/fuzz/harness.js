@@ -257,18 +257,7 @@ async function startRecordingUpstream () {
     upstream.records.push({ method: req.method, url: req.url, rawHeaders: req.rawHeaders, body: Buffer.alloc(0), complete: true })
     socket.destroy()
   })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  upstream.url = `http://127.0.0.1:${server.address().port}`
-  upstream.reset = () => {
-    upstream.records = []
-    upstream.parseErrors = []
-  }
-  upstream.close = () => new Promise((resolve) => {
-    for (const s of upstream.sockets) s.destroy()
-    server.close(() => resolve())
-  })
-  return upstream
+  return listen(server, upstream)
 }
 
 /**
@@ -376,6 +365,16 @@ async function startScriptedUpstream () {
       pump()
     })
   })
+  return listen(server, upstream)
+}
+
+/**
+ * Start `server` on 127.0.0.1 port 0 and give `upstream` its url, reset() and close() (which cuts
+ * its open sockets).
+ * @param {import('net').Server} server
+ * @param {{ records: object[], parseErrors: object[], sockets: Set<import('net').Socket> }} upstream
+ */
+async function listen (server, upstream) {
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
   upstream.url = `http://127.0.0.1:${server.address().port}`
