@@ -128,7 +128,7 @@ async function startHarness ({ engine, front, direction, timeoutMs = 2000, settl
       const m = /\/id\/(\d+)\./.exec(e.raw.toString('latin1'))
       failures.push({ kind: 'upstream-could-not-parse', case: m ? Number(m[1]) : undefined, detail: `the upstream could not parse what polistes sent (${e.code} ${e.reason || ''}): ${show(e.raw, 400)}` })
     }
-    const raced = direction === 'response' ? racedAnswers(upstream.next) : null
+    const raced = direction === 'response' ? upstream.raced : null
     for (const [c, results] of seen) {
       c.connections.forEach((conn, i) => {
         const found = direction === 'request'
@@ -139,7 +139,7 @@ async function startHarness ({ engine, front, direction, timeoutMs = 2000, settl
     }
     taken.clear()
     upstream.reset()
-    if (upstream.next) upstream.next.clear()
+    if (upstream.raced) upstream.raced.clear()
     return failures
   }
 
@@ -265,39 +265,15 @@ async function startRecordingUpstream () {
  * writing the generated answer for its id (src: responses.js), byte for byte, then closing the
  * connection if the answer says so.
  */
-/**
- * The answers the one race HTTP/1.1 cannot resolve may give a request that is not its own: a late
- * poison to the request polistes had sent on that connection before it could read it; that
- * request's real answer to the one sent after it before it could be read; and so on, each link the
- * same race, ending where polistes saw bytes with no request outstanding.
- * @param {Map<string, string>} next poison id or request id -> the request sent next on that
- *   connection before those bytes could be read
- * @returns {Map<string, string>} request id -> the id of the answer it may get
- */
-function racedAnswers (next) {
-  const raced = new Map()
-  for (const [from, to] of next) {
-    if (!from.startsWith('poison.')) continue
-    let answer = from
-    let q = to
-    while (q !== undefined && !raced.has(q)) {
-      raced.set(q, answer)
-      answer = q
-      q = next.get(q)
-    }
-  }
-  return raced
-}
-
 /** How a poison response (responses.js) begins. */
 const POISON_START = 'HTTP/1.1 200 OK\r\nX-Fuzz-Id: poison.'
 
 async function startScriptedUpstream () {
-  // next: poison id or answered request id -> the request polistes sent next on that connection
-  // before it could read those bytes (see the write loop below)
+  // raced: ids of the requests polistes sent on a connection after the upstream had written late
+  // bytes on it (a poison): the race HTTP/1.1 cannot resolve (see the write loop below)
   // closeRaced: ids of the requests that reached a connection after the upstream had ended it (RFC
   // 9112 §9.3.1: an upstream may close an idle keep-alive connection as a request goes out on it)
-  const upstream = { records: [], parseErrors: [], active: 0, sockets: new Set(), specs: new Map(), next: new Map(), closeRaced: new Set() }
+  const upstream = { records: [], parseErrors: [], active: 0, sockets: new Set(), specs: new Map(), raced: new Set(), closeRaced: new Set() }
   const server = net.createServer({ noDelay: true }, (socket) => {
     upstream.sockets.add(socket)
     socket.once('close', () => upstream.sockets.delete(socket))
@@ -305,7 +281,10 @@ async function startScriptedUpstream () {
     let buffer = Buffer.alloc(0)
     let busy = false
     let over = false // the upstream ended this connection: what comes after is never read
-    const ids = [] // of the requests read on this connection
+    let poisoned = false // the upstream wrote late bytes on this connection
+    const markRaced = () => {
+      for (const m of buffer.toString('latin1').matchAll(/^[A-Z]+ (\/id\/\S+) HTTP\//gm)) upstream.raced.add(idOf(m[1]))
+    }
     const pump = async () => {
       while (!busy && !over && !socket.destroyed) {
         const r = readRequest(buffer, 0)
@@ -318,7 +297,7 @@ async function startScriptedUpstream () {
         buffer = buffer.subarray(r.next)
         const q = r.request
         upstream.records.push({ method: q.method, url: q.target, rawHeaders: q.rawHeaders, body: q.body, complete: true })
-        ids.push(idOf(q.target))
+        if (poisoned) upstream.raced.add(idOf(q.target))
         const spec = upstream.specs.get(idOf(q.target))
         if (spec === undefined) {
           socket.write('HTTP/1.1 404 Not Found\r\nX-Fuzz-Id: unknown\r\nContent-Length: 0\r\n\r\n')
@@ -336,17 +315,14 @@ async function startScriptedUpstream () {
           socket.write(w)
           // Late bytes (a poison after a pause) race the next request on a pooled connection: once
           // polistes has sent it, before it could read them, nothing in HTTP/1.1 tells them from its
-          // answer; and that request's own answer then races the request after it, in turn. What
-          // polistes wrote before it could read what was written here (it runs in this process) is
-          // read here within two turns of the event loop: `next` records which request that was.
-          const poisonId = w.toString('latin1', 0, POISON_START.length) === POISON_START ? `poison.${spec.id}` : null
-          const after = ids.length
-          setImmediate(() => setImmediate(() => {
-            const line = /^[A-Z]+ (\S+) /.exec(buffer.toString('latin1', 0, 300))
-            const next = ids.length > after ? ids[after] : line !== null ? idOf(line[1]) : null
-            if (next !== null) upstream.next.set(poisonId || spec.id, next) // the last write of the answer decides
-            else if (poisonId === null) upstream.next.delete(spec.id)
-          }))
+          // answer; that request's own answer then races the request after it, and so on, for as
+          // long as polistes finds a request waiting each time it has read an answer there. So
+          // every request carried on this connection from here on is raced: any answer may reach it
+          // (the poison, an earlier request's answer, an error), and the checks hold it to none.
+          if (w.toString('latin1', 0, POISON_START.length) === POISON_START) {
+            poisoned = true
+            markRaced()
+          }
         }
         upstream.active--
         busy = false
@@ -358,10 +334,14 @@ async function startScriptedUpstream () {
     }
     socket.on('data', (d) => {
       if (over) { // never read: the ids of the requests that raced the end, for the checks
-        for (const m of d.toString('latin1').matchAll(/^[A-Z]+ (\S+) HTTP\//gm)) upstream.closeRaced.add(idOf(m[1]))
+        for (const m of d.toString('latin1').matchAll(/^[A-Z]+ (\S+) HTTP\//gm)) {
+          upstream.closeRaced.add(idOf(m[1]))
+          if (poisoned) upstream.raced.add(idOf(m[1]))
+        }
         return
       }
       buffer = buffer.length === 0 ? d : Buffer.concat([buffer, d])
+      if (poisoned) markRaced()
       pump()
     })
   })

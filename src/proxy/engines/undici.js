@@ -1,6 +1,6 @@
 'use strict'
 
-const { PassThrough } = require('node:stream')
+const { Transform } = require('node:stream')
 const { requireOptional } = require('../../common/optional-package')
 const { requestHeaders, responseHead, sendableReason } = require('./headers')
 const { hasBody } = require('../body-limit')
@@ -61,14 +61,17 @@ function createUndiciEngine ({ keepAlive, timeoutMs, lookup }) {
    */
   function forward (req, res, upstream, handlers, { replay = false, hold, noStore = false, trusted = false } = {}) {
     const attempt = new Attempt(res, handlers, hold && hold.size > 0 ? hold : null)
-    pool(upstream).dispatch({
-      method: req.method,
-      path: req.url,
-      headers: requestHeaders(req, { keepTransferEncoding: false, close: !keepAlive, noStore, trusted }),
-      // undici destroys a stream body once sent; a pass-through keeps that away from the client's
-      // request (whose socket the server still needs for the response)
-      body: replay || !hasBody(req) ? null : req.pipe(new PassThrough())
-    }, attempt)
+    const dispatch = (body) => {
+      if (attempt.ended) return // the client left before its body began
+      pool(upstream).dispatch({
+        method: req.method,
+        path: req.url,
+        headers: requestHeaders(req, { keepTransferEncoding: false, close: !keepAlive, noStore, trusted }),
+        body
+      }, attempt)
+    }
+    if (replay || !hasBody(req)) dispatch(null)
+    else bodyOnceStarted(req, dispatch)
     return attempt
   }
 
@@ -87,6 +90,37 @@ function createUndiciEngine ({ keepAlive, timeoutMs, lookup }) {
   }
 
   return { forward, close, retire }
+}
+
+/**
+ * Pipe the client's body into a stream of its own (undici destroys a stream body once sent, and the
+ * client's socket is still needed for the response) and call `start` with it once its first bytes
+ * (or its end) are here. undici takes a pooled connection and parses what arrives on it as this
+ * request's answer from the moment it is dispatched, but writes the head only with the first body
+ * chunk: dispatched earlier, bytes an upstream sent late on that connection, before any of this
+ * request went out, would be taken for its answer. Dispatched here, they arrive on an idle
+ * connection, which undici closes.
+ * @param {import('http').IncomingMessage} req
+ * @param {(body: import('stream').Readable) => void} start
+ */
+function bodyOnceStarted (req, start) {
+  let started = false
+  const go = () => {
+    if (started) return
+    started = true
+    start(body)
+  }
+  const body = new Transform({
+    transform (chunk, encoding, callback) {
+      callback(null, chunk)
+      go()
+    },
+    flush (callback) {
+      callback()
+      go()
+    }
+  })
+  req.pipe(body)
 }
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT'])
