@@ -102,6 +102,17 @@ describe.each(SETUPS)('bytes beyond an upstream\'s answer, %s engine, %s front',
     expect(upstream.connections.find((c) => c.paths.includes(`/next${path}`))).not.toBe(carrier)
   })
 
+  // The answer's end, and the bytes after it in the same read: the request that follows at once
+  // (pipelined behind it, taken up as its answer ends) must not get the connection, nor those bytes.
+  test('a request pipelined behind an answer with bytes after it gets its own answer', async () => {
+    const c = new RawConnection(lb.url)
+    await c.send('GET /extra HTTP/1.1\r\nHost: t\r\n\r\nGET /behind-extra HTTP/1.1\r\nHost: t\r\n\r\n')
+    const { responses } = await c.read(2, { timeoutMs: 2000 })
+    c.destroy()
+    expect(c.received.toString('latin1')).not.toMatch(/poison/)
+    expect(responses.map((r) => [r.status, r.headers['x-id']])).toEqual([[200, '/extra'], [200, '/behind-extra']])
+  })
+
   // RFC 9112 §9.3.1: an upstream may close an idle keep-alive connection at any moment, so a
   // request may go out on a pooled connection as it closes. Nothing came back on it: a bodiless
   // idempotent request goes again, once, on another connection, even with one upstream, and the

@@ -168,28 +168,37 @@ function checkRequestConnection (c, conn, seen, records) {
  * @param {Set<string>} [closeRaced] ids of requests that reached an upstream connection after the
  *   upstream had ended it (the keep-alive race of RFC 9112 §9.3.1): a request polistes cannot send
  *   again (a body, or not idempotent) may get polistes' own 502 instead of its answer
+ * @param {Set<string> | null} [unread] in a batch where late bytes raced, the ids of the requests no
+ *   upstream read: one polistes sent on a raced connection that the upstream then ended (or that
+ *   polistes closed, out of step) was never read there, so nothing tells it from a raced one; it may
+ *   get polistes' own error, or lose its answer, but never another's
  * @returns {Failure[]}
  */
-function checkResponseConnection (c, conn, seen, raced = null, closeRaced = new Set()) {
+function checkResponseConnection (c, conn, seen, raced = null, closeRaced = new Set(), unread = null) {
   const failures = []
   const fail = (kind, detail, id) => failures.push({ kind, detail, id, conn: conn.index })
   if (seen.hung) fail('connection-hung', 'the connection was neither answered nor closed in time, even after the client ended its side')
   const { responses, error } = readResponses(seen.received, (i) => conn.requests[i] !== undefined && conn.requests[i].method === 'HEAD', seen.closed)
   if (error !== null && !error.startsWith('cut')) fail('client-got-bad-bytes', `${error} in ${show(seen.received, 400)}`)
   const finals = responses.filter((r) => !r.interim)
-  // The one race HTTP/1.1 cannot resolve (harness.js): a raced request may get a poison, as may
-  // one raced request per poison written; a poison anywhere else is a failure.
+  // The one race HTTP/1.1 cannot resolve (harness.js): a raced request may get any answer; and an
+  // answer that is a poison or names a raced request exists only on a connection that carried late
+  // bytes, so whichever request gets it was sent there in that race (the upstream may never have
+  // read it: polistes closes the connection at the first bytes out of step, and an upstream loses
+  // what it had not read yet when that close resets it). A poison anywhere else is a failure.
   const isRaced = (q) => q !== undefined && raced !== null && raced.has(q.id)
-  let allowed = 0
-  for (let i = 0; i < finals.length; i++) {
-    if (isRaced(conn.requests[i]) && String(finals[i].headers['x-fuzz-id']).startsWith('poison.')) allowed++
+  const racedAnswer = (res) => {
+    const id = res === undefined ? undefined : res.headers['x-fuzz-id']
+    return raced !== null && id !== undefined && (id.startsWith('poison.') || raced.has(id))
   }
-  let at = -1
-  for (let n = 0; n <= allowed; n++) {
-    at = seen.received.indexOf('poison.', at + 1)
-    if (at === -1) break
+  // a raced answer is allowed whole: a poison, or whatever bytes it carries (an answer that runs to
+  // the connection's end takes every later byte on it, late poison included)
+  const allowed = finals.filter((res, i) => isRaced(conn.requests[i]) || racedAnswer(res))
+  for (let at = seen.received.indexOf('poison.'); at !== -1; at = seen.received.indexOf('poison.', at + 1)) {
+    if (allowed.some((res) => at >= res.from && at < res.to)) continue
+    fail('poison-delivered', `bytes an upstream sent after its answer reached a client: ${show(seen.received.subarray(Math.max(0, at - 60), at + 40))}`)
+    break
   }
-  if (at !== -1) fail('poison-delivered', `bytes an upstream sent after its answer reached a client: ${show(seen.received.subarray(Math.max(0, at - 60), at + 40))}`)
   let exact = true
   conn.requests.forEach((q, i) => {
     const spec = q.response
@@ -197,14 +206,16 @@ function checkResponseConnection (c, conn, seen, raced = null, closeRaced = new 
     // polistes may end the connection after an answer that says so (an HTTP/1.0 client's answer
     // without a length): what was pipelined behind it is lost
     if (i > 0 && finals[i - 1] !== undefined && /\bclose\b/i.test(finals[i - 1].headers.connection || '')) exact = false
-    const mustArrive = exact && spec.check === 'exact' && !isRaced(q)
-    exact = exact && spec.check === 'exact' && !q.closeAfter && !isRaced(q)
+    const lostInRace = unread !== null && unread.has(q.id) && (res === undefined || res.headers['x-polistes-error'] !== undefined)
+    const inRace = isRaced(q) || racedAnswer(res) || lostInRace
+    const mustArrive = exact && spec.check === 'exact' && !inRace
+    exact = exact && spec.check === 'exact' && !q.closeAfter && !inRace
     if (res === undefined) {
       if (mustArrive) fail('good-answer-lost', `the well-formed answer ${show(Buffer.concat(spec.writes.filter(Buffer.isBuffer)))} to ${show(q.bytes)} did not reach the client${error ? ` (${error})` : ''}`, q.id)
       return
     }
     const id = res.headers['x-fuzz-id']
-    if (isRaced(q)) return // the raced exchange (above): any answer may reach it
+    if (inRace) return // the raced exchange (above): any answer may reach it
     if (id !== undefined && id !== q.id) return fail('answer-to-another-request', `answer ${i} on the connection names ${id}, the request was ${q.id}`, q.id)
     if (id === undefined && res.headers['x-polistes-error'] === undefined && !spec.mutations.includes('connection-names-framing')) {
       fail('answer-of-unknown-origin', `answer ${i} (${res.status}) to ${q.id} names no request and is not polistes' own`, q.id)

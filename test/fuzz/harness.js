@@ -129,17 +129,24 @@ async function startHarness ({ engine, front, direction, timeoutMs = 2000, settl
       failures.push({ kind: 'upstream-could-not-parse', case: m ? Number(m[1]) : undefined, detail: `the upstream could not parse what polistes sent (${e.code} ${e.reason || ''}): ${show(e.raw, 400)}` })
     }
     const raced = direction === 'response' ? upstream.raced : null
+    // requests no upstream read, in a batch where late bytes raced: see checkResponseConnection
+    const unread = direction === 'response' && upstream.poisoned > 0 ? new Set() : null
+    if (unread !== null) {
+      const read = new Set(upstream.records.map((r) => idOf(r.url)))
+      for (const [c] of seen) for (const conn of c.connections) for (const q of conn.requests) if (!read.has(q.id)) unread.add(q.id)
+    }
     for (const [c, results] of seen) {
       c.connections.forEach((conn, i) => {
         const found = direction === 'request'
           ? checkRequestConnection(c, conn, results[i], { front: taken, upstream: byUrl })
-          : checkResponseConnection(c, conn, results[i], raced, upstream.closeRaced)
+          : checkResponseConnection(c, conn, results[i], raced, upstream.closeRaced, unread)
         for (const f of found) failures.push({ ...f, case: c.index })
       })
     }
     taken.clear()
     upstream.reset()
     if (upstream.raced) upstream.raced.clear()
+    upstream.poisoned = 0
     return failures
   }
 
@@ -273,7 +280,7 @@ async function startScriptedUpstream () {
   // bytes on it (a poison): the race HTTP/1.1 cannot resolve (see the write loop below)
   // closeRaced: ids of the requests that reached a connection after the upstream had ended it (RFC
   // 9112 §9.3.1: an upstream may close an idle keep-alive connection as a request goes out on it)
-  const upstream = { records: [], parseErrors: [], active: 0, sockets: new Set(), specs: new Map(), raced: new Set(), closeRaced: new Set() }
+  const upstream = { records: [], parseErrors: [], active: 0, sockets: new Set(), specs: new Map(), raced: new Set(), poisoned: 0, closeRaced: new Set() }
   const server = net.createServer({ noDelay: true }, (socket) => {
     upstream.sockets.add(socket)
     socket.once('close', () => upstream.sockets.delete(socket))
@@ -319,8 +326,9 @@ async function startScriptedUpstream () {
           // long as polistes finds a request waiting each time it has read an answer there. So
           // every request carried on this connection from here on is raced: any answer may reach it
           // (the poison, an earlier request's answer, an error), and the checks hold it to none.
-          if (w.toString('latin1', 0, POISON_START.length) === POISON_START) {
+          if (w.includes(POISON_START, 0, 'latin1')) { // late, or in the same write as the answer
             poisoned = true
+            upstream.poisoned++
             markRaced()
           }
         }

@@ -399,4 +399,4 @@ async function main () {
 
 if (require.main === module) main()
 
-module.exports = { parseArgs, makeCase, describeCase }
+module.exports = { parseArgs }

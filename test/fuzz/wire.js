@@ -118,7 +118,7 @@ function readResponses (buffer, isHead, ended) {
       cursor = buffer.length
       closeDelimited = true
     }
-    responses.push({ status, version: m[1], headers, body, interim, chunked, closeDelimited })
+    responses.push({ status, version: m[1], headers, body, interim, chunked, closeDelimited, from: pos, to: cursor })
     if (!interim) finals++
     pos = cursor
     if (status === 101) break

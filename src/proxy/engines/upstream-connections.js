@@ -150,7 +150,9 @@ class UpstreamConnection {
 
   /** Whether the connection can carry another request. */
   get usable () {
-    return !this.closed && !this.socket.destroyed && this.user === null
+    // an upstream that ended its side (FIN read, the 'close' not yet here) takes no more requests:
+    // one written now would be lost (EPIPE) with its body
+    return !this.closed && !this.socket.destroyed && !this.socket.readableEnded && this.user === null
   }
 }
 
