@@ -1,7 +1,7 @@
 'use strict'
 
 /**
- * The workload options of issue 18, shared by `npm run bench:model` (bench/model/closed-loop.js) and
+ * The workload options of issue 18, shared by `npm run bench:model` (bench/runners/model.js) and
  * `npm run bench` (bench/runners/options.js): pages, popularity, page sizes, caches in pages or bytes,
  * popularity shift, churn. Validated here, once, into a plain workload object; bad values throw
  * ERR_POLISTES_BAD_OPTION with the option's name. Each caller passes its own defaults.
