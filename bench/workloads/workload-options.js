@@ -10,8 +10,8 @@
 const { ERR_POLISTES_BAD_OPTION } = require('../../src/common/errors')
 const { parsePopularity, formatPopularity } = require('./popularity')
 const { parsePageSizes, parseBytes } = require('./page-sizes')
+const { DEFAULTS } = require('../../src/config/defaults')
 
-const UPSTREAMS = 7
 const MAX_PAGES = 100000
 
 /** The model's defaults: Zipf(1) over 200 pages of 62,000 B, 12 % of the pages per cache. */
@@ -50,7 +50,7 @@ function parseShift (value, pages) {
  */
 function parseWorkload (args, defaults = MODEL_DEFAULTS) {
   const minPages = defaults.minPages ?? 2
-  const upstreams = defaults.upstreams ?? UPSTREAMS
+  const upstreams = defaults.upstreams ?? DEFAULTS.fleet.count
   const pages = args.pages ?? defaults.pages
   if (!Number.isInteger(pages) || pages < minPages || pages > MAX_PAGES) throw new ERR_POLISTES_BAD_OPTION(`--pages must be an integer from ${minPages} to ${MAX_PAGES}, got ${args.pages}`)
   const popularity = parsePopularity(args.popularity ?? defaults.popularity)
