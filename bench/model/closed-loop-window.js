@@ -8,7 +8,8 @@
 
 /**
  * Statistics over one window of requests: `record` each pick, count `dropped` ones, then `summary`.
- * @returns {{ dropped: number, record (id: string, key: string, hit: boolean): void, summary (present: string[]): object }}
+ * @returns {{ dropped: number, record (id: string, key: string, hit: boolean): void,
+ *   summary (present: string[]): object }}
  */
 function createWindow () {
   let requests = 0

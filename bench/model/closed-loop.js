@@ -7,7 +7,8 @@
  * flight at all times (a completion immediately triggers the next request). No sockets, no timers:
  * simulated time advances from one completion to the next, so a run is fast and reproducible.
  *
- * Any policy that follows the contract in docs/design.md ("The policy contract") can be plugged in (round-robin, random, wasp).
+ * Any policy that follows the contract in docs/design.md ("The policy contract") can be plugged in
+ * (round-robin, random, wasp).
  * The model maintains each upstream's `inflight`, calls `onStart`/`onEnd` when the policy has them,
  * and reports the backend's cache result as `outcome.cache` (like the `X-Cache` header) unless
  * `feedback` is false.
@@ -33,7 +34,8 @@ const { FLEET_SIZE, upstreamIds, pageNames, zipfCumulative, rankOf, jittered } =
 const DEFAULTS = Object.freeze({
   upstreams: FLEET_SIZE, // a number (ids u0..u{n-1}) or an array of ids
   cacheSize: 4, // pages per upstream LRU; or an array, one size per upstream (in the order of `upstreams`)
-  cacheBytes: undefined, // bytes per upstream LRU instead of pages (a number, or an array per upstream); needs pageBytes
+  // bytes per upstream LRU instead of pages (a number, or an array per upstream); needs pageBytes
+  cacheBytes: undefined,
   pageBytes: undefined, // with cacheBytes: the size of each key, an array in key order (/page1 first)
   weights: undefined, // optional array, one `weight` per upstream (in the order of `upstreams`), shown to the policy
   keys: 25, // distinct pages, named /page1 .. /pageK
@@ -68,7 +70,9 @@ function createState (o) {
   if (policies.length === 0 || policies.some((p) => !p || typeof p.pick !== 'function')) {
     throw new TypeError('createModel: options.policy (a policy with pick(), or an array of them) is required')
   }
-  if (o.assign !== 'round-robin' && o.assign !== 'random') throw new TypeError(`createModel: assign must be 'round-robin' or 'random', got ${o.assign}`)
+  if (o.assign !== 'round-robin' && o.assign !== 'random') {
+    throw new TypeError(`createModel: assign must be 'round-robin' or 'random', got ${o.assign}`)
+  }
   if (o.cacheBytes !== undefined && (!Array.isArray(o.pageBytes) || o.pageBytes.length !== o.keys)) {
     throw new TypeError('createModel: cacheBytes needs pageBytes, one size per key')
   }
@@ -144,7 +148,8 @@ function removeUpstream (m, id) {
 }
 
 function setPopularity (m, popularity) {
-  m.cumulative = popularity === 'uniform' || popularity == null ? null : zipfCumulative(m.keyNames.length, popularity.zipf)
+  const uniform = popularity === 'uniform' || popularity == null
+  m.cumulative = uniform ? null : zipfCumulative(m.keyNames.length, popularity.zipf)
 }
 
 /**

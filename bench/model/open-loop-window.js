@@ -37,7 +37,11 @@ function createWindow (ids, workersOf) {
       let workSum = 0
       let workerSum = 0
       let workMax = 0
-      for (const [id, ms] of work) { workSum += ms; workerSum += workersOf.get(id); workMax = Math.max(workMax, ms / workersOf.get(id)) }
+      for (const [id, ms] of work) {
+        workSum += ms
+        workerSum += workersOf.get(id)
+        workMax = Math.max(workMax, ms / workersOf.get(id))
+      }
       return {
         requests: total,
         hitRate: total ? hits / total : 0,

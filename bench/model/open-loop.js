@@ -64,13 +64,25 @@ function createOpenLoop (options = {}) {
 /** The model's state from its options, checked: everything the steps below read and change. */
 function createState (o) {
   const policy = o.policy
-  if (!policy || typeof policy.pick !== 'function') throw new TypeError('createOpenLoop: options.policy (a policy with pick()) is required')
+  if (!policy || typeof policy.pick !== 'function') {
+    throw new TypeError('createOpenLoop: options.policy (a policy with pick()) is required')
+  }
   if (!(o.rate > 0)) throw new TypeError(`createOpenLoop: rate must be > 0, got ${o.rate}`)
-  if (o.arrivals !== 'poisson' && o.arrivals !== 'fixed') throw new TypeError(`createOpenLoop: arrivals must be 'poisson' or 'fixed', got ${o.arrivals}`)
+  if (o.arrivals !== 'poisson' && o.arrivals !== 'fixed') {
+    throw new TypeError(`createOpenLoop: arrivals must be 'poisson' or 'fixed', got ${o.arrivals}`)
+  }
   const ids = upstreamIds(o.upstreams)
   const per = (value, i) => (Array.isArray(value) ? value[i] : value)
   const list = ids.map((id, i) => (o.weights ? { id, inflight: 0, weight: o.weights[i] } : { id, inflight: 0 }))
-  const server = (id, i) => ({ view: list[i], workers: per(o.workers, i), cacheSize: per(o.cacheSize, i), cache: new Map(), busy: 0, queue: [], queueHead: 0 })
+  const server = (id, i) => ({
+    view: list[i],
+    workers: per(o.workers, i),
+    cacheSize: per(o.cacheSize, i),
+    cache: new Map(),
+    busy: 0,
+    queue: [],
+    queueHead: 0
+  })
   return {
     o,
     policy,
@@ -137,7 +149,10 @@ function complete (m, ev) {
   server.view.inflight--
   const latencyMs = m.now - job.start
   job.win.done(latencyMs, job.hit, server.view.id, job.service)
-  if (m.policy.onEnd) m.policy.onEnd(server.view, job.ctx, { latencyMs, statusCode: 200, error: undefined, cache: job.hit ? 'HIT' : 'MISS' })
+  if (m.policy.onEnd) {
+    const outcome = { latencyMs, statusCode: 200, error: undefined, cache: job.hit ? 'HIT' : 'MISS' }
+    m.policy.onEnd(server.view, job.ctx, outcome)
+  }
   if (server.queueHead < server.queue.length) startService(m, server, dequeue(server))
 }
 
@@ -197,7 +212,8 @@ function physicalLimit (fleet) {
   const f = { ...DEFAULTS, ...fleet }
   const n = typeof f.upstreams === 'number' ? f.upstreams : f.upstreams.length
   const sum = (v) => (Array.isArray(v) ? v.reduce((a, b) => a + b, 0) : v * n)
-  const probs = Array.from({ length: f.keys }, (_, r) => (f.popularity === 'uniform' ? 1 : 1 / Math.pow(r + 1, f.popularity.zipf)))
+  const weight = (r) => (f.popularity === 'uniform' ? 1 : 1 / Math.pow(r + 1, f.popularity.zipf))
+  const probs = Array.from({ length: f.keys }, (_, r) => weight(r))
   const total = probs.reduce((a, b) => a + b, 0)
   let hitRate = 0
   for (let i = 0; i < Math.min(f.keys, sum(f.cacheSize)); i++) hitRate += probs[i] / total
@@ -255,4 +271,4 @@ function contenders (waspOptions = {}) {
   }
 }
 
-module.exports = { createOpenLoop, physicalLimit, runAt, sweep, contenders, DEFAULTS }
+module.exports = { createOpenLoop, physicalLimit, runAt, sweep, contenders }

@@ -20,7 +20,8 @@ const { createRandom } = require('../../src/policies/random')
 const { createChashBounded } = require('../../src/policies/chash-bounded')
 const { createWasp } = require('../../src/policies/wasp')
 
-const WORKLOAD_FLAGS = ['pages', 'popularity', 'cache-pages', 'cache-bytes', 'page-size', 'churn', 'shift', 'warmup', 'measure']
+const WORKLOAD_FLAGS = ['pages', 'popularity', 'cache-pages', 'cache-bytes', 'page-size', 'churn', 'shift', 'warmup',
+  'measure']
 
 /** Print `bench:model: <message>` and exit 2 (a bad option: no stack trace). */
 function fail (message) {
@@ -33,16 +34,40 @@ function parseArgs (argv) {
     .scriptName('npm run bench:model --')
     .option('colonies', { type: 'string', describe: 'comma-separated colony counts, e.g. 1,2,4,8,16' })
     .option('seeds', { type: 'number', default: 5, describe: 'seeds 1..N, averaged' })
-    .option('assign', { type: 'string', choices: ['round-robin', 'random'], default: 'round-robin', describe: 'which colony takes the next request' })
+    .option('assign', {
+      type: 'string',
+      choices: ['round-robin', 'random'],
+      default: 'round-robin',
+      describe: 'which colony takes the next request'
+    })
     .option('policy-options', { type: 'string', default: '{}', describe: 'wasp options as JSON' })
-    .option('pages', { type: 'number', describe: 'workload: distinct pages (2 to 100000); with any workload option the table shows each policy against the static optimum' })
+    .option('pages', {
+      type: 'number',
+      describe: 'workload: distinct pages (2 to 100000); with any workload option the table shows ' +
+        'each policy against the static optimum'
+    })
     .option('popularity', { type: 'string', describe: 'workload: uniform | zipf:<s> (default zipf:1)' })
-    .option('cache-pages', { type: 'number', describe: `workload: pages each upstream caches (default: 12 % of the pages over ${FLEET_SIZE} upstreams)` })
-    .option('cache-bytes', { type: 'string', describe: 'workload: bytes each upstream caches instead of pages, e.g. 1m (LRU by size)' })
-    .option('page-size', { type: 'string', describe: 'workload: fixed:BYTES | lognormal:MEDIAN,SIGMA (default fixed:62000)' })
-    .option('churn', { type: 'boolean', describe: 'workload: one upstream down for the middle third of the measured window' })
-    .option('shift', { type: 'string', describe: 'workload: SECONDS[,STEP]: the popularity ranking rotates by STEP places (default a tenth of the pages) every SECONDS of simulated time' })
-    .option('warmup', { type: 'number', describe: 'workload: requests before the measured window (default: 100 per page, at least 20,000)' })
+    .option('cache-pages', {
+      type: 'number',
+      describe: `workload: pages each upstream caches (default: 12 % of the pages over ${FLEET_SIZE} upstreams)`
+    })
+    .option('cache-bytes', {
+      type: 'string', describe: 'workload: bytes each upstream caches instead of pages, e.g. 1m (LRU by size)'
+    })
+    .option('page-size', {
+      type: 'string', describe: 'workload: fixed:BYTES | lognormal:MEDIAN,SIGMA (default fixed:62000)'
+    })
+    .option('churn', {
+      type: 'boolean', describe: 'workload: one upstream down for the middle third of the measured window'
+    })
+    .option('shift', {
+      type: 'string',
+      describe: 'workload: SECONDS[,STEP]: the popularity ranking rotates by STEP places ' +
+        '(default a tenth of the pages) every SECONDS of simulated time'
+    })
+    .option('warmup', {
+      type: 'number', describe: 'workload: requests before the measured window (default: 100 per page, at least 20,000)'
+    })
     .option('measure', { type: 'number', describe: 'workload: measured requests (default 30,000)' })
     .strict().help().version(false)
     .fail((msg, err) => fail(err ? err.message : msg))
@@ -62,7 +87,11 @@ function waspOptionsOf (args) {
 
 const avg = (runs, f) => runs.reduce((a, r) => a + f(r), 0) / runs.length
 const label = (p) => p === 'uniform' ? 'uniform' : `zipf(${p.zipf})`
-const median = (xs) => { const a = [...xs].sort((x, y) => x - y); const m = a.length >> 1; return a.length % 2 ? a[m] : (a[m - 1] + a[m]) / 2 }
+const median = (xs) => {
+  const a = [...xs].sort((x, y) => x - y)
+  const m = a.length >> 1
+  return a.length % 2 ? a[m] : (a[m - 1] + a[m]) / 2
+}
 
 /** The standard scenario's header line. */
 function scenarioHead (seeds) {
@@ -99,10 +128,13 @@ function policyTable (args, seeds, waspOptions) {
 /** With --colonies: the hit rate of K independent colonies per policy, wasp as `polistes --workers K` sets it. */
 function coloniesTable (args, seeds, waspOptions) {
   const counts = String(args.colonies).split(',').map(Number)
-  if (counts.some((k) => !Number.isInteger(k) || k < 1 || k > 64)) fail(`--colonies must list integers in [1, 64], got ${args.colonies}`)
+  if (counts.some((k) => !Number.isInteger(k) || k < 1 || k > 64)) {
+    fail(`--colonies must list integers in [1, 64], got ${args.colonies}`)
+  }
   // K colonies get the options of `polistes --workers K` (wasp's `balanced` unless given)
   const { workerConfig } = require('../../src/run/cluster')
-  const waspFor = (colonies) => workerConfig({ algo: 'wasp', policyOptions: waspOptions, workers: colonies }).policyOptions
+  const waspFor = (colonies) =>
+    workerConfig({ algo: 'wasp', policyOptions: waspOptions, workers: colonies }).policyOptions
   const policies = {
     wasp: (colonies) => (random) => createWasp(waspFor(colonies), { random }),
     'chash-bounded': () => (random) => createChashBounded({}, { random }),
@@ -114,13 +146,16 @@ function coloniesTable (args, seeds, waspOptions) {
       const row = { popularity: label(popularity), policy: name }
       for (const colonies of counts) {
         const runs = seeds.map((seed) => scenario(make(colonies), { seed, popularity, colonies, assign: args.assign }))
-        row[`K=${colonies}`] = `${avg(runs, (r) => r.hitRate).toFixed(3)} (${Math.min(...runs.map((r) => r.hitRate)).toFixed(3)})`
+        const worst = Math.min(...runs.map((r) => r.hitRate))
+        row[`K=${colonies}`] = `${avg(runs, (r) => r.hitRate).toFixed(3)} (${worst.toFixed(3)})`
       }
       rows.push(row)
     }
   }
-  console.log(`${scenarioHead(args.seeds)}\nhit rate with K independent colonies (requests to colonies ${args.assign}); mean (worst seed)`)
-  console.log(`wasp options: K = 1 ${JSON.stringify(waspFor(1))}; K > 1 ${JSON.stringify(waspFor(2))} (as with polistes --workers K)`)
+  console.log(`${scenarioHead(args.seeds)}\n` +
+    `hit rate with K independent colonies (requests to colonies ${args.assign}); mean (worst seed)`)
+  console.log(`wasp options: K = 1 ${JSON.stringify(waspFor(1))}; ` +
+    `K > 1 ${JSON.stringify(waspFor(2))} (as with polistes --workers K)`)
   console.table(rows)
 }
 
@@ -167,7 +202,8 @@ function workloadTable (args, seeds, waspOptions) {
     })
   }
   console.log(`workload: ${w.describe}; seeds 1-${seeds.length}; ${warmup} warm-up, ${measure} measured requests`)
-  console.log(`static optimum (the hottest pages that fit in the fleet's cache${w.churn ? ', time-averaged over the churn' : ''}): ${optimum.toFixed(3)}`)
+  const over = w.churn ? ', time-averaged over the churn' : ''
+  console.log(`static optimum (the hottest pages that fit in the fleet's cache${over}): ${optimum.toFixed(3)}`)
   console.table(rows)
 }
 

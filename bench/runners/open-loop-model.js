@@ -20,13 +20,23 @@ function fail (message) {
 function parseArgs (argv) {
   return yargs(argv)
     .scriptName('node bench/runners/open-loop-model.js')
-    .option('rates', { type: 'string', default: '1500,2000,2500,3000,3500', describe: 'offered rates (req/s) for the table, comma-separated' })
-    .option('sweep', { type: 'string', default: '1500:5000:100', describe: 'FROM:TO:STEP offered rates for the capacity at SLO ("" = no sweep)' })
+    .option('rates', {
+      type: 'string',
+      default: '1500,2000,2500,3000,3500',
+      describe: 'offered rates (req/s) for the table, comma-separated'
+    })
+    .option('sweep', {
+      type: 'string',
+      default: '1500:5000:100',
+      describe: 'FROM:TO:STEP offered rates for the capacity at SLO ("" = no sweep)'
+    })
     .option('zipf', { type: 'number', default: 1, describe: 'Zipf exponent (0 = uniform)' })
     .option('pages', { type: 'number', default: 2000 })
     .option('cache-pages', { type: 'number', default: 100 })
     .option('upstreams', { type: 'number', default: FLEET_SIZE })
-    .option('workers', { type: 'string', default: '4', describe: 'workers per backend, or one per backend: 2,3,4,5,6,7,8' })
+    .option('workers', {
+      type: 'string', default: '4', describe: 'workers per backend, or one per backend: 2,3,4,5,6,7,8'
+    })
     .option('hit-ms', { type: 'number', default: 5 })
     .option('miss-ms', { type: 'number', default: 20 })
     .option('jitter', { type: 'number', default: 0 })
@@ -44,7 +54,8 @@ function parseArgs (argv) {
 /** The model's fleet from the flags (exits 2 on a bad --workers). */
 function fleetOf (args) {
   const workers = args.workers.split(',').map(Number)
-  if (workers.some((w) => !Number.isInteger(w) || w < 1) || (workers.length !== 1 && workers.length !== args.upstreams)) {
+  const bad = workers.some((w) => !Number.isInteger(w) || w < 1)
+  if (bad || (workers.length !== 1 && workers.length !== args.upstreams)) {
     fail(`--workers must be one positive integer or ${args.upstreams} of them, got ${args.workers}`)
   }
   return {
@@ -112,7 +123,8 @@ function main (argv) {
   const limit = physicalLimit(fleet)
   const slo = 4 * fleet.hitMs + fleet.missMs
   const popularity = args.zipf === 0 ? 'uniform' : `zipf(${args.zipf})`
-  console.log(`fleet: ${fleet.upstreams} backends x ${args.workers} workers, LRU ${fleet.cacheSize} of ${fleet.keys} pages, ${popularity}, ` +
+  console.log(`fleet: ${fleet.upstreams} backends x ${args.workers} workers, ` +
+    `LRU ${fleet.cacheSize} of ${fleet.keys} pages, ${popularity}, ` +
     `hit ${fleet.hitMs} ms, miss ${fleet.missMs} ms, ${fleet.arrivals} arrivals; seed ${args.seed}, ` +
     `${run.warmup} warm-up + ${run.measure} measured requests per cell; wasp options ${JSON.stringify(waspOptions)}`)
   console.log(`physical limit: ${limit.rate.toFixed(0)} req/s (best static hit rate ${limit.hitRate.toFixed(3)}, ` +
