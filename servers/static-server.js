@@ -182,7 +182,8 @@ function reply (b, res, status, body, headers) {
 /** A plain-text response: `text` and a newline. */
 function send (b, res, status, text, headers = {}) {
   const body = text + '\n'
-  reply(b, res, status, body, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body), ...headers })
+  const head = { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body), ...headers }
+  reply(b, res, status, body, head)
 }
 
 /** One request: answered by the guards or `/_stats`, refused when busy, a fault, or a page. */
@@ -216,7 +217,8 @@ function routeOrAnswer (b, req, res) {
   }
   if (route.key === '/_stats' && !method) {
     const body = JSON.stringify(stats(b, { keys: /[?&]keys=1(&|$)/.test(req.url) }))
-    reply(b, res, 200, body, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' })
+    const head = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' }
+    reply(b, res, 200, body, head)
     return null
   }
   if (method && method.status === 204) {

@@ -76,10 +76,13 @@ function startChildren (arm, trial, profileDir) {
 
 /** Start the fleet, then the balancer in front of it. */
 async function startServers (fleet, balancer, arm, settings) {
-  const { backends, pageBytes } = await fleet.request('start', { fleet: settings.fleet, pages: settings.pages, pageSizes: settings.pageSizes, host: HOST })
+  const { backends, pageBytes } = await fleet.request('start', {
+    fleet: settings.fleet, pages: settings.pages, pageSizes: settings.pageSizes, host: HOST
+  })
   const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
   const { url, version } = await balancer.request('start', {
-    healthChecks: Boolean(settings.workload && settings.workload.churn), // HAProxy and polistes check the servers each second (nginx: passive only)
+    // HAProxy and polistes check the servers each second (nginx: passive only)
+    healthChecks: Boolean(settings.workload && settings.workload.churn),
     backends: lbBackends,
     algo: arm.algo,
     policyOptions: settings.policyOptions,
@@ -103,7 +106,8 @@ function churnPlan (settings) {
 /**
  * Drive the load: a snapshot of the backends' and processes' figures at every whole second, the
  * churn at its seconds, until the load child is done.
- * @returns {Promise<{ result: object, snaps: object[], buckets: object[], churn: object | null, lbStats: object | undefined }>}
+ * @returns {Promise<{ result: object, snaps: object[], buckets: object[], churn: object | null,
+ *   lbStats: object | undefined }>}
  */
 async function driveLoad ({ fleet, balancer, load, arm, trial, settings, onProgress, url }) {
   const { warmup, duration } = settings
@@ -153,7 +157,8 @@ function tickHandler ({ fleet, arm, trial, settings, onProgress, snapshot, run }
       churnDone.push(fleet.request('kill', { index: churn.index }).then((r) => { churn.killed = r }))
     }
     if (churn && bucket.second === warmup + churn.restartAt) {
-      churnDone.push(Promise.all(churnDone.slice()).then(() => fleet.request('restart', { index: churn.index })).then((r) => { churn.restarted = r }))
+      const restart = () => fleet.request('restart', { index: churn.index })
+      churnDone.push(Promise.all(churnDone.slice()).then(restart).then((r) => { churn.restarted = r }))
     }
     pending.push(snapshot(bucket.second).then((s) => {
       snaps[bucket.second] = s
@@ -212,11 +217,13 @@ function runRecord ({ arm, trial, settings, started, driven }) {
   const last = snaps[end]
   if (!start || !last) throw new Error(`missing stats snapshot at second ${start ? end : warmup}`)
   // requests per page per backend in the window, counted by the backends (any load generator)
-  const served = start.stats[0] && 'served' in start.stats[0] && 'served' in last.stats[0] ? servedBetween(start.stats, last.stats) : null
+  const counted = start.stats[0] && 'served' in start.stats[0] && 'served' in last.stats[0]
+  const served = counted ? servedBetween(start.stats, last.stats) : null
   const keys = Object.keys(m.keys).length ? m.keys : (served || {})
   const down = churn ? { index: churn.index, fraction: (churn.restartAt - churn.killAt) / duration } : undefined
   const optimum = settings.popularity
-    ? runOptimum(probabilities(settings.popularity, settings.pages), fleetCapacities(settings.fleet), started.pageBytes, down)
+    ? runOptimum(probabilities(settings.popularity, settings.pages), fleetCapacities(settings.fleet),
+      started.pageBytes, down)
     : NaN
   const hitRate = metrics.hitRate(start.stats, last.stats)
   return {
@@ -236,7 +243,8 @@ function runRecord ({ arm, trial, settings, started, driven }) {
     ...(churn ? { churn: churnFields(churn, started.backends) } : {}),
     ...cpuFields(start, last, seconds, m),
     load: loadFields(result, m),
-    perKey: keys, // { '/page1.html': { a: 812, c: 3 }, ... } measured window: the client's X-Server counts, or (wrk) the backends' own
+    // { '/page1.html': { a: 812, c: 3 }, ... } measured window: the client's X-Server counts, or (wrk) the backends' own
+    perKey: keys,
     learning: learningFields(result.learning, warmup, snaps[0], start),
     balancer: metrics.balancerCounts(driven.lbStats),
     timeline: timelineOf(snaps, driven.buckets, end)
