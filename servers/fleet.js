@@ -16,12 +16,15 @@ const { createBackend } = require('./static-server')
 const { normalizeBackendOptions } = require('./backend-options')
 const { formatPeriodic, normalizePeriodic } = require('./periodic-load')
 const { STATS_TOKEN_ENV, newStatsToken, isStatsToken, statsPath } = require('./stats-token')
+const { DEFAULTS } = require('../src/config/defaults')
 
 const SERVER_SCRIPT = path.join(__dirname, 'static-server.js')
 /** Options that may be given once for all backends or as one value per backend. */
 const PER_BACKEND_SCALARS = ['root', 'cachePages', 'cacheBytes', 'missMs', 'missCpuMs', 'maxInflight', 'statsKeys', 'closeGraceMs']
 const FAULT_RATES = ['errorRate', 'hangRate', 'dropRate']
 const READY_TIMEOUT_MS = 10000
+/** Backends in a fleet when not given: polistes' own default (`--fleet-size`). */
+const DEFAULT_COUNT = DEFAULTS.fleet.count
 const EXIT_TIMEOUT_MS = 5000
 
 function bad (message) {
@@ -88,7 +91,7 @@ function resolveBackends (shared, count, perBackend) {
  *
  * @param {object} [options] backend options (see createBackend), each scalar also accepted as an
  *   array with one value per backend, plus:
- * @param {number} [options.count=7] number of backends
+ * @param {number} [options.count] number of backends (default: polistes' `fleet.count`, 7)
  * @param {number} [options.basePort=9101] backend i listens on basePort + i; 0 = ephemeral ports
  * @param {string} [options.host='127.0.0.1'] interface
  * @param {boolean} [options.processes=false] one child process per backend (forked static-server.js)
@@ -104,7 +107,7 @@ function resolveBackends (shared, count, perBackend) {
  *   the fleet GETs); `kill` (SIGKILL) and `restart` (cold, same port) of one backend, with `processes` only; rejects with a PolistesError (bad option, port in use, child failed); nothing is left running then
  */
 async function startFleet (options = {}) {
-  const { count = 7, basePort = 9101, host = '127.0.0.1', processes = false, perBackend = [], statsToken: tokenOption = null, ...shared } = options
+  const { count = DEFAULT_COUNT, basePort = 9101, host = '127.0.0.1', processes = false, perBackend = [], statsToken: tokenOption = null, ...shared } = options
   if (!Number.isInteger(count) || count < 1 || count > 1000) throw bad(`count must be an integer from 1 to 1000, got ${JSON.stringify(count)}`)
   if (!Number.isInteger(basePort) || basePort < 0 || basePort + count - 1 > 65535) throw bad(`basePort must be 0 or a port with room for ${count} backends, got ${JSON.stringify(basePort)}`)
   if (typeof host !== 'string' || host === '') throw bad('host must be a non-empty string')
@@ -247,7 +250,7 @@ if (require.main === module) {
   const { BACKEND_FLAGS, fleetOptionsFromArgs } = require('./backend-options')
   runCli('fleet', async (argv) => {
     const args = yargsFor(argv, 'A fleet of page backends a, b, c, … Scalar backend flags take one value for all or a comma list, one per backend.')
-      .option('count', { type: 'string', default: '7', describe: 'number of backends' })
+      .option('count', { type: 'string', default: String(DEFAULT_COUNT), describe: 'number of backends' })
       .option('base-port', { type: 'string', default: '9101', describe: 'backend i listens on base-port + i (0 = ephemeral ports)' })
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'interface to listen on' })
       .option('processes', { type: 'boolean', default: false, describe: 'one child process per backend' })

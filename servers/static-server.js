@@ -92,245 +92,270 @@ const { statsAllowed } = require('./stats-token')
  *   throws PolistesError ERR_POLISTES_BAD_OPTION for bad options
  */
 function createBackend (options = {}) {
-  const o = normalizeBackendOptions(options)
-  const files = new nodeStatic.Server(o.root, { cache: false, serverInfo: 'polistes-backend' })
-  const cache = createPageCache(o.cachePages, { maxBytes: o.cacheBytes })
-  const served = createServedCounts(o.statsKeys) // page path -> hits + misses, bounded
-  const profile = createLatencyProfile(o.latencyProfile)
-  const periodic = createPeriodicLoad(o.periodic, o.now)
-  const faults = createFaults(o.faults, o.random)
-  const startedAt = performance.now()
-  const hung = new Set()
-  const counters = { requests: 0, rejected: 0, guarded: 0, errors: 0, hangs: 0, drops: 0 }
-  let inflight = 0
-  let closing = false
-
+  const b = createState(normalizeBackendOptions(options))
   const server = http.createServer((req, res) => {
-    handle(req, res).catch((err) => {
+    handle(b, req, res).catch((err) => {
       // Nothing may escape as an unhandled rejection (Node 20 would exit).
-      if (!res.headersSent) send(res, 500, 'internal error: ' + err.message)
+      if (!res.headersSent) send(b, res, 500, 'internal error: ' + err.message)
       else res.destroy()
     })
   })
   server.keepAliveTimeout = 5000
-  const lifecycle = createLifecycle(server, { name: `backend ${o.id}` })
-
-  function stats ({ keys = false } = {}) {
-    const c = cache.stats()
-    return {
-      id: o.id,
-      pid: process.pid,
-      requests: counters.requests,
-      hits: c.hits,
-      misses: c.misses,
-      evictions: c.evictions,
-      noStoreHits: c.noStoreHits,
-      notStored: c.notStored,
-      cachedKeys: c.cachedKeys,
-      cachedBytes: c.cachedBytes,
-      inflight,
-      cachePages: o.cachePages,
-      cacheBytes: o.cacheBytes,
-      missMs: o.missMs,
-      missCpuMs: o.missCpuMs,
-      latencyProfile: [...o.latencyProfile],
-      latencyIndex: profile.position(),
-      periodic: o.periodic,
-      maxInflight: o.maxInflight,
-      rejected: counters.rejected,
-      guarded: counters.guarded,
-      faults: { errors: counters.errors, hangs: counters.hangs, drops: counters.drops },
-      uptimeMs: Math.round(performance.now() - startedAt),
-      statsKeys: served.cap,
-      servedKeys: served.size,
-      servedDropped: served.dropped,
-      ...(keys ? { served: served.snapshot() } : {})
-    }
+  const lifecycle = createLifecycle(server, { name: `backend ${b.o.id}` })
+  return {
+    id: b.o.id,
+    server,
+    listen: (port, host) => listen(lifecycle, port, host),
+    stats: (options) => stats(b, options),
+    close: () => close(b, lifecycle)
   }
+}
 
-  /** Write a whole response; while closing, with `Connection: close`. */
-  function reply (res, status, body, headers) {
-    if (closing) res.setHeader('Connection', 'close')
-    res.writeHead(status, headers)
-    res.end(body)
+/**
+ * A backend's parts and counters, from its normalized options: what the steps below read and change.
+ * @param {object} o from normalizeBackendOptions
+ */
+function createState (o) {
+  return {
+    o,
+    files: new nodeStatic.Server(o.root, { cache: false, serverInfo: 'polistes-backend' }),
+    cache: createPageCache(o.cachePages, { maxBytes: o.cacheBytes }),
+    served: createServedCounts(o.statsKeys), // page path -> hits + misses, bounded
+    profile: createLatencyProfile(o.latencyProfile),
+    periodic: createPeriodicLoad(o.periodic, o.now),
+    faults: createFaults(o.faults, o.random),
+    startedAt: performance.now(),
+    hung: new Set(),
+    counters: { requests: 0, rejected: 0, guarded: 0, errors: 0, hangs: 0, drops: 0 },
+    inflight: 0,
+    closing: false
   }
+}
 
-  /** A plain-text response: `text` and a newline. */
-  function send (res, status, text, headers = {}) {
-    const body = text + '\n'
-    reply(res, status, body, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body), ...headers })
+/**
+ * The body of `GET /_stats`.
+ * @param {object} b the backend's state
+ * @param {{ keys?: boolean }} [options] `keys`: add the per-page `served` counts
+ * @returns {BackendStats}
+ */
+function stats (b, { keys = false } = {}) {
+  const { o, counters, served } = b
+  const c = b.cache.stats()
+  return {
+    id: o.id,
+    pid: process.pid,
+    requests: counters.requests,
+    hits: c.hits,
+    misses: c.misses,
+    evictions: c.evictions,
+    noStoreHits: c.noStoreHits,
+    notStored: c.notStored,
+    cachedKeys: c.cachedKeys,
+    cachedBytes: c.cachedBytes,
+    inflight: b.inflight,
+    cachePages: o.cachePages,
+    cacheBytes: o.cacheBytes,
+    missMs: o.missMs,
+    missCpuMs: o.missCpuMs,
+    latencyProfile: [...o.latencyProfile],
+    latencyIndex: b.profile.position(),
+    periodic: o.periodic,
+    maxInflight: o.maxInflight,
+    rejected: counters.rejected,
+    guarded: counters.guarded,
+    faults: { errors: counters.errors, hangs: counters.hangs, drops: counters.drops },
+    uptimeMs: Math.round(performance.now() - b.startedAt),
+    statsKeys: served.cap,
+    servedKeys: served.size,
+    servedDropped: served.dropped,
+    ...(keys ? { served: served.snapshot() } : {})
   }
+}
 
-  async function handle (req, res) {
-    guardWriteHead(res)
-    res.setHeader('X-Server', o.id)
-    const route = routeOrAnswer(req, res)
-    if (!route) return
-    counters.requests++
-    if (o.maxInflight > 0 && inflight >= o.maxInflight) {
-      counters.rejected++
-      return send(res, 503, 'busy', { 'Retry-After': '1' })
-    }
-    const gone = track(res)
-    if (injectFault(req, res)) return
-    return servePage(req, res, route, gone)
+/** Write a whole response; while closing, with `Connection: close`. */
+function reply (b, res, status, body, headers) {
+  if (b.closing) res.setHeader('Connection', 'close')
+  res.writeHead(status, headers)
+  res.end(body)
+}
+
+/** A plain-text response: `text` and a newline. */
+function send (b, res, status, text, headers = {}) {
+  const body = text + '\n'
+  const head = { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body), ...headers }
+  reply(b, res, status, body, head)
+}
+
+/** One request: answered by the guards or `/_stats`, refused when busy, a fault, or a page. */
+async function handle (b, req, res) {
+  guardWriteHead(res)
+  res.setHeader('X-Server', b.o.id)
+  const route = routeOrAnswer(b, req, res)
+  if (!route) return
+  b.counters.requests++
+  if (b.o.maxInflight > 0 && b.inflight >= b.o.maxInflight) {
+    b.counters.rejected++
+    return send(b, res, 503, 'busy', { 'Retry-After': '1' })
   }
+  const gone = track(b, res)
+  if (injectFault(b, req, res)) return
+  return servePage(b, req, res, route, gone)
+}
 
-  /**
-   * Answer what is not a page request: `GET /_stats`, OPTIONS, refused methods and paths. With a
-   * stats token, `/_stats` without it is refused 404 (counted in `guarded`), whatever the method.
-   * @returns {import('./guards').PageRoute|null} the page to serve, or null when answered here
-   */
-  function routeOrAnswer (req, res) {
-    const method = checkMethod(req.method)
-    const route = resolvePagePath(req.url, o.root)
-    if (route.key === '/_stats' && !statsAllowed(req.url, o.statsToken)) {
-      counters.guarded++
-      send(res, 404, 'not found')
-      return null
-    }
-    if (route.key === '/_stats' && !method) {
-      const body = JSON.stringify(stats({ keys: /[?&]keys=1(&|$)/.test(req.url) }))
-      reply(res, 200, body, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' })
-      return null
-    }
-    if (method && method.status === 204) {
-      reply(res, 204, undefined, method.headers)
-      return null
-    }
-    const refusal = method || (route.status ? route : null)
-    if (!refusal) return route
-    counters.guarded++
-    send(res, refusal.status, refusal.reason, refusal.headers)
+/**
+ * Answer what is not a page request: `GET /_stats`, OPTIONS, refused methods and paths. With a
+ * stats token, `/_stats` without it is refused 404 (counted in `guarded`), whatever the method.
+ * @returns {import('./guards').PageRoute|null} the page to serve, or null when answered here
+ */
+function routeOrAnswer (b, req, res) {
+  const method = checkMethod(req.method)
+  const route = resolvePagePath(req.url, b.o.root)
+  if (route.key === '/_stats' && !statsAllowed(req.url, b.o.statsToken)) {
+    b.counters.guarded++
+    send(b, res, 404, 'not found')
     return null
   }
-
-  /**
-   * Count a page request in `inflight` until its response finishes or closes.
-   * @returns {() => boolean} whether the response closed already (client abort, drop, destroyed hang)
-   */
-  function track (res) {
-    inflight++
-    let done = false
-    let gone = false
-    const release = () => {
-      if (!done) { done = true; inflight-- }
-      hung.delete(res)
-    }
-    res.once('finish', release) // 'finish' comes first for a normal response ('close' follows a tick later)
-    res.once('close', () => { gone = true; release() })
-    return () => gone
+  if (route.key === '/_stats' && !method) {
+    const body = JSON.stringify(stats(b, { keys: /[?&]keys=1(&|$)/.test(req.url) }))
+    const head = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' }
+    reply(b, res, 200, body, head)
+    return null
   }
-
-  /**
-   * Inject the fault drawn for this request, if any: drop the socket, hang, or answer 500.
-   * @returns {boolean} whether a fault took the request
-   */
-  function injectFault (req, res) {
-    const fault = faults.draw()
-    if (fault === 'drop') {
-      counters.drops++
-      req.socket.destroy()
-    } else if (fault === 'hang') {
-      counters.hangs++
-      if (closing) res.destroy() // close() already swept the hung set
-      else hung.add(res)
-    } else if (fault === 'error') {
-      counters.errors++
-      send(res, 500, 'injected error')
-    }
-    return fault !== null
+  if (method && method.status === 204) {
+    reply(b, res, 204, undefined, method.headers)
+    return null
   }
+  const refusal = method || (route.status ? route : null)
+  if (!refusal) return route
+  b.counters.guarded++
+  send(b, res, refusal.status, refusal.reason, refusal.headers)
+  return null
+}
 
-  /**
-   * A HIT after the profile's extra delay, or a MISS after the miss cost, unless the client left
-   * meanwhile; with `Cache-Control: no-store`, a HIT that does not refresh and a MISS that is not kept.
-   */
-  async function servePage (req, res, route, gone) {
-    const noStore = hasNoStore(req.headers['cache-control'])
-    const page = cache.lookup(route.key, noStore)
-    const extraMs = profile.next() + periodic.next()
-    if (page) {
-      served.count(route.key)
-      res.setHeader('X-Cache', 'HIT')
-      await wait(extraMs)
-      if (!gone()) sendCached(req, res, page)
-      return
-    }
-    res.setHeader('X-Cache', 'MISS')
-    countOnSuccess(res, route.key)
-    await wait(o.missMs + extraMs)
-    if (o.missCpuMs > 0) burnCpu(o.missCpuMs)
-    if (!gone()) serveMiss(req, res, route, noStore)
+/**
+ * Count a page request in `inflight` until its response finishes or closes.
+ * @returns {() => boolean} whether the response closed already (client abort, drop, destroyed hang)
+ */
+function track (b, res) {
+  b.inflight++
+  let done = false
+  let gone = false
+  const release = () => {
+    if (!done) { done = true; b.inflight-- }
+    b.hung.delete(res)
   }
+  res.once('finish', release) // 'finish' comes first for a normal response ('close' follows a tick later)
+  res.once('close', () => { gone = true; release() })
+  return () => gone
+}
 
-  /**
-   * Count a miss in `served` once its response head says the page was found (status < 400), so
-   * that the paths of 404s never enter the table; counted when the head is written, before the
-   * client can hold the response.
-   */
-  function countOnSuccess (res, key) {
-    const writeHead = res.writeHead
-    res.writeHead = function countingWriteHead (status, ...rest) {
-      if (!res.headersSent && status < 400) served.count(key)
-      return writeHead.call(res, status, ...rest)
-    }
+/**
+ * Inject the fault drawn for this request, if any: drop the socket, hang, or answer 500.
+ * @returns {boolean} whether a fault took the request
+ */
+function injectFault (b, req, res) {
+  const fault = b.faults.draw()
+  if (fault === 'drop') {
+    b.counters.drops++
+    req.socket.destroy()
+  } else if (fault === 'hang') {
+    b.counters.hangs++
+    if (b.closing) res.destroy() // close() already swept the hung set
+    else b.hung.add(res)
+  } else if (fault === 'error') {
+    b.counters.errors++
+    send(b, res, 500, 'injected error')
   }
+  return fault !== null
+}
 
-  /** Replay a cached page: the whole body, or the one byte range asked for. */
-  function sendCached (req, res, page) {
-    const range = parseRange(req.headers.range, page.body.length)
-    if (!range) return reply(res, 200, page.body, { ...page.headers, 'Content-Length': page.body.length })
-    reply(res, 206, page.body.subarray(range.start, range.end + 1), {
-      ...page.headers,
-      'Content-Range': `bytes ${range.start}-${range.end}/${page.body.length}`,
-      'Content-Length': range.end - range.start + 1
-    })
+/**
+ * A HIT after the profile's extra delay, or a MISS after the miss cost, unless the client left
+ * meanwhile; with `Cache-Control: no-store`, a HIT that does not refresh and a MISS that is not kept.
+ */
+async function servePage (b, req, res, route, gone) {
+  const noStore = hasNoStore(req.headers['cache-control'])
+  const page = b.cache.lookup(route.key, noStore)
+  const extraMs = b.profile.next() + b.periodic.next()
+  if (page) {
+    b.served.count(route.key)
+    res.setHeader('X-Cache', 'HIT')
+    await wait(extraMs)
+    if (!gone()) sendCached(b, req, res, page)
+    return
   }
+  res.setHeader('X-Cache', 'MISS')
+  countOnSuccess(b, res, route.key)
+  await wait(b.o.missMs + extraMs)
+  if (b.o.missCpuMs > 0) burnCpu(b.o.missCpuMs)
+  if (!gone()) serveMiss(b, req, res, route, noStore)
+}
 
-  /**
-   * Let node-static serve the file, and keep the page in the cache once its last byte is written
-   * (unless the request said no-store).
-   */
-  function serveMiss (req, res, route, noStore) {
-    if (closing) res.setHeader('Connection', 'close')
-    if (!noStore) teeFullBody(res, (body, headers) => cache.store(route.key, { body, headers }))
-    serveStatic(files, route.key, fullPageRequest(req, route.url), res, (err) => {
-      if (!err) return
-      if (res.headersSent) return res.destroy() // a read error mid-stream: the body is truncated
-      send(res, err.status || 500, err.message || 'error')
-    })
+/**
+ * Count a miss in `served` once its response head says the page was found (status < 400), so
+ * that the paths of 404s never enter the table; counted when the head is written, before the
+ * client can hold the response.
+ */
+function countOnSuccess (b, res, key) {
+  const writeHead = res.writeHead
+  res.writeHead = function countingWriteHead (status, ...rest) {
+    if (!res.headersSent && status < 400) b.served.count(key)
+    return writeHead.call(res, status, ...rest)
   }
+}
 
-  /**
-   * Start listening.
-   *
-   * @param {number} [port=0] 0 for an ephemeral port
-   * @param {string} [host='127.0.0.1'] interface
-   * @returns {Promise<{ port: number, url: string }>} rejects with PolistesError
-   *   ERR_POLISTES_PORT_IN_USE when the address is taken
-   */
-  async function listen (port = 0, host = '127.0.0.1') {
-    const { port: bound, url } = await lifecycle.listen(port, host)
-    return { port: bound, url }
-  }
+/** Replay a cached page: the whole body, or the one byte range asked for. */
+function sendCached (b, req, res, page) {
+  const range = parseRange(req.headers.range, page.body.length)
+  if (!range) return reply(b, res, 200, page.body, { ...page.headers, 'Content-Length': page.body.length })
+  reply(b, res, 206, page.body.subarray(range.start, range.end + 1), {
+    ...page.headers,
+    'Content-Range': `bytes ${range.start}-${range.end}/${page.body.length}`,
+    'Content-Length': range.end - range.start + 1
+  })
+}
 
-  /**
-   * Stop: no new connections, idle keep-alive sockets ended, hung requests destroyed; requests still
-   * paying a miss or latency delay get `closeGraceMs` to finish (with `Connection: close`), then
-   * every connection is destroyed. Idempotent.
-   *
-   * @returns {Promise<void>} resolves when the server is closed
-   */
-  function close () {
-    closing = true
-    const closed = lifecycle.close({ graceMs: o.closeGraceMs })
-    for (const res of hung) res.destroy()
-    hung.clear()
-    return closed
-  }
+/**
+ * Let node-static serve the file, and keep the page in the cache once its last byte is written
+ * (unless the request said no-store).
+ */
+function serveMiss (b, req, res, route, noStore) {
+  if (b.closing) res.setHeader('Connection', 'close')
+  if (!noStore) teeFullBody(res, (body, headers) => b.cache.store(route.key, { body, headers }))
+  serveStatic(b.files, route.key, fullPageRequest(req, route.url), res, (err) => {
+    if (!err) return
+    if (res.headersSent) return res.destroy() // a read error mid-stream: the body is truncated
+    send(b, res, err.status || 500, err.message || 'error')
+  })
+}
 
-  return { id: o.id, server, listen, stats, close }
+/**
+ * Start listening.
+ *
+ * @param {object} lifecycle the server's (src/front/http-lifecycle.js)
+ * @param {number} [port=0] 0 for an ephemeral port
+ * @param {string} [host='127.0.0.1'] interface
+ * @returns {Promise<{ port: number, url: string }>} rejects with PolistesError
+ *   ERR_POLISTES_PORT_IN_USE when the address is taken
+ */
+async function listen (lifecycle, port = 0, host = '127.0.0.1') {
+  const { port: bound, url } = await lifecycle.listen(port, host)
+  return { port: bound, url }
+}
+
+/**
+ * Stop: no new connections, idle keep-alive sockets ended, hung requests destroyed; requests still
+ * paying a miss or latency delay get `closeGraceMs` to finish (with `Connection: close`), then
+ * every connection is destroyed. Idempotent.
+ *
+ * @returns {Promise<void>} resolves when the server is closed
+ */
+function close (b, lifecycle) {
+  b.closing = true
+  const closed = lifecycle.close({ graceMs: b.o.closeGraceMs })
+  for (const res of b.hung) res.destroy()
+  b.hung.clear()
+  return closed
 }
 
 module.exports = { createBackend }

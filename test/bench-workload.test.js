@@ -78,7 +78,7 @@ describe('workload options', () => {
   })
 
   test('bench:model with a bad workload option exits 2 with the message, no stack trace', async () => {
-    const { code, stderr } = await runNode(require('node:path').join(__dirname, '..', 'bench', 'model', 'closed-loop.js'), ['--pages', '7', '--cache-bytes', 'lots'], { timeoutMs: 10000 })
+    const { code, stderr } = await runNode(require('node:path').join(__dirname, '..', 'bench', 'runners', 'model.js'), ['--pages', '7', '--cache-bytes', 'lots'], { timeoutMs: 10000 })
     expect(code).toBe(2)
     expect(stderr).toMatch(/--cache-bytes must be a size/)
     expect(stderr).not.toMatch(/at .*\.js:\d+/)

@@ -1,6 +1,7 @@
 'use strict'
 
-const { createModel, scenario, EventHeap } = require('../bench/model/closed-loop')
+const { createModel, scenario } = require('../bench/model/closed-loop')
+const { EventHeap } = require('../bench/model/event-heap')
 const { mulberry32 } = require('../src/common/prng')
 const { createWasp } = require('../src/policies/wasp')
 const { createRoundRobin } = require('../src/policies/round-robin')

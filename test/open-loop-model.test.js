@@ -2,6 +2,9 @@
 
 const { createOpenLoop, physicalLimit, runAt, sweep } = require('../bench/model/open-loop')
 const { createRoundRobin } = require('../src/policies/round-robin')
+const { runNode } = require('./helper')
+
+const CLI = require('node:path').join(__dirname, '..', 'bench', 'runners', 'open-loop-model.js')
 
 /** A policy that sends everything to the first upstream. */
 const first = () => ({ pick: (ups) => ups[0] })
@@ -65,5 +68,20 @@ describe('open-loop model (finite workers)', () => {
     expect(s.slo).toBe(40)
     expect(s.capacity).toBe(190)
     expect(s.rows.map((r) => r.rate)).toEqual([100, 150, 190, 250, 300])
+  })
+
+  test('the command line: the limit, a rate table and a sweep; a bad flag exits 2 with the message, no stack trace', async () => {
+    const small = ['--pages', '200', '--cache-pages', '10', '--warmup', '500', '--measure', '500', '--only', 'chash,wasp']
+    const ok = await runNode(CLI, [...small, '--rates', '2000', '--sweep', '1000:2000:1000'], { timeoutMs: 20000 })
+    expect(ok.stderr).toBe('')
+    expect(ok.code).toBe(0)
+    expect(ok.stdout).toMatch(/^fleet: 7 backends x 4 workers, LRU 10 of 200 pages, zipf\(1\)/)
+    expect(ok.stdout).toMatch(/physical limit: \d+ req\/s/)
+    expect(ok.stdout).toMatch(/capacity at SLO \(sweep 1000:2000:1000; last rate before the first p99 > 40 ms\)/)
+    expect(ok.stdout).toMatch(/│ 0\s+│ 'chash'/)
+    expect(ok.stdout).toMatch(/│ 1\s+│ 'wasp'/)
+    const bad = await runNode(CLI, ['--workers', '1,2'], { timeoutMs: 10000 })
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toBe('open-loop: --workers must be one positive integer or 7 of them, got 1,2\n')
   })
 })

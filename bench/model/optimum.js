@@ -16,6 +16,8 @@
  * Pure functions, no I/O.
  */
 
+const { FLEET_SIZE } = require('./model-setup')
+
 /**
  * @param {number[]} probabilities request probability of each page (summing to 1)
  * @param {{ pages: number } | { bytes: number, sizes: number[] }} capacity the whole fleet's cache:
@@ -64,7 +66,7 @@ function timeAveragedOptimum (probabilities, phases) {
  * @returns {Array<{ pages: number } | { bytes: number }>}
  */
 function fleetCapacities (fleet) {
-  const count = fleet.count ?? 7
+  const count = fleet.count ?? FLEET_SIZE
   const nth = (v, i) => (Array.isArray(v) ? (v.length === 1 ? v[0] : v[i]) : v)
   const out = []
   for (let i = 0; i < count; i++) {

@@ -16,6 +16,8 @@
  * `node bench/peers/nginx-hash.js [draws]` prints the steady-state hit rate of both over random port sets.
  */
 
+const { DEFAULTS } = require('../../src/config/defaults')
+
 const CRC_TABLE = new Int32Array(256)
 for (let n = 0; n < 256; n++) {
   let c = n
@@ -92,7 +94,7 @@ function steadyHitRate (assignment, backends, cachePages) {
 /** The bench's page paths: /page1.html .. /page<n>.html. */
 const pagePaths = (n) => Array.from({ length: n }, (_, i) => `/page${i + 1}.html`)
 
-function main ({ draws = 2000, backends = 7, pages = 25, cachePages = 4 } = {}) {
+function main ({ draws = 2000, backends = DEFAULTS.fleet.count, pages = 25, cachePages = 4 } = {}) {
   const keys = pagePaths(pages)
   const servers = (ports) => ports.map((p) => `127.0.0.1:${p}`)
   const consistentHit = (ports) => { const ring = chashRing(servers(ports)); return steadyHitRate(keys.map((k) => chashPick(ring, k)), backends, cachePages) }

@@ -36,7 +36,7 @@ async function main (argv) {
     if (!(Number.isFinite(args[name]) && args[name] > 0)) throw new ERR_POLISTES_BAD_OPTION(`--${name} must be a positive number`)
   }
 
-  const fleet = await startFleet({ count: 7, basePort: 0, processes: true })
+  const fleet = await startFleet({ basePort: 0, processes: true }) // the default fleet
   const victim = fleet.backends.find((b) => b.id === args.kill)
   if (args.kill && !victim) {
     await fleet.close()

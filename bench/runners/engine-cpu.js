@@ -58,9 +58,10 @@ const { PeerProcess, findBinary, procCpu, INSTALL } = require('../peers/peers')
 const { PEER_ARMS } = require('../peers/peer-configs')
 const { ENGINES, DEFAULT_ENGINE } = require('../../src/proxy/proxy-engine')
 const { policyNames } = require('../../src/policies')
+const { DEFAULTS } = require('../../src/config/defaults')
 
 const HOST = '127.0.0.1'
-const FLEET = { count: 7, missMs: 20 }
+const FLEET = { count: DEFAULTS.fleet.count, missMs: 20 }
 const PAGES = 25
 
 /** wrk script: a uniformly random page per request; prints its summary as one JSON line. */
@@ -352,7 +353,7 @@ async function main () {
   const runs = []
   try {
     console.log(`node ${process.version}, ${os.cpus().length} CPUs; algo ${o.algo}; ${o.rounds} rounds x [${o.engines.join(', ')}]; ` +
-      `wrk -t1 -c${o.connections}, ${o.warmup} s warm-up + ${o.duration} s measured; fleet 7 x ${o.cachePages}-page caches, ${PAGES} pages, ${FLEET.missMs} ms miss`)
+      `wrk -t1 -c${o.connections}, ${o.warmup} s warm-up + ${o.duration} s measured; fleet ${FLEET.count} x ${o.cachePages}-page caches, ${PAGES} pages, ${FLEET.missMs} ms miss`)
     for (let r = 0; r < o.rounds; r++) {
       const k = r % o.engines.length
       const order = o.engines.slice(k).concat(o.engines.slice(0, k))

@@ -17,6 +17,7 @@ const { spawn } = require('node:child_process')
 const { once } = require('node:events')
 const { Child } = require('../children/child')
 const { childPids } = require('../peers/peers')
+const { DEFAULTS } = require('../../src/config/defaults')
 
 const BIN = path.join(__dirname, '..', '..', 'bin', 'polistes.js')
 const LOAD = path.join(__dirname, '..', 'load', 'distinct-urls-child.js')
@@ -190,7 +191,7 @@ async function runProcessSection (o) {
     process.stderr.write('bench:memory: --process reads the RSS from /proc (Linux)\n')
     process.exit(2)
   }
-  console.log(`node ${process.version}; npm start (bin/polistes.js, defaults, embedded fleet of 7, ports chosen by the system); ${o.urls.toLocaleString('en')} distinct URLs per run, ${o.connections} keep-alive connections, from another process`)
+  console.log(`node ${process.version}; npm start (bin/polistes.js, defaults, embedded fleet of ${DEFAULTS.fleet.count}, ports chosen by the system); ${o.urls.toLocaleString('en')} distinct URLs per run, ${o.connections} keep-alive connections, from another process`)
   for (const urlBytes of o.urlBytes) {
     const rows = await runOne(o, urlBytes)
     const last = rows[rows.length - 1]

@@ -28,6 +28,7 @@ const http = require('node:http')
 const { spawn } = require('node:child_process')
 const { startBalancer } = require('../../src/proxy/balancer')
 const { runProcessSection } = require('./memory-process')
+const { DEFAULTS } = require('../../src/config/defaults')
 
 function usage (message) {
   process.stderr.write(`bench:memory: ${message}\n`)
@@ -112,7 +113,7 @@ async function main () {
   if (o.mode === 'process') return runProcessSection(o)
   if (typeof global.gc !== 'function') usage('run it with node --expose-gc (npm run bench:memory does)')
   const upstreams = []
-  for (let i = 0; i < 7; i++) {
+  for (let i = 0; i < DEFAULTS.fleet.count; i++) {
     const server = http.createServer((req, res) => {
       res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': 2, 'X-Cache': 'HIT' })
       res.end('ok')

@@ -26,8 +26,9 @@ const { createMetrics } = require('../../src/observe/metrics')
 const { createAccessLog } = require('../../src/observe/access-log')
 const { mulberry32 } = require('../../src/common/prng')
 const { Child } = require('../children/child')
+const { DEFAULTS } = require('../../src/config/defaults')
 
-const UPSTREAMS = 7
+const UPSTREAMS = DEFAULTS.fleet.count
 const PAGES = 25
 
 function median (xs) {

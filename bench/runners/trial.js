@@ -45,199 +45,269 @@ function perSecond (clientCount, prev, cur) {
  * @returns {Promise<object>} the run record (see docs/benchmarks.md, "JSON schema")
  */
 async function runOnce ({ arm, trial, settings, onProgress = () => {}, profileDir }) {
-  const { warmup, duration } = settings
-  const execArgv = []
-  if (profileDir) {
-    fs.mkdirSync(profileDir, { recursive: true })
-    execArgv.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=balancer-${arm.label.replace(/\W+/g, '_')}-t${trial}-${process.pid}-${Date.now()}.cpuprofile`)
-  }
-  const fleet = new Child(path.join(__dirname, '..', 'children', 'fleet-child.js'), { name: 'fleet child' })
-  // a peer (HAProxy, nginx) answers start/cpu/close like the balancer child
-  const balancer = arm.peer ? new PeerProcess(arm.label) : new Child(path.join(__dirname, '..', 'children', 'balancer-child.js'), { name: 'balancer child', execArgv })
-  const load = new Child(path.join(__dirname, '..', 'load', 'load-child.js'), { name: 'load child' })
+  const { fleet, balancer, load } = startChildren(arm, trial, profileDir)
   try {
-    const { backends, pageBytes } = await fleet.request('start', { fleet: settings.fleet, pages: settings.pages, pageSizes: settings.pageSizes, host: HOST })
-    const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
-    const { url, version } = await balancer.request('start', {
-      healthChecks: Boolean(settings.workload && settings.workload.churn), // HAProxy and polistes check the servers each second (nginx: passive only)
-      backends: lbBackends,
-      algo: arm.algo,
-      policyOptions: settings.policyOptions,
-      keepAlive: arm.keepAlive,
-      retryOn: arm.retryOn,
-      tryTimeoutMs: arm.tryTimeoutMs,
-      host: HOST,
-      workers: arm.workers ?? settings.workers,
-      engine: arm.engine,
-      balancerOptions: settings.balancerOptions
-    })
-
-    // the backends' requests per page at the window's start and end (replication of hot pages)
-    const windowEnd = settings.requests ? -1 : warmup + duration
-    const snapshot = async (second) => {
-      const keys = second === warmup || second === windowEnd
-      const [stats, cpu, fleetCpu, loadCpu] = await Promise.all([
-        fleet.request('stats', { keys }), balancer.request('cpu'), fleet.request('cpu'), load.request('cpu')
-      ])
-      return { stats, cpu, fleetCpu, loadCpu }
-    }
-    // churn: backend 0 SIGKILLed a third into the measured window, restarted cold a third later
-    const churn = settings.workload && settings.workload.churn && !settings.requests
-      ? { index: 0, killAt: Math.round(duration / 3), restartAt: Math.round((2 * duration) / 3) }
-      : null
-    const churnDone = []
-    const snaps = [await snapshot(0)]
-    const buckets = []
-    const pending = []
-    load.on((msg) => {
-      if (msg.type !== 'tick') return
-      const { bucket } = msg
-      buckets[bucket.second] = bucket
-      if (churn && bucket.second === warmup + churn.killAt) {
-        churnDone.push(fleet.request('kill', { index: churn.index }).then((r) => { churn.killed = r }))
-      }
-      if (churn && bucket.second === warmup + churn.restartAt) {
-        churnDone.push(Promise.all(churnDone.slice()).then(() => fleet.request('restart', { index: churn.index })).then((r) => { churn.restarted = r }))
-      }
-      pending.push(snapshot(bucket.second).then((s) => {
-        snaps[bucket.second] = s
-        const prev = snaps[bucket.second - 1]
-        onProgress({
-          arm,
-          trial,
-          second: bucket.second,
-          phase: bucket.phase,
-          total: settings.requests ? '?' : warmup + duration,
-          rps: perSecond(bucket.requests, prev, s),
-          hitRate: prev ? metrics.hitRate(prev.stats, s.stats) : NaN
-        })
-      }))
-    })
-    // a count of requests has no set length: allow it 15 minutes
-    const done = load.waitFor('done', (warmup + (settings.requests ? 900 : duration + 60)) * 1000)
-    await load.request('start', {
-      url,
-      connections: settings.connections,
-      rate: settings.rate,
-      load: settings.load,
-      sources: arm.sources || settings.sources,
-      requests: settings.requests,
-      warmup,
-      duration,
-      pages: settings.pages,
-      popularity: settings.popularity,
-      shift: settings.workload ? settings.workload.shift : null,
-      seed: settings.seed + trial
-    })
-    const { result } = await done
-    await Promise.all(pending)
-    await Promise.all(churnDone)
-    const lbStats = await balancer.request('stats').catch(() => undefined)
-
-    const m = result.measured
-    // with a count of requests the window lasted what it took: to the second of the last answer
-    const end = settings.requests ? result.seconds : warmup + duration
-    const seconds = settings.requests ? m.seconds : duration
-    const start = snaps[warmup]
-    const last = snaps[end]
-    if (!start || !last) throw new Error(`missing stats snapshot at second ${start ? end : warmup}`)
-    const l = result.learning
-    // requests per page per backend in the window, counted by the backends (any load generator)
-    const served = start.stats[0] && 'served' in start.stats[0] && 'served' in last.stats[0] ? servedBetween(start.stats, last.stats) : null
-    const keys = Object.keys(m.keys).length ? m.keys : (served || {})
-    const down = churn ? { index: churn.index, fraction: (churn.restartAt - churn.killAt) / duration } : undefined
-    const optimum = settings.popularity ? runOptimum(probabilities(settings.popularity, settings.pages), fleetCapacities(settings.fleet), pageBytes, down) : NaN
-    const hitRate = metrics.hitRate(start.stats, last.stats)
-
-    const timeline = []
-    for (let s = 1; s <= end; s++) {
-      const b = buckets[s]
-      const prev = snaps[s - 1]
-      const cur = snaps[s]
-      if (!b) continue
-      timeline.push({
-        t: s,
-        phase: b.phase,
-        rps: perSecond(b.requests, prev, cur),
-        bytes: b.bytes,
-        errors: b.errors,
-        non2xx: b.non2xx,
-        hitRate: round(prev && cur ? metrics.hitRate(prev.stats, cur.stats) : NaN, 4),
-        latency: { mean: round(b.latency.mean, 3), p50: round(b.latency.p50, 3), p99: round(b.latency.p99, 3) },
-        cpu: prev && cur
-          ? {
-              balancer: round(metrics.cpuSeconds(prev.cpu, cur.cpu), 3),
-              fleet: round(metrics.cpuSeconds(prev.fleetCpu, cur.fleetCpu), 3),
-              load: round(metrics.cpuSeconds(prev.loadCpu, cur.loadCpu), 3)
-            }
-          : null
-      })
-    }
-
-    return {
-      algo: arm.label,
-      policy: arm.algo,
-      keepAlive: arm.keepAlive,
-      ...(arm.retryOn ? { retryOn: arm.retryOn } : {}),
-      ...(arm.tryTimeoutMs ? { tryTimeoutMs: arm.tryTimeoutMs } : {}),
-      ...(settings.requests ? { seconds: round(seconds, 3) } : {}),
-      ...(arm.peer ? { peer: { name: arm.peer, mode: arm.mode, version } } : {}),
-      workers: arm.workers ?? settings.workers,
-      trial,
-      requests: m.requests,
-      rps: round(m.rps, 2),
-      latency: roundLatency(m.latency),
-      errors: m.errors,
-      non2xx: m.non2xx,
-      bytesPerSec: Math.round(m.bytesPerSec),
-      hitRate: round(hitRate, 4),
-      optimum: round(optimum, 4),
-      distance: round(optimum - hitRate, 4),
-      clientHitRate: round(m.hits + m.misses ? m.hits / (m.hits + m.misses) : NaN, 4),
-      specialization: round(metrics.specialization(keys), 4),
-      ...(served ? { hotPages: hotPages(served).map((h) => ({ ...h, share: round(h.share, 4) })) } : {}),
-      ...(churn
-        ? {
-            churn: {
-              backend: backends[churn.index].id,
-              killedAt: churn.killAt,
-              restartedAt: churn.restartAt,
-              restartMs: churn.restarted ? churn.restarted.startMs : null
-            }
-          }
-        : {}),
-      cpuPer10k: round(metrics.cpuPer10k(start.cpu, last.cpu, m.requests), 4),
-      cpuShare: {
-        balancer: round(metrics.cpuSeconds(start.cpu, last.cpu) / seconds, 3),
-        fleet: round(metrics.cpuSeconds(start.fleetCpu, last.fleetCpu) / seconds, 3),
-        load: round(metrics.cpuSeconds(start.loadCpu, last.loadCpu) / seconds, 3)
-      },
-      perBackend: metrics.perBackend(start.stats, last.stats, m.servers)
-        .map((r) => ({ ...r, share: round(r.share, 4), hitRate: round(r.hitRate, 4) })),
-      load: {
-        generator: result.generator,
-        ...(result.sources ? { sources: result.sources } : {}),
-        ...(m.lag ? { lag: { p50: round(m.lag.p50, 3), p99: round(m.lag.p99, 3), max: round(m.lag.max, 3) } } : {}),
-        ...(result.openLoop ? { openLoop: result.openLoop } : {}),
-        timeouts: m.timeouts
-      },
-      perKey: keys, // { '/page1.html': { a: 812, c: 3 }, ... } measured window: the client's X-Server counts, or (wrk) the backends' own
-      learning: {
-        seconds: warmup,
-        requests: l.requests,
-        rps: round(warmup ? l.rps : NaN, 2),
-        errors: l.errors,
-        non2xx: l.non2xx,
-        hitRate: round(warmup ? metrics.hitRate(snaps[0].stats, start.stats) : NaN, 4),
-        latency: roundLatency(l.latency)
-      },
-      balancer: metrics.balancerCounts(lbStats),
-      timeline
-    }
+    const started = await startServers(fleet, balancer, arm, settings)
+    const driven = await driveLoad({ fleet, balancer, load, arm, trial, settings, onProgress, url: started.url })
+    return runRecord({ arm, trial, settings, started, driven })
   } finally {
     await load.close()
     await balancer.close()
     await fleet.close()
+  }
+}
+
+/** The run's three processes: the fleet, the balancer (or a peer) and the load generator. */
+function startChildren (arm, trial, profileDir) {
+  const execArgv = []
+  if (profileDir) {
+    fs.mkdirSync(profileDir, { recursive: true })
+    const name = `balancer-${arm.label.replace(/\W+/g, '_')}-t${trial}-${process.pid}-${Date.now()}.cpuprofile`
+    execArgv.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}`)
+  }
+  const fleet = new Child(path.join(__dirname, '..', 'children', 'fleet-child.js'), { name: 'fleet child' })
+  // a peer (HAProxy, nginx) answers start/cpu/close like the balancer child
+  const balancer = arm.peer
+    ? new PeerProcess(arm.label)
+    : new Child(path.join(__dirname, '..', 'children', 'balancer-child.js'), { name: 'balancer child', execArgv })
+  const load = new Child(path.join(__dirname, '..', 'load', 'load-child.js'), { name: 'load child' })
+  return { fleet, balancer, load }
+}
+
+/** Start the fleet, then the balancer in front of it. */
+async function startServers (fleet, balancer, arm, settings) {
+  const { backends, pageBytes } = await fleet.request('start', {
+    fleet: settings.fleet, pages: settings.pages, pageSizes: settings.pageSizes, host: HOST
+  })
+  const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
+  const { url, version } = await balancer.request('start', {
+    // HAProxy and polistes check the servers each second (nginx: passive only)
+    healthChecks: Boolean(settings.workload && settings.workload.churn),
+    backends: lbBackends,
+    algo: arm.algo,
+    policyOptions: settings.policyOptions,
+    keepAlive: arm.keepAlive,
+    retryOn: arm.retryOn,
+    tryTimeoutMs: arm.tryTimeoutMs,
+    host: HOST,
+    workers: arm.workers ?? settings.workers,
+    engine: arm.engine,
+    balancerOptions: settings.balancerOptions
+  })
+  return { backends, pageBytes, url, version }
+}
+
+/** Churn: backend 0 SIGKILLed a third into the measured window, restarted cold a third later (null: none). */
+function churnPlan (settings) {
+  if (!(settings.workload && settings.workload.churn && !settings.requests)) return null
+  return { index: 0, killAt: Math.round(settings.duration / 3), restartAt: Math.round((2 * settings.duration) / 3) }
+}
+
+/**
+ * Drive the load: a snapshot of the backends' and processes' figures at every whole second, the
+ * churn at its seconds, until the load child is done.
+ * @returns {Promise<{ result: object, snaps: object[], buckets: object[], churn: object | null,
+ *   lbStats: object | undefined }>}
+ */
+async function driveLoad ({ fleet, balancer, load, arm, trial, settings, onProgress, url }) {
+  const { warmup, duration } = settings
+  // the backends' requests per page at the window's start and end (replication of hot pages)
+  const windowEnd = settings.requests ? -1 : warmup + duration
+  const snapshot = async (second) => {
+    const keys = second === warmup || second === windowEnd
+    const [stats, cpu, fleetCpu, loadCpu] = await Promise.all([
+      fleet.request('stats', { keys }), balancer.request('cpu'), fleet.request('cpu'), load.request('cpu')
+    ])
+    return { stats, cpu, fleetCpu, loadCpu }
+  }
+  const run = { churn: churnPlan(settings), churnDone: [], snaps: [await snapshot(0)], buckets: [], pending: [] }
+  load.on(tickHandler({ fleet, arm, trial, settings, onProgress, snapshot, run }))
+  // a count of requests has no set length: allow it 15 minutes
+  const done = load.waitFor('done', (warmup + (settings.requests ? 900 : duration + 60)) * 1000)
+  await load.request('start', {
+    url,
+    connections: settings.connections,
+    rate: settings.rate,
+    load: settings.load,
+    sources: arm.sources || settings.sources,
+    requests: settings.requests,
+    warmup,
+    duration,
+    pages: settings.pages,
+    popularity: settings.popularity,
+    shift: settings.workload ? settings.workload.shift : null,
+    seed: settings.seed + trial
+  })
+  const { result } = await done
+  await Promise.all(run.pending)
+  await Promise.all(run.churnDone)
+  const lbStats = await balancer.request('stats').catch(() => undefined)
+  return { result, snaps: run.snaps, buckets: run.buckets, churn: run.churn, lbStats }
+}
+
+/** What each second's tick of the load child does: the churn due then, a snapshot, the progress line. */
+function tickHandler ({ fleet, arm, trial, settings, onProgress, snapshot, run }) {
+  const { warmup, duration } = settings
+  const { churn, churnDone, snaps, buckets, pending } = run
+  return (msg) => {
+    if (msg.type !== 'tick') return
+    const { bucket } = msg
+    buckets[bucket.second] = bucket
+    if (churn && bucket.second === warmup + churn.killAt) {
+      churnDone.push(fleet.request('kill', { index: churn.index }).then((r) => { churn.killed = r }))
+    }
+    if (churn && bucket.second === warmup + churn.restartAt) {
+      const restart = () => fleet.request('restart', { index: churn.index })
+      churnDone.push(Promise.all(churnDone.slice()).then(restart).then((r) => { churn.restarted = r }))
+    }
+    pending.push(snapshot(bucket.second).then((s) => {
+      snaps[bucket.second] = s
+      const prev = snaps[bucket.second - 1]
+      onProgress({
+        arm,
+        trial,
+        second: bucket.second,
+        phase: bucket.phase,
+        total: settings.requests ? '?' : warmup + duration,
+        rps: perSecond(bucket.requests, prev, s),
+        hitRate: prev ? metrics.hitRate(prev.stats, s.stats) : NaN
+      })
+    }))
+  }
+}
+
+/** One point per second of load: its phase, throughput, hit rate, latency and CPU. */
+function timelineOf (snaps, buckets, end) {
+  const timeline = []
+  for (let s = 1; s <= end; s++) {
+    const b = buckets[s]
+    const prev = snaps[s - 1]
+    const cur = snaps[s]
+    if (!b) continue
+    timeline.push({
+      t: s,
+      phase: b.phase,
+      rps: perSecond(b.requests, prev, cur),
+      bytes: b.bytes,
+      errors: b.errors,
+      non2xx: b.non2xx,
+      hitRate: round(prev && cur ? metrics.hitRate(prev.stats, cur.stats) : NaN, 4),
+      latency: { mean: round(b.latency.mean, 3), p50: round(b.latency.p50, 3), p99: round(b.latency.p99, 3) },
+      cpu: prev && cur
+        ? {
+            balancer: round(metrics.cpuSeconds(prev.cpu, cur.cpu), 3),
+            fleet: round(metrics.cpuSeconds(prev.fleetCpu, cur.fleetCpu), 3),
+            load: round(metrics.cpuSeconds(prev.loadCpu, cur.loadCpu), 3)
+          }
+        : null
+    })
+  }
+  return timeline
+}
+
+/** The run record from the window's first and last snapshots and the load child's result. */
+function runRecord ({ arm, trial, settings, started, driven }) {
+  const { warmup, duration } = settings
+  const { result, snaps, churn } = driven
+  const m = result.measured
+  // with a count of requests the window lasted what it took: to the second of the last answer
+  const end = settings.requests ? result.seconds : warmup + duration
+  const seconds = settings.requests ? m.seconds : duration
+  const start = snaps[warmup]
+  const last = snaps[end]
+  if (!start || !last) throw new Error(`missing stats snapshot at second ${start ? end : warmup}`)
+  // requests per page per backend in the window, counted by the backends (any load generator)
+  const counted = start.stats[0] && 'served' in start.stats[0] && 'served' in last.stats[0]
+  const served = counted ? servedBetween(start.stats, last.stats) : null
+  const keys = Object.keys(m.keys).length ? m.keys : (served || {})
+  const down = churn ? { index: churn.index, fraction: (churn.restartAt - churn.killAt) / duration } : undefined
+  const optimum = settings.popularity
+    ? runOptimum(probabilities(settings.popularity, settings.pages), fleetCapacities(settings.fleet),
+      started.pageBytes, down)
+    : NaN
+  const hitRate = metrics.hitRate(start.stats, last.stats)
+  return {
+    ...armFields(arm, trial, settings, seconds, started.version),
+    requests: m.requests,
+    rps: round(m.rps, 2),
+    latency: roundLatency(m.latency),
+    errors: m.errors,
+    non2xx: m.non2xx,
+    bytesPerSec: Math.round(m.bytesPerSec),
+    hitRate: round(hitRate, 4),
+    optimum: round(optimum, 4),
+    distance: round(optimum - hitRate, 4),
+    clientHitRate: round(m.hits + m.misses ? m.hits / (m.hits + m.misses) : NaN, 4),
+    specialization: round(metrics.specialization(keys), 4),
+    ...(served ? { hotPages: hotPages(served).map((h) => ({ ...h, share: round(h.share, 4) })) } : {}),
+    ...(churn ? { churn: churnFields(churn, started.backends) } : {}),
+    ...cpuFields(start, last, seconds, m),
+    load: loadFields(result, m),
+    // { '/page1.html': { a: 812, c: 3 }, ... } measured window: the client's X-Server counts, or (wrk) the backends' own
+    perKey: keys,
+    learning: learningFields(result.learning, warmup, snaps[0], start),
+    balancer: metrics.balancerCounts(driven.lbStats),
+    timeline: timelineOf(snaps, driven.buckets, end)
+  }
+}
+
+/** The record's head: which arm, trial and balancer processes. */
+function armFields (arm, trial, settings, seconds, version) {
+  return {
+    algo: arm.label,
+    policy: arm.algo,
+    keepAlive: arm.keepAlive,
+    ...(arm.retryOn ? { retryOn: arm.retryOn } : {}),
+    ...(arm.tryTimeoutMs ? { tryTimeoutMs: arm.tryTimeoutMs } : {}),
+    ...(settings.requests ? { seconds: round(seconds, 3) } : {}),
+    ...(arm.peer ? { peer: { name: arm.peer, mode: arm.mode, version } } : {}),
+    workers: arm.workers ?? settings.workers,
+    trial
+  }
+}
+
+function churnFields (churn, backends) {
+  return {
+    backend: backends[churn.index].id,
+    killedAt: churn.killAt,
+    restartedAt: churn.restartAt,
+    restartMs: churn.restarted ? churn.restarted.startMs : null
+  }
+}
+
+/** CPU per 10k requests and each process's share over the window, and the backends' figures. */
+function cpuFields (start, last, seconds, m) {
+  return {
+    cpuPer10k: round(metrics.cpuPer10k(start.cpu, last.cpu, m.requests), 4),
+    cpuShare: {
+      balancer: round(metrics.cpuSeconds(start.cpu, last.cpu) / seconds, 3),
+      fleet: round(metrics.cpuSeconds(start.fleetCpu, last.fleetCpu) / seconds, 3),
+      load: round(metrics.cpuSeconds(start.loadCpu, last.loadCpu) / seconds, 3)
+    },
+    perBackend: metrics.perBackend(start.stats, last.stats, m.servers)
+      .map((r) => ({ ...r, share: round(r.share, 4), hitRate: round(r.hitRate, 4) }))
+  }
+}
+
+function loadFields (result, m) {
+  return {
+    generator: result.generator,
+    ...(result.sources ? { sources: result.sources } : {}),
+    ...(m.lag ? { lag: { p50: round(m.lag.p50, 3), p99: round(m.lag.p99, 3), max: round(m.lag.max, 3) } } : {}),
+    ...(result.openLoop ? { openLoop: result.openLoop } : {}),
+    timeouts: m.timeouts
+  }
+}
+
+function learningFields (l, warmup, first, start) {
+  return {
+    seconds: warmup,
+    requests: l.requests,
+    rps: round(warmup ? l.rps : NaN, 2),
+    errors: l.errors,
+    non2xx: l.non2xx,
+    hitRate: round(warmup ? metrics.hitRate(first.stats, start.stats) : NaN, 4),
+    latency: roundLatency(l.latency)
   }
 }
 

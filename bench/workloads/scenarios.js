@@ -27,10 +27,12 @@
  * - `targets`: checks printed under the table, on medians over trials.
  */
 
+const { DEFAULTS } = require('../../src/config/defaults')
+
 const LOREM_PAGES = 25
 
-/** Seven backends whose 4-page caches cannot hold the 25 pages, 20 ms per miss. */
-const CACHE_FLEET = { count: 7, cachePages: 4, missMs: 20 }
+/** The default fleet's seven backends, whose 4-page caches cannot hold the 25 pages, 20 ms per miss. */
+const CACHE_FLEET = { count: DEFAULTS.fleet.count, cachePages: 4, missMs: 20 }
 
 /** Caches larger than the page set and free misses: every page is cached after its first miss. */
 const NO_CACHE_EFFECT = { cachePages: 1000, missMs: 0 }
@@ -52,7 +54,7 @@ function scenario (fields) {
 /** @type {Record<string, object>} */
 const scenarios = {
   cache: scenario({
-    description: 'cache affinity: 7 backends with 4-page caches, 25 pages, 20 ms per miss',
+    description: `cache affinity: ${CACHE_FLEET.count} backends with 4-page caches, 25 pages, 20 ms per miss`,
     fleet: { ...CACHE_FLEET },
     connections: 32,
     algos: CACHE_ALGOS,
@@ -76,12 +78,12 @@ const scenarios = {
   // each, so --churn can SIGKILL one) caching 24 pages each. The hottest page takes 17 % of the
   // requests, more than one backend's seventh: it needs replicas.
   zipf: scenario({
-    description: 'issue 18: Zipf(1) over 200 pages of 20-80 KB, 7 backends (processes) caching 12 % of the pages each (24 of 200), 20 ms per miss',
+    description: `issue 18: Zipf(1) over 200 pages of 20-80 KB, ${CACHE_FLEET.count} backends (processes) caching 12 % of the pages each (24 of 200), 20 ms per miss`,
     pages: 200,
     popularity: 'zipf:1',
     pageSize: 'uniform:20k,80k',
     // no cachePages: 12 % of the pages each, as bench:model (24 of 200, 240 of 2,000)
-    fleet: { count: 7, missMs: 20, processes: true },
+    fleet: { count: CACHE_FLEET.count, missMs: 20, processes: true },
     connections: 32,
     algos: ['chash-bounded', 'wasp'],
     baseline: 'chash-bounded',
@@ -190,7 +192,7 @@ const scenarios = {
   // docs/experiments.md, E as it was run: the same 7 backends and 25 pages, but no page cache of
   // their own and no miss cost (every request read from the OS page cache, shared by all).
   'cache-off': scenario({
-    description: 'E as it was run: 7 backends without page caches (every request from the OS page cache), 25 pages',
+    description: `E as it was run: ${CACHE_FLEET.count} backends without page caches (every request from the OS page cache), 25 pages`,
     fleet: { ...CACHE_FLEET, cachePages: 0, missMs: 0 },
     connections: 32,
     algos: ['round-robin', 'wasp'],

@@ -1,7 +1,7 @@
 'use strict'
 
 /**
- * The workload options of issue 18, shared by `npm run bench:model` (bench/model/closed-loop.js) and
+ * The workload options of issue 18, shared by `npm run bench:model` (bench/runners/model.js) and
  * `npm run bench` (bench/runners/options.js): pages, popularity, page sizes, caches in pages or bytes,
  * popularity shift, churn. Validated here, once, into a plain workload object; bad values throw
  * ERR_POLISTES_BAD_OPTION with the option's name. Each caller passes its own defaults.
@@ -10,8 +10,8 @@
 const { ERR_POLISTES_BAD_OPTION } = require('../../src/common/errors')
 const { parsePopularity, formatPopularity } = require('./popularity')
 const { parsePageSizes, parseBytes } = require('./page-sizes')
+const { DEFAULTS } = require('../../src/config/defaults')
 
-const UPSTREAMS = 7
 const MAX_PAGES = 100000
 
 /** The model's defaults: Zipf(1) over 200 pages of 62,000 B, 12 % of the pages per cache. */
@@ -50,7 +50,7 @@ function parseShift (value, pages) {
  */
 function parseWorkload (args, defaults = MODEL_DEFAULTS) {
   const minPages = defaults.minPages ?? 2
-  const upstreams = defaults.upstreams ?? UPSTREAMS
+  const upstreams = defaults.upstreams ?? DEFAULTS.fleet.count
   const pages = args.pages ?? defaults.pages
   if (!Number.isInteger(pages) || pages < minPages || pages > MAX_PAGES) throw new ERR_POLISTES_BAD_OPTION(`--pages must be an integer from ${minPages} to ${MAX_PAGES}, got ${args.pages}`)
   const popularity = parsePopularity(args.popularity ?? defaults.popularity)
