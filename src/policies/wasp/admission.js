@@ -3,7 +3,7 @@
 /**
  * Admission: which of the keys an upstream holds it should keep in its cache.
  *
- * Holdings (./wasp-holdings.js) give every key a holder, so a fleet whose caches hold fewer pages
+ * Holdings (./holdings.js) give every key a holder, so a fleet whose caches hold fewer pages
  * than there are pages gives each backend more keys than its cache keeps. Its LRU then stores every
  * page it serves, and each request for one of its coldest keys evicts a page that would have hit.
  * The static optimum keeps the hottest pages that fit and never stores the others; this is that,
@@ -41,7 +41,7 @@ const SHRINK = 1 / 8
  * it comes back, 0.82 against 0.85 keeping everything). */
 const MIN_SIZE = 8
 
-/** Marks a pick context whose cache result tests the admission size (see ./wasp.js `admit`). */
+/** Marks a pick context whose cache result tests the admission size (see ./index.js `admit`). */
 const TEST = Symbol('polistes.wasp.admissionTest')
 
 /** A new admission record for an upstream record. */
@@ -131,7 +131,7 @@ function keeps (krec, urec) {
 /**
  * A cache result of a kept request from a holder that had kept the key before (warm): learn the
  * admission size.
- * @param {import('./wasp-memory').UpstreamRecord} urec
+ * @param {import('./memory').UpstreamRecord} urec
  * @param {boolean} hit
  */
 function learn (urec, hit) {

@@ -31,7 +31,7 @@
  *   upstreams: one upstream's fair share) gets another holder, up to ceil(share × n / R); one with
  *   a holder to spare (its share under 3/4 of what one fewer could carry) loses the newest.
  *   A key's share is read after 1 / GAP_ALPHA requests (16), when its estimate has settled.
- *   The holders then share it by the load-weighted dominance contest of ./wasp.js.
+ *   The holders then share it by the load-weighted dominance contest of ./index.js.
  * - A holder not listed for more than ABSENT_PICKS picks (it left, or is unhealthy) gives its keys up.
  * - Capacity (`observeCache`): counts alone cannot see a small cache. An upstream whose warm held
  *   keys hit (X-Cache) less than FULL of the time is full, its capacity its holdings × that ratio:
@@ -42,8 +42,8 @@
  * Everything is O(upstreams × holders) per pick, with no sweep over keys.
  */
 
-const { BANDS } = require('./wasp-memory')
-const admission = require('./wasp-admission')
+const { BANDS } = require('./memory')
+const admission = require('./admission')
 
 /** Weight of the newest gap in a key's gap EWMA: popularity is read from about the last 16 requests. */
 const GAP_ALPHA = 1 / 16
@@ -85,7 +85,7 @@ function bandOf (gap) {
 /**
  * A request for the key at pick `picks`: update its gap EWMA (before its second request an unseen
  * key is taken for a cold one, its gap the table's age) and move its holders' counts to its new band.
- * @param {import('./wasp-memory').KeyRecord} krec
+ * @param {import('./memory').KeyRecord} krec
  * @param {number} picks
  */
 function observe (krec, picks) {
@@ -175,7 +175,7 @@ function needed (krec, n, have, replicate) {
  * absent holders give the key up, a key short of holders gets the least-held candidate of its band,
  * one with a spare holder loses the newest, and a holder that holds `shareGap` (and SHARE_RATIO)
  * more of the band than the least-held non-holder swaps thresholds with it. Changes thresholds only; the response
- * rounds of ./wasp.js then decide who serves.
+ * rounds of ./index.js then decide who serves.
  * @returns {void}
  */
 function contend (w, upstreams, krec) {
@@ -299,8 +299,8 @@ function shed (urec) {
  * size); at or above, a finite estimate grows by CAP_GROW (it tries one key more now and then),
  * and becomes Infinity once it exceeds the holdings by 2. An upstream that never reports a cache
  * result keeps hit ratio 1 and capacity Infinity: the contest counts keys alone.
- * @param {import('./wasp-memory').KeyRecord} krec
- * @param {import('./wasp-memory').UpstreamRecord} urec
+ * @param {import('./memory').KeyRecord} krec
+ * @param {import('./memory').UpstreamRecord} urec
  * @param {boolean} hit
  */
 function observeCache (krec, urec, hit, kept = true, tested = false) {

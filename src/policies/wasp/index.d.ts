@@ -1,4 +1,4 @@
-import type { Policy, PolicyDeps, Upstream, PickContext, Outcome } from './types'
+import type { Policy, PolicyDeps, Upstream, PickContext, Outcome } from '../types'
 
 export type { Policy, PolicyDeps, Upstream, PickContext, Outcome }
 

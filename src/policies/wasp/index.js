@@ -26,12 +26,12 @@
  * Idleness counts picks (absences included), not time: the model is request-driven, so this stays
  * deterministic and independent of the request rate.
  * Colonies (`balanced` B > 0, for several balancer processes that share no state): each key has an
- * owner in a balanced packing of the keys onto the upstreams (./wasp-packing.js), which every
+ * owner in a balanced packing of the keys onto the upstreams (./packing.js), which every
  * process computes alike, and every other upstream bids as a stranger, with max(θ × g, thetaStart)
  * × B; so the colonies keep one division of labour, and the thresholds decide how fast the owner
  * answers, and who takes what the load guard sheds.
  *
- * Holdings (`shareGap`, `replicate`; ./wasp-holdings.js): each key has one holder, or a few
+ * Holdings (`shareGap`, `replicate`; ./holdings.js): each key has one holder, or a few
  * replicas when it takes more than a fair share of the requests, and dominance contests keep the
  * number of keys each upstream holds even within every popularity band: a key short of holders goes
  * to the least-held upstream, a holder with `shareGap` more than the least-held loses the key to it.
@@ -43,12 +43,12 @@
  * Cost of one pick: at most `rounds` × upstreams response draws plus O(upstreams × holders) set-up.
  */
 
-const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
-const { checkOptions, ewma, weightOf } = require('./shared')
-const { createMemory } = require('./wasp-memory')
-const { createPacking } = require('./wasp-packing')
-const holdings = require('./wasp-holdings')
-const admission = require('./wasp-admission')
+const { ERR_POLISTES_BAD_OPTION } = require('../../common/errors')
+const { checkOptions, ewma, weightOf } = require('../shared')
+const { createMemory } = require('./memory')
+const { createPacking } = require('./packing')
+const holdings = require('./holdings')
+const admission = require('./admission')
 
 /** Every parameter, with the reason for its default in the comment (and in docs/algorithms.md, "Wasp options"). */
 const defaults = Object.freeze({
@@ -90,7 +90,7 @@ const defaults = Object.freeze({
    * almost never goes that long (e^-8); 5 steals from specialists and costs up to 7 points. 0 = off */
   idleGaps: 8,
   /** colonies (`--workers`): 0 = off; B >= 1 = every key has an owner in a balanced packing of the
-   * keys onto the upstreams (./wasp-packing.js: consistent hashing with bounded loads over keys,
+   * keys onto the upstreams (./packing.js: consistent hashing with bounded loads over keys,
    * in proportion to weights), a deterministic function of the keys and upstream ids and weights, so
    * independent balancer processes compute the same owners; every other upstream bids as a
    * stranger, its threshold read as at least thetaStart (whatever it learnt, however idle) times B.
@@ -100,7 +100,7 @@ const defaults = Object.freeze({
    * (caches 2-8 pages, equal weights: learnt 0.953, balanced 0.881); `polistes --workers N` (N > 1)
    * uses 16 unless policyOptions sets it */
   balanced: 0,
-  /** holdings contest (./wasp-holdings.js): a key's holder that holds at least shareGap more keys
+  /** holdings contest (./holdings.js): a key's holder that holds at least shareGap more keys
    * at least as popular as the key (its popularity band) than the least-held listed upstream loses
    * the key to it, and a key short of holders goes to the least-held: an even division of every
    * popularity band, and a re-added upstream wins its share back. 0 = off (thresholds alone);
@@ -115,7 +115,7 @@ const defaults = Object.freeze({
    * Zipf(1) over 200 pages (17 % > 1/7) gets 2 holders; the model's backends have no capacity limit,
    * so it costs one cache slot and gains no hit rate there (0.954 either way) */
   replicate: 1,
-  /** admission (with shareGap; ./wasp-admission.js): an upstream whose cache results show it keeps
+  /** admission (with shareGap; ./admission.js): an upstream whose cache results show it keeps
    * fewer keys than it holds is told (ctx.noStore, sent as Cache-Control: no-store) not to keep
    * those beyond its learnt cache size, by popularity, nor the keys it does not hold */
   admission: true
@@ -165,7 +165,7 @@ const LATENCY_ALPHA = 0.2
  * decision phases below, which share one state object and its scratch arrays.
  * @param {Partial<typeof defaults>} [options]
  * @param {{ random?: () => number, now?: () => number }} [deps] injected sources, for determinism
- * @returns {import('./types').Policy & { snapshot (): object }}
+ * @returns {import('../types').Policy & { snapshot (): object }}
  */
 function createWasp (options = {}, { random = Math.random, now = () => performance.now() } = {}) {
   const w = createState(resolveOptions(options), random)
@@ -174,8 +174,8 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
 
     /**
      * Pick an upstream for ctx.key. Bounded: at most `rounds` × upstreams.length response draws.
-     * @param {readonly import('./types').Upstream[]} upstreams
-     * @param {import('./types').PickContext} [ctx]
+     * @param {readonly import('../types').Upstream[]} upstreams
+     * @param {import('../types').PickContext} [ctx]
      */
     pick (upstreams, ctx) {
       return pick(w, upstreams, ctx)
@@ -194,7 +194,7 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
      * New options on a running policy (a reload): checked like the factory's, then taken without
      * forgetting anything learnt (thresholds, upstream records, counters).
      * @param {Partial<typeof defaults>} next
-     * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION (then nothing changed)
+     * @throws {import('../../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION (then nothing changed)
      */
     configure (next) {
       const o = resolveOptions(next)
@@ -422,7 +422,7 @@ function keepIdleDiscount (w, krec, urec) {
 }
 
 /**
- * Admission (./wasp-admission.js): whether the chosen upstream should keep the page, as
+ * Admission (./admission.js): whether the chosen upstream should keep the page, as
  * `ctx.noStore` (the proxy sends `Cache-Control: no-store` when set); a holder told not to keep a
  * key is marked (warm -1), so that its first result once told to keep it again counts as cold.
  */
@@ -461,7 +461,7 @@ function feedback (w, upstream, ctx, outcome) {
   }
   const failed = outcome.error !== undefined && outcome.error !== null
   const refund = failed || outcome.statusCode >= 500
-    ? xi // (a holder also gives the key up, see ./wasp-holdings.js)
+    ? xi // (a holder also gives the key up, see ./holdings.js)
     : (w.useCache && outcome.cache === 'MISS' ? xi * (1 - missLearning) : 0)
   if (refund === 0) return
   const krec = memory.keys.get(String(key)) // no LRU touch: feedback is not a use

@@ -4,7 +4,7 @@
  * What a wasp policy remembers: a response threshold θ[u][k] per upstream and routing key, with
  * forgetting applied lazily, and a record per upstream. Both tables are bounded: keys by an LRU cap
  * (`maxKeys`), upstreams by forgetting those absent from every list for FORGET_AFTER picks.
- * Pure bookkeeping; the decisions are in `./wasp.js`.
+ * Pure bookkeeping; the decisions are in `./index.js`.
  */
 
 /** Picks after which an upstream absent from every list is forgotten (amortized sweep). */
@@ -12,13 +12,13 @@ const FORGET_AFTER = 4096
 /** Admission sizes remembered for forgotten upstreams (a backend that comes back has the same cache). */
 const PAST_SIZES = 1024
 
-const { fnv1a32, hash32 } = require('./shared')
-const { createAdmission } = require('./wasp-admission')
+const { fnv1a32, hash32 } = require('../shared')
+const { createAdmission } = require('./admission')
 
 /**
  * @typedef {object} UpstreamRecord
  * @property {string} id
- * @property {number} hash `hash32(id)`, for the packing (./wasp-packing.js)
+ * @property {number} hash `hash32(id)`, for the packing (./packing.js)
  * @property {number} weight its `weight` (1 when none) the last time it was listed
  * @property {number} joined the pick at which it (re)joined
  * @property {number} seen the last pick that listed it
@@ -28,10 +28,10 @@ const { createAdmission } = require('./wasp-admission')
  * @property {Int32Array} held keys it holds (see KeyRecord `holders`) at least as popular as each band
  * @property {number} heldTotal keys it holds, all bands
  * @property {number} hits EWMA of the cache results (HIT 1, MISS 0) of the keys it holds, warm ones
- *   only (see ./wasp-holdings.js `observeCache`); 1 before any
+ *   only (see ./holdings.js `observeCache`); 1 before any
  * @property {number} cap its capacity estimate in keys (Infinity: none seen, or none needed)
  * @property {{ tree: Int32Array, size: number }} admission the keys it holds by fine popularity, and
- *   its admission size (see ./wasp-admission.js)
+ *   its admission size (see ./admission.js)
  */
 
 /**
@@ -39,7 +39,7 @@ const { createAdmission } = require('./wasp-admission')
  * @property {number} step picks of this key
  * @property {number} born the pick at which the key was first seen
  * @property {number} hash FNV-1a of the key, mixed with an upstream's hash for their rendezvous score
- *   (see `./wasp-packing.js`)
+ *   (see `./packing.js`)
  * @property {string} [owner] with `balanced`: the key's upstream in the packing of version `packed`
  * @property {number} [packed]
  * @property {ThresholdEntry[]} entries θ of each upstream that served, held or contested the key

@@ -23,7 +23,7 @@
  * goes to its first rendezvous choice until the next. Counted in picks, not time.
  */
 
-const { fmix32 } = require('./shared')
+const { fmix32 } = require('../shared')
 
 /**
  * The rendezvous score of an upstream for a key (highest wins): both hashes mixed into one, so
@@ -125,8 +125,8 @@ function createPacking () {
      * keys not within `keys.size` picks either, so that the O(K log K + K × n) cost of a packing stays
      * O(n + log K) per pick amortized.
      * @param {number} picks the memory's pick count
-     * @param {Map<string, import('./wasp-memory').UpstreamRecord>} ups the memory's upstream records
-     * @param {Map<string, import('./wasp-memory').KeyRecord>} keys
+     * @param {Map<string, import('./memory').UpstreamRecord>} ups the memory's upstream records
+     * @param {Map<string, import('./memory').KeyRecord>} keys
      */
     update (picks, ups, keys) {
       const since = picks - packedAt
@@ -165,7 +165,7 @@ function createPacking () {
      * The owner of a key: its upstream in the current packing, or, for a key that packing does not
      * hold (new since), its first rendezvous choice among the packing's upstreams until the next
      * packing, which is then due. Undefined before the first packing.
-     * @param {import('./wasp-memory').KeyRecord} krec
+     * @param {import('./memory').KeyRecord} krec
      * @returns {string | undefined}
      */
     ownerOf (krec) {
