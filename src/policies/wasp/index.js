@@ -43,119 +43,12 @@
  * Cost of one pick: at most `rounds` × upstreams response draws plus O(upstreams × holders) set-up.
  */
 
-const { ERR_POLISTES_BAD_OPTION } = require('../../common/errors')
-const { checkOptions, ewma, weightOf } = require('../shared')
+const { ewma, weightOf } = require('../shared')
+const { defaults, resolveOptions } = require('./options')
 const { createMemory } = require('./memory')
 const { createPacking } = require('./packing')
 const holdings = require('./holdings')
 const admission = require('./admission')
-
-/** Every parameter, with the reason for its default in the comment (and in docs/algorithms.md, "Wasp options"). */
-const defaults = Object.freeze({
-  /** lowest threshold: a full specialist answers the first-round stimulus with p = 0.9 */
-  thetaMin: 1,
-  /** highest threshold: an upstream that has forgotten a key answers a first round with p ≈ 1e-5 */
-  thetaMax: 1000,
-  /** start mid-range, as in the literature: an unseen key is nobody's and everybody's */
-  thetaStart: 500,
-  /** learning: θ falls by ξ each time u serves k, so five requests take a newcomer from 500 to 1 */
-  xi: 100,
-  /** forgetting: θ rises by φ per request of k served elsewhere; ξ/φ ≈ 33 lets a specialist keep a
-   * key it serves at least 3 % of the time (model: φ 10 → hit rate 0.92, φ 3 → 0.97) */
-  phi: 3,
-  /** first-round stimulus: low, so a specialist answers before a stranger has had a chance */
-  stimulus: 3,
-  /** the stimulus doubles per unanswered round (a waiting job's stimulus is its wait) */
-  stimulusGrowth: 2,
-  /** rounds before the deterministic fallback: the stimulus climbs 3 → 384, across the threshold range */
-  rounds: 8,
-  /** bounded-load guard: no upstream at ≥ ceil(c × mean in-flight). Every shed request is a miss
-   * that evicts one of the stranger's own pages, so the guard must only catch real hot spots, not
-   * the in-flight jitter of real servers. Over HTTP (npm run bench, 10 s runs): c = 3 → hit rate
-   * 0.967-0.969, p99 33-35 ms; c = 5 → 0.992-0.996, p99 21-26 ms. Model: 2 → 0.84, 3 → 0.956,
-   * 5 → 0.971; a re-added upstream takes its keys more slowly (see idleGaps) */
-  loadFactor: 5,
-  /** key table cap (LRU): memory stays bounded whatever the key space */
-  maxKeys: 10000,
-  /** feedback from the response. cache: a MISS keeps only `missLearning` of the learning (measured:
-   * costs ~2 points of hit rate, so off); latency: load scaled by latency EWMA (measured: −3 points,
-   * off). Errors and 5xx always take the learning back. */
-  feedback: Object.freeze({ cache: false, latency: false }),
-  /** with feedback.cache, the fraction of the learning a MISS keeps (never 0: cold caches must warm) */
-  missLearning: 0.5,
-  /** idleness (Cicirello & Smith's idle machine): an upstream that has served nothing for more than
-   * `idleGaps` fair gaps (idleGaps × n picks, n = upstreams listed) bids with its thresholds halved
-   * per further pick, and keeps the discount for the key it wins. 8 lets a re-added upstream take
-   * keys (model: 4 % → 9 % of requests in its first 3,000) while a specialist at its fair share
-   * almost never goes that long (e^-8); 5 steals from specialists and costs up to 7 points. 0 = off */
-  idleGaps: 8,
-  /** colonies (`--workers`): 0 = off; B >= 1 = every key has an owner in a balanced packing of the
-   * keys onto the upstreams (./packing.js: consistent hashing with bounded loads over keys,
-   * in proportion to weights), a deterministic function of the keys and upstream ids and weights, so
-   * independent balancer processes compute the same owners; every other upstream bids as a
-   * stranger, its threshold read as at least thetaStart (whatever it learnt, however idle) times B.
-   * Model (seeds 1-8, uniform; Zipf(1)), learnt → balanced 16: 4 colonies 0.373 (0.609) → 0.999
-   * (0.998), 16 colonies 0.210 (0.392) → 0.998 (0.994); 16 colonies with B 2 → 0.941, 4 → 0.990,
-   * 8 → 0.998. Off for one process, whose learnt division adapts to unequal caches nobody weighted
-   * (caches 2-8 pages, equal weights: learnt 0.953, balanced 0.881); `polistes --workers N` (N > 1)
-   * uses 16 unless policyOptions sets it */
-  balanced: 0,
-  /** holdings contest (./holdings.js): a key's holder that holds at least shareGap more keys
-   * at least as popular as the key (its popularity band) than the least-held listed upstream loses
-   * the key to it, and a key short of holders goes to the least-held: an even division of every
-   * popularity band, and a re-added upstream wins its share back. 0 = off (thresholds alone);
-   * otherwise an integer >= 2 (1 would swap back and forth). Model, seeds 1-5, Zipf(1) over 200
-   * pages (with churn): off 0.948 (0.923), 2 → 0.948 (0.926), 3 → 0.954 (0.938), 4 → 0.954 (0.938),
-   * 6 → 0.954 (0.937); 25 pages uniform 0.990 → 0.998 with 3; a larger gap moves too few keys when
-   * each upstream holds only a few (25 pages: a re-added upstream got 3 % of the requests with 6) */
-  shareGap: 3,
-  /** replication (with shareGap): a key whose share of the requests exceeds replicate × 1/n (one
-   * upstream's fair share) gets another holder, up to ceil(share × n / replicate), so that no
-   * backend carries a page hotter than its fair share alone; 0 = off. 1: the hottest page of
-   * Zipf(1) over 200 pages (17 % > 1/7) gets 2 holders; the model's backends have no capacity limit,
-   * so it costs one cache slot and gains no hit rate there (0.954 either way) */
-  replicate: 1,
-  /** admission (with shareGap; ./admission.js): an upstream whose cache results show it keeps
-   * fewer keys than it holds is told (ctx.noStore, sent as Cache-Control: no-store) not to keep
-   * those beyond its learnt cache size, by popularity, nor the keys it does not hold */
-  admission: true
-})
-
-const NUMERIC = ['thetaMin', 'thetaMax', 'thetaStart', 'xi', 'phi', 'stimulus', 'stimulusGrowth',
-  'rounds', 'loadFactor', 'maxKeys', 'missLearning', 'idleGaps', 'balanced', 'shareGap', 'replicate']
-
-function badOption (message) {
-  return new ERR_POLISTES_BAD_OPTION(`wasp: ${message}`)
-}
-
-/** Merge and validate options; throws PolistesError ERR_POLISTES_BAD_OPTION. */
-function resolveOptions (options) {
-  options = checkOptions('wasp', options, Object.keys(defaults))
-  if (options.feedback !== undefined) checkOptions('wasp feedback', options.feedback, Object.keys(defaults.feedback))
-  const o = { ...defaults, ...options, feedback: { ...defaults.feedback, ...(options.feedback || {}) } }
-  for (const name of NUMERIC) {
-    if (typeof o[name] !== 'number' || !Number.isFinite(o[name])) throw badOption(`${name} must be a finite number`)
-  }
-  if (!(o.thetaMin > 0)) throw badOption('thetaMin must be > 0')
-  if (!(o.thetaMax >= o.thetaMin)) throw badOption('thetaMax must be >= thetaMin')
-  if (!(o.thetaStart >= o.thetaMin && o.thetaStart <= o.thetaMax)) throw badOption('thetaStart must lie in [thetaMin, thetaMax]')
-  if (!(o.xi >= 0) || !(o.phi >= 0)) throw badOption('xi and phi must be >= 0')
-  if (!(o.stimulus > 0)) throw badOption('stimulus must be > 0')
-  if (!(o.stimulusGrowth >= 1)) throw badOption('stimulusGrowth must be >= 1')
-  if (!Number.isInteger(o.rounds) || o.rounds < 0 || o.rounds > 64) throw badOption('rounds must be an integer in [0, 64]')
-  if (!(o.loadFactor >= 1)) throw badOption('loadFactor must be >= 1')
-  if (!Number.isInteger(o.maxKeys) || o.maxKeys < 1) throw badOption('maxKeys must be a positive integer')
-  if (!(o.missLearning >= 0 && o.missLearning <= 1)) throw badOption('missLearning must lie in [0, 1]')
-  if (!(o.idleGaps >= 0)) throw badOption('idleGaps must be >= 0')
-  if (!(o.balanced === 0 || (o.balanced >= 1 && o.balanced <= 1e6))) throw badOption('balanced must be 0 (off) or lie in [1, 1e6]')
-  if (!(o.shareGap === 0 || (Number.isInteger(o.shareGap) && o.shareGap >= 2 && o.shareGap <= 1e6))) throw badOption('shareGap must be 0 (off) or an integer in [2, 1e6]')
-  if (!(o.replicate >= 0 && o.replicate <= 1e6)) throw badOption('replicate must be 0 (off) or lie in (0, 1e6]')
-  if (typeof o.admission !== 'boolean') throw badOption('admission must be a boolean')
-  for (const f of ['cache', 'latency']) {
-    if (typeof o.feedback[f] !== 'boolean') throw badOption(`feedback.${f} must be a boolean`)
-  }
-  return o
-}
 
 /** Weight of the newest latency sample in an upstream's EWMA (with `feedback.latency`). */
 const LATENCY_ALPHA = 0.2
