@@ -31,14 +31,13 @@ const OCTAVES = 32
 const BINS = FINE * OCTAVES
 /** Steps of A: down by SHRINK per tested miss, up by GROW per tested hit, so that at equilibrium
  * about GROW / SHRINK (0.5 %) of the tested requests miss. Small steps: a cache answers a smaller A
- * only once the pages kept under the larger one have aged out, and a step of 1 drove A of a 4-page
- * cache to 1 (model, 25 pages, Zipf(1): 0.974 with steps 1 and 1/200, 0.982 with 1/8 and 1/1600). */
+ * only once the pages kept under the larger one have aged out, and a large step drives A of a small
+ * cache to 1 (measured: docs/algorithms.md, "Admission"). */
 const GROW = 1 / 1600
 const SHRINK = 1 / 8
 
-/** Below this admission size everything is kept: among a handful of keys the ranks are noise
- * (the model, 25 uniform pages on 6 caches of 4: a key in and out of the kept set misses each time
- * it comes back, 0.82 against 0.85 keeping everything). */
+/** Below this admission size everything is kept: among a handful of keys the ranks are noise, and
+ * a key in and out of the kept set misses each time it comes back (docs/algorithms.md, "Admission"). */
 const MIN_SIZE = 8
 
 /** Marks a pick context whose cache result tests the admission size (see ./index.js `admit`). */
@@ -87,9 +86,8 @@ const DRIFT = 1.5
 /**
  * The key's popularity for admission: its slow gap estimate (64 gaps), steady enough to tell the
  * keys at the edge of a cache apart, unless the fast one (16 gaps) has drifted DRIFT away from it,
- * as when the popularity ranking shifts: a page become hot must not wait 64 requests to be kept.
- * (Model, Zipf(1) over 200 pages, the ranking rotated by 20 every simulated second: slow alone 0.936,
- * no admission 0.944, this 0.946; the four stable workloads within 0.001 of slow alone.)
+ * as when the popularity ranking shifts: a page become hot must not wait 64 requests to be kept
+ * (measured with a shifting ranking: docs/algorithms.md, "Admission").
  */
 function gapOf (krec) {
   const slow = krec.slowGap

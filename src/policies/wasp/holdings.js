@@ -5,7 +5,7 @@
  * contests that keep the holdings even and replicate a key too hot for one upstream.
  *
  * A response-threshold colony left to itself divides the keys by chance: whoever answers a new key
- * first learns it, so one upstream ends up with 33 keys and another with 24, and a backend that
+ * first learns it, so one upstream ends up with far more keys than another, and a backend that
  * comes back cold is left with the few keys its idleness wins (the others keep what they took while
  * it was away). Its cache holds what it is asked for, so an uneven division is a cache that thrashes
  * next to one that idles. Polistes colonies settle who does what through dominance contests
@@ -58,9 +58,9 @@ const CAP_GROW = 1 / 256
 const SHED_MARGIN = 0.5
 
 /** A contest is lost only when the holder holds this fraction more keys of the band than the
- * least-held (besides `shareGap` more): 5 % of ~285 keys is 14 (model, Zipf(1) over 2,000 pages,
- * seeds 1-7: swaps 1,607 → 683, hit rate 0.966 → 0.969; with churn 0.939 → 0.942). Where each
- * upstream holds a few keys, `shareGap` is the larger and nothing changes. */
+ * least-held (besides `shareGap` more): where each upstream holds hundreds of keys, a gap of
+ * `shareGap` is the noise of the colder bands' popularity estimates (measured: docs/algorithms.md,
+ * "Holdings"). Where each upstream holds a few keys, `shareGap` is the larger and nothing changes. */
 const SHARE_RATIO = 0.05
 
 /** A key changes band only when log2 of its gap is this far beyond the band's edges. */

@@ -28,7 +28,7 @@ export interface WaspOptions {
   stimulusGrowth?: number
   /** response rounds before the deterministic fallback, integer 0..64 (default 8) */
   rounds?: number
-  /** bounded-load guard c: an upstream at ≥ ceil(c × (total in-flight + 1) / n) is skipped (default 3) */
+  /** bounded-load guard c: an upstream at ≥ ceil(c × (total in-flight + 1) / n) is skipped (default 5) */
   loadFactor?: number
   /** key table capacity, LRU (default 10000) */
   maxKeys?: number

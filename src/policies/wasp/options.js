@@ -2,75 +2,68 @@
 
 /**
  * The wasp policy's options: each one's default and its check, apart from the algorithm (./index.js).
+ * The comments say what each option does; why each default has its value, and the measurements
+ * behind it, are in docs/algorithms.md, "Wasp options" (numbers go stale in comments).
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../../common/errors')
 const { checkOptions } = require('../shared')
 
-/** Every parameter, with the reason for its default in the comment (and in docs/algorithms.md, "Wasp options"). */
+/** Every option and its default (docs/algorithms.md, "Wasp options", gives the reasons). */
 const defaults = Object.freeze({
-  /** lowest threshold: a full specialist answers the first-round stimulus with p = 0.9 */
+  /** lowest threshold: that of a full specialist (a holder answers as one) */
   thetaMin: 1,
-  /** highest threshold: an upstream that has forgotten a key answers a first round with p ≈ 1e-5 */
+  /** highest threshold: that of an upstream that has forgotten a key */
   thetaMax: 1000,
-  /** start mid-range, as in the literature: an unseen key is nobody's and everybody's */
+  /** threshold of a key an upstream has not met: mid-range, an unseen key is nobody's and everybody's */
   thetaStart: 500,
-  /** learning: θ falls by ξ each time u serves k, so five requests take a newcomer from 500 to 1 */
+  /** learning ξ: θ falls by ξ each time the upstream serves the key */
   xi: 100,
-  /** forgetting: θ rises by φ per request of k served elsewhere; ξ/φ ≈ 33 lets a specialist keep a
-   * key it serves at least 3 % of the time (model: φ 10 → hit rate 0.92, φ 3 → 0.97) */
+  /** forgetting φ: θ rises by φ per request of the key served elsewhere (lazily); ξ/φ is the smallest
+   * share of a key's requests with which a specialist keeps it */
   phi: 3,
-  /** first-round stimulus: low, so a specialist answers before a stranger has had a chance */
+  /** first-round stimulus s: low, so that a specialist answers before a stranger has had a chance */
   stimulus: 3,
-  /** the stimulus doubles per unanswered round (a waiting job's stimulus is its wait) */
+  /** factor by which the stimulus grows per unanswered round (a waiting job's stimulus is its wait) */
   stimulusGrowth: 2,
-  /** rounds before the deterministic fallback: the stimulus climbs 3 → 384, across the threshold range */
+  /** response rounds before the deterministic fallback (the lowest effective threshold), integer
+   * 0..64: enough for the stimulus to climb across the threshold range */
   rounds: 8,
-  /** bounded-load guard: no upstream at ≥ ceil(c × mean in-flight). Every shed request is a miss
-   * that evicts one of the stranger's own pages, so the guard must only catch real hot spots, not
-   * the in-flight jitter of real servers. Over HTTP (npm run bench, 10 s runs): c = 3 → hit rate
-   * 0.967-0.969, p99 33-35 ms; c = 5 → 0.992-0.996, p99 21-26 ms. Model: 2 → 0.84, 3 → 0.956,
-   * 5 → 0.971; a re-added upstream takes its keys more slowly (see idleGaps) */
+  /** bounded-load guard c: an upstream at ≥ ceil(c × (total in-flight + 1) / n) is not eligible.
+   * Every shed request is a miss that evicts one of the stranger's own pages, so the guard must
+   * only catch real hot spots, not the in-flight jitter of real servers */
   loadFactor: 5,
   /** key table cap (LRU): memory stays bounded whatever the key space */
   maxKeys: 10000,
-  /** feedback from the response. cache: a MISS keeps only `missLearning` of the learning (measured:
-   * costs ~2 points of hit rate, so off); latency: load scaled by latency EWMA (measured: −3 points,
-   * off). Errors and 5xx always take the learning back. */
+  /** feedback from the response. cache: a MISS keeps only `missLearning` of the learning; latency:
+   * the load is scaled by the upstream's latency EWMA. Both off (they measured worse on equal
+   * caches). Errors and 5xx always take the learning back */
   feedback: Object.freeze({ cache: false, latency: false }),
   /** with feedback.cache, the fraction of the learning a MISS keeps (never 0: cold caches must warm) */
   missLearning: 0.5,
   /** idleness (Cicirello & Smith's idle machine): an upstream that has served nothing for more than
    * `idleGaps` fair gaps (idleGaps × n picks, n = upstreams listed) bids with its thresholds halved
-   * per further pick, and keeps the discount for the key it wins. 8 lets a re-added upstream take
-   * keys (model: 4 % → 9 % of requests in its first 3,000) while a specialist at its fair share
-   * almost never goes that long (e^-8); 5 steals from specialists and costs up to 7 points. 0 = off */
+   * per further pick, and keeps the discount for the key it wins, so that a re-added upstream takes
+   * keys; large enough that a specialist at its fair share almost never goes that long. 0 = off */
   idleGaps: 8,
   /** colonies (`--workers`): 0 = off; B >= 1 = every key has an owner in a balanced packing of the
-   * keys onto the upstreams (./packing.js: consistent hashing with bounded loads over keys,
-   * in proportion to weights), a deterministic function of the keys and upstream ids and weights, so
+   * keys onto the upstreams (./packing.js: consistent hashing with bounded loads over keys, in
+   * proportion to weights), a deterministic function of the keys and upstream ids and weights, so
    * independent balancer processes compute the same owners; every other upstream bids as a
    * stranger, its threshold read as at least thetaStart (whatever it learnt, however idle) times B.
-   * Model (seeds 1-8, uniform; Zipf(1)), learnt → balanced 16: 4 colonies 0.373 (0.609) → 0.999
-   * (0.998), 16 colonies 0.210 (0.392) → 0.998 (0.994); 16 colonies with B 2 → 0.941, 4 → 0.990,
-   * 8 → 0.998. Off for one process, whose learnt division adapts to unequal caches nobody weighted
-   * (caches 2-8 pages, equal weights: learnt 0.953, balanced 0.881); `polistes --workers N` (N > 1)
-   * uses 16 unless policyOptions sets it */
+   * Off for one process, whose learnt division adapts to unequal caches nobody weighted;
+   * `polistes --workers N` (N > 1) uses 16 unless policyOptions sets it */
   balanced: 0,
-  /** holdings contest (./holdings.js): a key's holder that holds at least shareGap more keys
-   * at least as popular as the key (its popularity band) than the least-held listed upstream loses
-   * the key to it, and a key short of holders goes to the least-held: an even division of every
+  /** holdings contest (./holdings.js): a key's holder that holds at least shareGap more keys at
+   * least as popular as the key (its popularity band) than the least-held listed upstream loses the
+   * key to it, and a key short of holders goes to the least-held: an even division of every
    * popularity band, and a re-added upstream wins its share back. 0 = off (thresholds alone);
-   * otherwise an integer >= 2 (1 would swap back and forth). Model, seeds 1-5, Zipf(1) over 200
-   * pages (with churn): off 0.948 (0.923), 2 → 0.948 (0.926), 3 → 0.954 (0.938), 4 → 0.954 (0.938),
-   * 6 → 0.954 (0.937); 25 pages uniform 0.990 → 0.998 with 3; a larger gap moves too few keys when
-   * each upstream holds only a few (25 pages: a re-added upstream got 3 % of the requests with 6) */
+   * otherwise an integer >= 2 (1 would swap back and forth; a large gap moves too few keys when each
+   * upstream holds only a few) */
   shareGap: 3,
   /** replication (with shareGap): a key whose share of the requests exceeds replicate × 1/n (one
    * upstream's fair share) gets another holder, up to ceil(share × n / replicate), so that no
-   * backend carries a page hotter than its fair share alone; 0 = off. 1: the hottest page of
-   * Zipf(1) over 200 pages (17 % > 1/7) gets 2 holders; the model's backends have no capacity limit,
-   * so it costs one cache slot and gains no hit rate there (0.954 either way) */
+   * backend carries a page hotter than its fair share alone; 0 = off */
   replicate: 1,
   /** admission (with shareGap; ./admission.js): an upstream whose cache results show it keeps
    * fewer keys than it holds is told (ctx.noStore, sent as Cache-Control: no-store) not to keep

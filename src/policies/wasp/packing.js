@@ -13,8 +13,8 @@
  * the larger count); with weights (the pool's `weight`, the same in every process), keys in
  * proportion: give a backend with twice the cache twice the weight. Counting keys, not requests, is what makes the packing a function of what every colony
  * sees alike: request counts differ by noise from colony to colony, the set of keys does not. It
- * is also what fills equal caches evenly (7 upstreams, 4-page caches, 25 pages: 4 or 3 keys each,
- * where plain rendezvous hashing gives some upstreams 5 or 6 and others 2, hit rate 0.88).
+ * is also what fills equal caches evenly, where plain rendezvous hashing does not
+ * (docs/algorithms.md, "The balanced packing").
  *
  * A packing is recomputed, never patched (an incremental insertion would depend on the order in
  * which keys arrived, which differs between colonies): when the set of upstreams changes (within
