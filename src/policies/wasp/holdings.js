@@ -328,4 +328,4 @@ function fail (w, krec, urec) {
   if (j >= 0) yieldKey(w, krec, j)
 }
 
-module.exports = { contend, observe, observeCache, release, fail, bandOf, SHARE_RATIO, HIT_ALPHA, FULL, CAP_GROW, SHED_MARGIN, GAP_ALPHA, SLOW_ALPHA, JOIN, ABSENT_PICKS, SPARE }
+module.exports = { contend, observe, observeCache, release, fail, bandOf, SHARE_RATIO, ABSENT_PICKS }
