@@ -526,6 +526,6 @@ function workloadCli (args, seeds, waspOptions) {
   console.table(rows)
 }
 
-module.exports = { createModel, scenario, DEFAULTS, EventHeap }
+module.exports = { createModel, scenario, EventHeap }
 
 if (require.main === module) cli(process.argv.slice(2))

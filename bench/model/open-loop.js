@@ -383,6 +383,6 @@ function cli (argv) {
   }
 }
 
-module.exports = { createOpenLoop, physicalLimit, runAt, sweep, contenders, DEFAULTS }
+module.exports = { createOpenLoop, physicalLimit, runAt, sweep }
 
 if (require.main === module) cli(process.argv.slice(2))

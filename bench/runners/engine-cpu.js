@@ -388,4 +388,4 @@ if (require.main === module) {
   })
 }
 
-module.exports = { parseArgs, splitArm, armKind, ratioLines, ARMS }
+module.exports = { parseArgs, armKind, ratioLines, ARMS }

@@ -205,4 +205,4 @@ async function runProcessSection (o) {
   }
 }
 
-module.exports = { runProcessSection, treeRss, rssKiB }
+module.exports = { runProcessSection }

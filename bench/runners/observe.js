@@ -221,5 +221,3 @@ if (require.main === module) {
     process.exit(1)
   })
 }
-
-module.exports = { measureRecord, measureAccessLog, measureScrape, endToEnd }

@@ -234,4 +234,4 @@ function getScenario (name) {
   return Object.hasOwn(scenarios, name) ? scenarios[name] : undefined
 }
 
-module.exports = { scenarios, scenarioNames, getScenario }
+module.exports = { scenarioNames, getScenario }
