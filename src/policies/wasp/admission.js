@@ -143,4 +143,4 @@ function learn (urec, hit) {
   a.size = a.size > 1 + SHRINK ? a.size - SHRINK : 1
 }
 
-module.exports = { TEST, createAdmission, observe, count, keeps, learn, rank, position, FINE, BINS, GROW }
+module.exports = { TEST, createAdmission, observe, count, keeps, learn, rank, position, GROW }
