@@ -214,7 +214,8 @@ function contend (w, upstreams, krec) {
       if (u.held[b] > u.cap + SHED_MARGIN) over = i
     } else {
       if (h < anyHeld || (h === anyHeld && upstreams[i].inflight < upstreams[any].inflight)) { any = i; anyHeld = h }
-      if (u.held[b] + 1 <= u.cap && (h < leastHeld || (h === leastHeld && upstreams[i].inflight < upstreams[least].inflight))) {
+      if (u.held[b] + 1 <= u.cap &&
+        (h < leastHeld || (h === leastHeld && upstreams[i].inflight < upstreams[least].inflight))) {
         least = i
         leastHeld = h
       }
@@ -230,7 +231,8 @@ function contend (w, upstreams, krec) {
     }
   } else if (holders.length > want) { // the newest holder goes: the oldest have held it longest
     yieldKey(w, krec, holders.length - 1)
-  } else if (w.o.admission && holders.length === 1 && !admission.keeps(krec, holders[0]) && (roomy = roomiest(recs, n, holders[0], w.o.shareGap)) >= 0) {
+  } else if (w.o.admission && holders.length === 1 && !admission.keeps(krec, holders[0]) &&
+    (roomy = roomiest(recs, n, holders[0], w.o.shareGap)) >= 0) {
     swap(w, krec, holders[0], recs[roomy]) // a free move: the key misses at its holder anyway
   } else if (w.o.admission && least >= 0 && room(recs[least], w.o.shareGap) > 0) {
     // the least-held has room: it fills with keys its peers do not keep (above) before it takes
@@ -238,7 +240,8 @@ function contend (w, upstreams, krec) {
   } else if (over >= 0 && least >= 0) {
     shed(recs[over])
     swap(w, krec, recs[over], recs[least])
-  } else if (most >= 0 && least >= 0 && mostHeld - leastHeld >= w.o.shareGap && mostHeld - leastHeld >= SHARE_RATIO * mostHeld) {
+  } else if (most >= 0 && least >= 0 && mostHeld - leastHeld >= w.o.shareGap &&
+    mostHeld - leastHeld >= SHARE_RATIO * mostHeld) {
     swap(w, krec, recs[most], recs[least])
   }
   // the holders are the key's specialists: each answers as one, and replicas share it by load
@@ -313,7 +316,8 @@ function observeCache (krec, urec, hit, kept = true, tested = false) {
     }
     krec.warm[j]++
     if (tested) admission.learn(urec, hit)
-  } // a key it was told not to keep counts as held all the same: a cache too small for its share thrashes less but still misses
+  } // a key it was told not to keep counts as held all the same: a cache too small for its share
+  // thrashes less but still misses
   urec.hits += HIT_ALPHA * ((hit ? 1 : 0) - urec.hits)
   if (urec.hits < FULL) urec.cap = urec.heldTotal * urec.hits
   else if (urec.cap !== Infinity) {

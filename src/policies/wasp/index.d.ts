@@ -103,7 +103,10 @@ export interface WaspSnapshot {
    * `capacity`: its capacity estimate in keys, learnt from them (null: none, it is not full);
    * `admissionSize`: the keys its cache keeps, learnt from the results of kept keys (null: not
    * learnt, it keeps everything; see `admission`) */
-  upstreams: Array<{ id: string, latencyMs: number, idle: number, held: number, heldHitRatio: number, capacity: number | null, admissionSize: number | null }>
+  upstreams: Array<{
+    id: string, latencyMs: number, idle: number, held: number, heldHitRatio: number,
+    capacity: number | null, admissionSize: number | null
+  }>
   /** keys owned per upstream id: keys whose lowest threshold is that upstream's and below `thetaStart` */
   owned: Record<string, number>
   /** the 50 most recently used keys with their specialist (lowest threshold) */

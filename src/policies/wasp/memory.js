@@ -131,7 +131,8 @@ function createMemory (o, { onEvict } = {}) {
       const entries = krec.entries
       // entries of records no longer current (a forgotten or re-joined upstream) go first
       for (let i = entries.length - 1; i >= 0; i--) if (!current(entries[i].u)) entries.splice(i, 1)
-      krec.entries = entries.concat({ u: urec, theta: value, at: krec.step }) // concat: a tight array (push gives 17 slots)
+      // concat: a tight array (push gives 17 slots)
+      krec.entries = entries.concat({ u: urec, theta: value, at: krec.step })
     } else {
       e.theta = value
       e.at = krec.step
@@ -189,7 +190,21 @@ function createMemory (o, { onEvict } = {}) {
     upstream (id) {
       let rec = ups.get(id)
       if (rec === undefined) {
-        rec = { id, hash: hash32(id), weight: 1, joined: picks, seen: picks, latency: 0, idle: 0, g: 1, held: new Int32Array(BANDS), heldTotal: 0, hits: 1, cap: Infinity, admission: createAdmission() }
+        rec = {
+          id,
+          hash: hash32(id),
+          weight: 1,
+          joined: picks,
+          seen: picks,
+          latency: 0,
+          idle: 0,
+          g: 1,
+          held: new Int32Array(BANDS),
+          heldTotal: 0,
+          hits: 1,
+          cap: Infinity,
+          admission: createAdmission()
+        }
         ups.set(id, rec)
         const size = past.get(id)
         if (size !== undefined) {
@@ -214,7 +229,19 @@ function createMemory (o, { onEvict } = {}) {
         return rec
       }
       if (!create) return undefined
-      rec = { step: 0, born: picks, hash: fnv1a32(key), entries: [], last: picks, gap: 0, slowGap: 0, band: 0, fine: 0, holders: [], warm: [] }
+      rec = {
+        step: 0,
+        born: picks,
+        hash: fnv1a32(key),
+        entries: [],
+        last: picks,
+        gap: 0,
+        slowGap: 0,
+        band: 0,
+        fine: 0,
+        holders: [],
+        warm: []
+      }
       keys.set(key, rec)
       if (keys.size > maxKeys) evictOldest()
       return rec

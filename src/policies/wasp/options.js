@@ -93,17 +93,25 @@ function resolveOptions (options) {
   }
   if (!(o.thetaMin > 0)) throw badOption('thetaMin must be > 0')
   if (!(o.thetaMax >= o.thetaMin)) throw badOption('thetaMax must be >= thetaMin')
-  if (!(o.thetaStart >= o.thetaMin && o.thetaStart <= o.thetaMax)) throw badOption('thetaStart must lie in [thetaMin, thetaMax]')
+  if (!(o.thetaStart >= o.thetaMin && o.thetaStart <= o.thetaMax)) {
+    throw badOption('thetaStart must lie in [thetaMin, thetaMax]')
+  }
   if (!(o.xi >= 0) || !(o.phi >= 0)) throw badOption('xi and phi must be >= 0')
   if (!(o.stimulus > 0)) throw badOption('stimulus must be > 0')
   if (!(o.stimulusGrowth >= 1)) throw badOption('stimulusGrowth must be >= 1')
-  if (!Number.isInteger(o.rounds) || o.rounds < 0 || o.rounds > 64) throw badOption('rounds must be an integer in [0, 64]')
+  if (!Number.isInteger(o.rounds) || o.rounds < 0 || o.rounds > 64) {
+    throw badOption('rounds must be an integer in [0, 64]')
+  }
   if (!(o.loadFactor >= 1)) throw badOption('loadFactor must be >= 1')
   if (!Number.isInteger(o.maxKeys) || o.maxKeys < 1) throw badOption('maxKeys must be a positive integer')
   if (!(o.missLearning >= 0 && o.missLearning <= 1)) throw badOption('missLearning must lie in [0, 1]')
   if (!(o.idleGaps >= 0)) throw badOption('idleGaps must be >= 0')
-  if (!(o.balanced === 0 || (o.balanced >= 1 && o.balanced <= 1e6))) throw badOption('balanced must be 0 (off) or lie in [1, 1e6]')
-  if (!(o.shareGap === 0 || (Number.isInteger(o.shareGap) && o.shareGap >= 2 && o.shareGap <= 1e6))) throw badOption('shareGap must be 0 (off) or an integer in [2, 1e6]')
+  if (!(o.balanced === 0 || (o.balanced >= 1 && o.balanced <= 1e6))) {
+    throw badOption('balanced must be 0 (off) or lie in [1, 1e6]')
+  }
+  if (!(o.shareGap === 0 || (Number.isInteger(o.shareGap) && o.shareGap >= 2 && o.shareGap <= 1e6))) {
+    throw badOption('shareGap must be 0 (off) or an integer in [2, 1e6]')
+  }
   if (!(o.replicate >= 0 && o.replicate <= 1e6)) throw badOption('replicate must be 0 (off) or lie in (0, 1e6]')
   if (typeof o.admission !== 'boolean') throw badOption('admission must be a boolean')
   for (const f of ['cache', 'latency']) {

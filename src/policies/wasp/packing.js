@@ -11,10 +11,10 @@
  * Ravishankar 1998) choice among the upstreams that may still take one. With K keys and n upstreams
  * of equal weight every upstream holds floor(K/n) or ceil(K/n) keys (exactly K mod n of them hold
  * the larger count); with weights (the pool's `weight`, the same in every process), keys in
- * proportion: give a backend with twice the cache twice the weight. Counting keys, not requests, is what makes the packing a function of what every colony
- * sees alike: request counts differ by noise from colony to colony, the set of keys does not. It
- * is also what fills equal caches evenly, where plain rendezvous hashing does not
- * (docs/algorithms.md, "The balanced packing").
+ * proportion: give a backend with twice the cache twice the weight. Counting keys, not requests,
+ * is what makes the packing a function of what every colony sees alike: request counts differ by
+ * noise from colony to colony, the set of keys does not. It is also what fills equal caches evenly,
+ * where plain rendezvous hashing does not (docs/algorithms.md, "The balanced packing").
  *
  * A packing is recomputed, never patched (an incremental insertion would depend on the order in
  * which keys arrived, which differs between colonies): when the set of upstreams changes (within
