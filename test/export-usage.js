@@ -88,6 +88,12 @@ function resolve (specifier, dir) {
   return null
 }
 
+/** Whether a `/` after the code `out`, whose last non-space character is `last`, starts a regex literal. */
+function regexMayStart (last, out) {
+  if (last === '' || '(,=:[!&|?{};+-*%<>~^'.includes(last)) return true
+  return /\b(return|typeof|case|in|of|void|yield|await)\s*$/.test(out.slice(-12))
+}
+
 /**
  * `source` with its comments blanked (they name modules and properties in prose), and with the
  * text of its strings, template literals and regex literals blanked too when `blankStrings` is set
@@ -102,7 +108,8 @@ function stripped (source, blankStrings = false) {
   /** From `i` inside a template literal's text: copy to its end or to a `${`, return the new index. */
   const template = (j) => {
     const from = j
-    while (j < source.length && source[j] !== '`' && !(source[j] === '$' && source[j + 1] === '{')) j += source[j] === '\\' ? 2 : 1
+    const substitution = (k) => source[k] === '$' && source[k + 1] === '{'
+    while (j < source.length && source[j] !== '`' && !substitution(j)) j += source[j] === '\\' ? 2 : 1
     out += text(from, j)
     if (source[j] === '`') {
       out += '`'
@@ -131,7 +138,7 @@ function stripped (source, blankStrings = false) {
       braces.pop()
       out += c
       i = template(i + 1)
-    } else if (c === "'" || c === '"' || (c === '/' && (last === '' || '(,=:[!&|?{};+-*%<>~^'.includes(last) || /\b(return|typeof|case|in|of|void|yield|await)\s*$/.test(out.slice(-12))))) {
+    } else if (c === "'" || c === '"' || (c === '/' && regexMayStart(last, out))) {
       let j = i + 1
       let inClass = false
       while (j < source.length && source[j] !== '\n') {
@@ -182,7 +189,8 @@ function importsOf (file) {
     for (const n of names) uses.get(target).add(n)
   }
   // const { a, b: c } = require('x'), = await import('x')
-  for (const m of source.matchAll(new RegExp(String.raw`\{([^{}]*)\}\s*=\s*(?:require|await\s+import)\s*${SPEC}`, 'g'))) {
+  const LOAD = String.raw`(?:require|await\s+import)\s*${SPEC}`
+  for (const m of source.matchAll(new RegExp(String.raw`\{([^{}]*)\}\s*=\s*${LOAD}`, 'g'))) {
     use(m[2], destructured(m[1]))
   }
   // require('x').a, (await import('x')).a
@@ -198,17 +206,19 @@ function importsOf (file) {
     const clause = m[1]
     const names = []
     const braces = /\{([^}]*)\}/.exec(clause)
-    if (braces) names.push(...splitTopLevel(braces[1]).map((s) => s.replace(/^type\s+/, '').split(/\s+as\s+/)[0].trim()))
+    const imported = (item) => item.replace(/^type\s+/, '').split(/\s+as\s+/)[0].trim()
+    if (braces) names.push(...splitTopLevel(braces[1]).map(imported))
     const binding = new RegExp(`^(?:\\*\\s+as\\s+)?(${IDENT})`).exec(clause.trim())
     if (binding && binding[1] !== 'type') names.push(...bindingUses(code, binding[1]))
     use(m[3], names)
   }
   // const X = require('x'), then X.a (and X passed on whole: '*')
-  for (const m of source.matchAll(new RegExp(String.raw`\b(?:const|let|var)\s+(${IDENT})\s*=\s*(?:require|await\s+import)\s*${SPEC}`, 'g'))) {
+  for (const m of source.matchAll(new RegExp(String.raw`\b(?:const|let|var)\s+(${IDENT})\s*=\s*${LOAD}`, 'g'))) {
     use(m[2], bindingUses(code, m[1]))
   }
   // require('x') left bare (loaded for its effects, or its object handed on): every name counts
-  for (const m of source.matchAll(new RegExp(String.raw`(^|[^.\w$=\s]\s*|[(,]\s*|return\s+)(?:require)\s*${SPEC}(?!\s*\.)`, 'gm'))) {
+  const bare = String.raw`(^|[^.\w$=\s]\s*|[(,]\s*|return\s+)require\s*${SPEC}(?!\s*\.)`
+  for (const m of source.matchAll(new RegExp(bare, 'gm'))) {
     use(m[2], ['*'])
   }
   return uses

@@ -12,14 +12,17 @@ test('every name a module in src/, bench/ or servers/ exports is imported by ano
 
 describe('the reading of imports and exports', () => {
   test('module.exports = { … }: shorthand, keyed and method entries; anything else is not read', () => {
-    expect(exportedNames('module.exports = { a, b: x, c (y) { return y }, d: f(1, 2) }\n')).toEqual(['a', 'b', 'c', 'd'])
+    const source = 'module.exports = { a, b: x, c (y) { return y }, d: f(1, 2) }\n'
+    expect(exportedNames(source)).toEqual(['a', 'b', 'c', 'd'])
     expect(exportedNames('module.exports = createThing\n')).toBe(null)
     expect(destructured(' a, b: c, d = 1, ...rest ')).toEqual(['a', 'b', 'd', 'rest'])
   })
 
   test('comments are blanked; then strings, template text and regex literals; code and lines are kept', () => {
     const sub = '$' + '{b}' // a template's substitution, written so that lint does not take it for a slip
-    const source = `const a = \`${sub}/_x/* not a comment\`\nreturn /["']/.test(c) // h.gone\nx('h.gone', h.kept) /* h.gone */\n`
+    const source = `const a = \`${sub}/_x/* not a comment\`\n` +
+      'return /["\']/.test(c) // h.gone\n' +
+      "x('h.gone', h.kept) /* h.gone */\n"
     const code = stripped(stripped(source), true)
     expect(code.split('\n')).toHaveLength(4)
     expect(code).toContain(sub)
