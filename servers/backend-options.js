@@ -177,4 +177,4 @@ function periodicOption (text) {
   return text === undefined || text === '' ? null : parsePeriodic(text)
 }
 
-module.exports = { DEFAULTS, DEFAULT_ROOT, BACKEND_FLAGS, normalizeBackendOptions, backendOptionsFromArgs, fleetOptionsFromArgs }
+module.exports = { BACKEND_FLAGS, normalizeBackendOptions, backendOptionsFromArgs, fleetOptionsFromArgs }

@@ -88,4 +88,4 @@ function teeFullBody (res, onFullBody) {
   }
 }
 
-module.exports = { teeFullBody, fullPageRequest, KEPT_HEADERS, STRIPPED_ON_MISS }
+module.exports = { teeFullBody, fullPageRequest }

@@ -14,4 +14,4 @@ function assertFleetPackages () {
   assertInstalled(FLEET_PACKAGES, 'the embedded fleet of page backends (polistes without --backends)')
 }
 
-module.exports = { FLEET_PACKAGES, assertFleetPackages }
+module.exports = { assertFleetPackages }

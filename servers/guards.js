@@ -121,4 +121,4 @@ function parseRange (header, size) {
   return { start, end }
 }
 
-module.exports = { ALLOW, checkMethod, resolvePagePath, guardWriteHead, parseRange }
+module.exports = { checkMethod, resolvePagePath, guardWriteHead, parseRange }

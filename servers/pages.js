@@ -109,7 +109,7 @@ function generatePages ({ count = 25, dir, sizes } = {}) {
   return written
 }
 
-module.exports = { generatePages, renderPage, renderPageOfSize, mulberry32, LINES_PER_PAGE }
+module.exports = { generatePages, renderPage, renderPageOfSize, mulberry32 }
 
 if (require.main === module) {
   const { runCli } = require('./cli-support')

@@ -11,7 +11,7 @@ describe('bench/reports/profile-summary', () => {
         frame(1, '(idle)'),
         frame(2, 'writev'),
         frame(3, 'head', `file://${cwd}/src/proxy/engines/response-parser.js`),
-        frame(4, 'pick', `file://${cwd}/src/policies/wasp.js`),
+        frame(4, 'pick', `file://${cwd}/src/policies/wasp/index.js`),
         frame(5, 'writeOrBuffer', 'node:internal/streams/writable'),
         frame(6, '(garbage collector)')
       ],
@@ -42,7 +42,7 @@ describe('bench/reports/profile-summary', () => {
     ['emit', 'node:events', 'Node.js JavaScript (streams, net, events, timers)'],
     ['start', 'bench/children/balancer-child.js', 'other JavaScript (bench, tools)'],
     ['parse', 'src/front/fast-front.js', 'polistes (src/, policies aside)'],
-    ['pick', 'src/policies/wasp.js', 'polistes policy (src/policies)']
+    ['pick', 'src/policies/wasp/index.js', 'polistes policy (src/policies)']
   ])('%s in "%s" is in the group %s', (name, file, group) => {
     expect(groupOf(name, file)).toBe(group)
   })

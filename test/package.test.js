@@ -51,7 +51,7 @@ beforeAll(() => { consumer = installPacked(CONSUMER_PACKAGES) }, 300000)
 afterAll(() => { if (consumer) consumer.remove() })
 
 test('the packed tarball holds the entry points, their types and the examples', () => {
-  expect(consumer.files).toEqual(expect.arrayContaining(['bin/polistes.js', 'src/policies/wasp.js', 'src/policies/wasp.d.ts', 'src/adapters/undici.js', 'src/adapters/undici.d.ts', 'src/adapters/http-proxy.js',
+  expect(consumer.files).toEqual(expect.arrayContaining(['bin/polistes.js', 'src/policies/wasp/index.js', 'src/policies/wasp/index.d.ts', 'src/adapters/undici.js', 'src/adapters/undici.d.ts', 'src/adapters/http-proxy.js',
     'src/adapters/http-proxy-middleware.d.ts', 'src/adapters/fastify-http-proxy.js', 'servers/fleet.js', 'servers/fleet.d.ts', 'examples/undici-dispatcher.js']))
 })
 
@@ -98,7 +98,7 @@ describe('the packed tarball, installed in an empty folder', () => {
 
   test('holds the library, the bin, the docs and the dashboard, and no image', () => {
     const files = packed.files.map((f) => f.path)
-    expect(files).toEqual(expect.arrayContaining(['bin/polistes.js', 'src/policies/wasp.js', 'src/policies/wasp.d.ts', 'src/adapters/undici.js', 'src/adapters/undici.d.ts', 'src/adapters/http-proxy.js', 'src/adapters/http-proxy-middleware.d.ts', 'src/adapters/fastify-http-proxy.js', 'docs/api.md', 'src/observe/dashboard/uplot/uPlot.iife.min.js', 'src/observe/dashboard/uplot/LICENSE']))
+    expect(files).toEqual(expect.arrayContaining(['bin/polistes.js', 'src/policies/wasp/index.js', 'src/policies/wasp/index.d.ts', 'src/adapters/undici.js', 'src/adapters/undici.d.ts', 'src/adapters/http-proxy.js', 'src/adapters/http-proxy-middleware.d.ts', 'src/adapters/fastify-http-proxy.js', 'docs/api.md', 'src/observe/dashboard/uplot/uPlot.iife.min.js', 'src/observe/dashboard/uplot/LICENSE']))
     expect(files.filter((f) => /\.(png|jpe?g|gif|webp)$/i.test(f))).toEqual([])
   })
 

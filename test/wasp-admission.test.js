@@ -1,11 +1,11 @@
 'use strict'
 
-const admission = require('../src/policies/wasp-admission')
+const admission = require('../src/policies/wasp/admission')
 const { createWasp } = require('../src/policies/wasp')
 const { createModel } = require('../bench/model/closed-loop')
 const { runWorkload } = require('../bench/model/model-workload')
 const { parseWorkload } = require('../bench/workloads/workload-options')
-const { FORGET_AFTER } = require('../src/policies/wasp-memory')
+const { FORGET_AFTER } = require('../src/policies/wasp/memory')
 const { mulberry32 } = require('../src/common/prng')
 
 /** An upstream record with what admission reads. */

@@ -1,7 +1,7 @@
 'use strict'
 
 const { createWasp, defaults } = require('../src/policies/wasp')
-const { bandOf, observe, ABSENT_PICKS, SHARE_RATIO } = require('../src/policies/wasp-holdings')
+const { bandOf, observe, ABSENT_PICKS, SHARE_RATIO } = require('../src/policies/wasp/holdings')
 const { mulberry32 } = require('../src/common/prng')
 
 const ups = (n, prefix = 'u') => Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, inflight: 0 }))

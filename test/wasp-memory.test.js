@@ -1,6 +1,6 @@
 'use strict'
 
-const { createMemory, FORGET_AFTER } = require('../src/policies/wasp-memory')
+const { createMemory, FORGET_AFTER } = require('../src/policies/wasp/memory')
 const { defaults } = require('../src/policies/wasp')
 
 const make = (options = {}) => createMemory({ ...defaults, ...options })

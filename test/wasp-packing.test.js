@@ -1,6 +1,6 @@
 'use strict'
 
-const { pack, createPacking, score, WINDOW } = require('../src/policies/wasp-packing')
+const { pack, createPacking, score, WINDOW } = require('../src/policies/wasp/packing')
 const { fnv1a32, hash32 } = require('../src/policies/shared')
 
 const keysOf = (count, prefix = '/k') => Array.from({ length: count }, (_, i) => ({ key: `${prefix}${i}`, hash: fnv1a32(`${prefix}${i}`) }))

@@ -2,7 +2,7 @@
 
 const { createWasp, defaults } = require('../src/policies/wasp')
 const { mulberry32 } = require('../src/common/prng')
-const { pack } = require('../src/policies/wasp-packing')
+const { pack } = require('../src/policies/wasp/packing')
 const { fnv1a32, hash32 } = require('../src/policies/shared')
 const { execFileSync } = require('node:child_process')
 

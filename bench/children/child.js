@@ -135,13 +135,4 @@ function serve (handlers, onClose = () => {}) {
   })
 }
 
-/**
- * Report a startup failure to the parent and exit.
- * @param {Error} err
- */
-function fatal (err) {
-  if (process.connected) process.send({ type: 'fatal', error: err && err.stack ? err.stack : String(err) })
-  setTimeout(() => process.exit(1), 50)
-}
-
-module.exports = { Child, serve, fatal }
+module.exports = { Child, serve }

@@ -282,4 +282,4 @@ function parsePeers (value) {
   return Object.keys(PEER_ARMS).filter((label) => wanted.has(label))
 }
 
-module.exports = { PEER_ARMS, PEERS, CHURN_HEALTH_CHECK, NGINX_KEEPALIVE, HAPROXY_DEFAULTS, NGINX_DEFAULTS, applyTuning, haproxyConfig, nginxConfig, parsePeers }
+module.exports = { PEER_ARMS, CHURN_HEALTH_CHECK, NGINX_KEEPALIVE, HAPROXY_DEFAULTS, NGINX_DEFAULTS, applyTuning, haproxyConfig, nginxConfig, parsePeers }

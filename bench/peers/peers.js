@@ -320,16 +320,4 @@ class PeerProcess {
   }
 }
 
-/**
- * Which peers of a list are installed.
- * @param {string[]} names peer programs
- * @returns {{ found: string[], missing: string[] }}
- */
-function availablePeers (names) {
-  const found = []
-  const missing = []
-  for (const name of names) (findBinary(name) ? found : missing).push(name)
-  return { found, missing }
-}
-
-module.exports = { PeerProcess, findBinary, parseProcStat, parsePpid, childPids, treeCpu, procCpu, availablePeers, peerVersion, INSTALL }
+module.exports = { PeerProcess, findBinary, parseProcStat, parsePpid, childPids, treeCpu, procCpu, INSTALL }

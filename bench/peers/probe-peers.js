@@ -152,4 +152,4 @@ if (require.main === module) {
   })
 }
 
-module.exports = { parseArgs, formatTables, allViolations, main }
+module.exports = { parseArgs, formatTables }

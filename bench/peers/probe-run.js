@@ -333,4 +333,4 @@ async function runMatrix ({ probes, targets, timeoutMs = 1000 }) {
   }))
 }
 
-module.exports = { ENGINES, PEER_ARMS, startProbeUpstream, rawExchange, makeTargets, runProbe, runMatrix, PolistesTarget, PeerTarget, polistesVersion }
+module.exports = { ENGINES, PEER_ARMS, makeTargets, runMatrix }

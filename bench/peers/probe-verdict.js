@@ -220,4 +220,4 @@ function describeOutcome (probe, outcome) {
   return { cell: `${client} / ${upstream}${flags.length ? ` ${flags.join(' ')}` : ''}`, verdict, shown }
 }
 
-module.exports = { isResponseProbe, parseResponse, classify, framingFaults, strictnessViolations, describeRequest, describeOutcome }
+module.exports = { isResponseProbe, parseResponse, classify, strictnessViolations, describeOutcome }

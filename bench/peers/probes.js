@@ -173,4 +173,4 @@ function selectProbes (names = []) {
   return PROBES.filter((p) => names.includes(p.name))
 }
 
-module.exports = { PROBES, PROBE_NAMES, SMUGGLED, HOST, selectProbes, raw, chunked }
+module.exports = { PROBES, SMUGGLED, selectProbes, chunked }

@@ -50,4 +50,4 @@ function hotPages (keys, { top = 10, replicaShare = REPLICA_SHARE } = {}) {
   }))
 }
 
-module.exports = { servedBetween, hotPages, REPLICA_SHARE }
+module.exports = { servedBetween, hotPages }

@@ -197,4 +197,4 @@ function createProgress (stream, { quiet = false } = {}) {
   }
 }
 
-module.exports = { formatTable, createProgress, loadLine, peerThreads, COLUMNS }
+module.exports = { formatTable, createProgress, loadLine, peerThreads }

@@ -232,4 +232,4 @@ each page has one backend).</p>
 `
 }
 
-module.exports = { formatHtml, lineChart, barChart, ticks }
+module.exports = { formatHtml }

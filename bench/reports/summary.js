@@ -164,4 +164,4 @@ function buildDocument (settings, runs, { startedAt, finishedAt }) {
   }
 }
 
-module.exports = { summarize, checkTargets, buildDocument, revision, METRICS }
+module.exports = { summarize, checkTargets, buildDocument }

@@ -75,5 +75,3 @@ if (require.main === module) {
     process.exit(err instanceof PolistesError ? 2 : 1)
   })
 }
-
-module.exports = { main }

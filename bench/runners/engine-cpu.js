@@ -389,4 +389,4 @@ if (require.main === module) {
   })
 }
 
-module.exports = { parseArgs, splitArm, armKind, ratioLines, ARMS }
+module.exports = { parseArgs, armKind, ratioLines, ARMS }

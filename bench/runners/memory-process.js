@@ -206,4 +206,4 @@ async function runProcessSection (o) {
   }
 }
 
-module.exports = { runProcessSection, treeRss, rssKiB }
+module.exports = { runProcessSection }

@@ -79,5 +79,3 @@ function main () {
 }
 
 if (require.main === module) main()
-
-module.exports = { measure, main }

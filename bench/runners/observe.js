@@ -222,5 +222,3 @@ if (require.main === module) {
     process.exit(1)
   })
 }
-
-module.exports = { measureRecord, measureAccessLog, measureScrape, endToEnd }

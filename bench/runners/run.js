@@ -128,4 +128,4 @@ async function main (argv) {
 
 if (require.main === module) main(process.argv.slice(2))
 
-module.exports = { bench, rotation, main }
+module.exports = { bench, rotation }

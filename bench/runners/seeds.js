@@ -262,4 +262,4 @@ async function main (argv) {
 
 if (require.main === module) main(process.argv.slice(2))
 
-module.exports = { EXPERIMENTS, runSeeds, formatMarkdown, replaceSection, figures, BEGIN, END }
+module.exports = { EXPERIMENTS, runSeeds, replaceSection, BEGIN, END }

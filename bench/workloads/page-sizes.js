@@ -87,4 +87,4 @@ function pageSizes (sizes, count, seed = 1) {
   return out
 }
 
-module.exports = { parsePageSizes, formatPageSizes, pageSizes, parseBytes, MIN_BYTES, MAX_BYTES }
+module.exports = { parsePageSizes, formatPageSizes, pageSizes, parseBytes }

@@ -236,4 +236,4 @@ function getScenario (name) {
   return Object.hasOwn(scenarios, name) ? scenarios[name] : undefined
 }
 
-module.exports = { scenarios, scenarioNames, getScenario }
+module.exports = { scenarioNames, getScenario }

@@ -85,4 +85,4 @@ function describeWorkload (w) {
     (w.churn ? ', churn (one upstream down for the middle third)' : '')
 }
 
-module.exports = { parseWorkload, parseShift, describeWorkload, MODEL_DEFAULTS, MAX_PAGES }
+module.exports = { parseWorkload, parseShift }

@@ -100,4 +100,4 @@ function watchFile (file, onChange, { debounceMs = 150 } = {}) {
   }
 }
 
-module.exports = { createReloader, balancerOptions, watchFile, FLEET_HEALTH_PATH }
+module.exports = { createReloader, balancerOptions, watchFile }

@@ -492,4 +492,4 @@ function attachFastFront (server, { keepAliveTimeoutMs, headersTimeoutMs, maxHea
   return front
 }
 
-module.exports = { attachFastFront, parseSimpleRequest, FastResponse, FastRequest }
+module.exports = { attachFastFront, parseSimpleRequest }

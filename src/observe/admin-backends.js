@@ -136,4 +136,4 @@ function refuse (res, status, message, allow) {
   return true
 }
 
-module.exports = { createBackendsHandler, parseStateBody, parseRoute, VERBS }
+module.exports = { createBackendsHandler, parseStateBody, parseRoute }

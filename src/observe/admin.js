@@ -297,4 +297,4 @@ function isAdminPath (url) {
   return url.startsWith(PREFIX) && (url.length === PREFIX.length || url[PREFIX.length] === '/' || url[PREFIX.length] === '?')
 }
 
-module.exports = { createAdmin, isAdminPath, PREFIX }
+module.exports = { createAdmin, isAdminPath }

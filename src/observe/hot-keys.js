@@ -172,4 +172,4 @@ function hash (s) {
   return Math.imul(h ^ n, FNV_PRIME) >>> 0
 }
 
-module.exports = { HotKeys, ADMIT_FACTOR, BUCKETS_PER_ROW, hash }
+module.exports = { HotKeys }

@@ -111,4 +111,4 @@ if (require.main === module) {
   })
 }
 
-module.exports = { csvRow, convert, HEADER }
+module.exports = { csvRow, HEADER }

@@ -150,4 +150,4 @@ function createChashBounded (options) {
   }
 }
 
-module.exports = { createChashBounded, buildRing }
+module.exports = { createChashBounded }

@@ -58,4 +58,4 @@ function createPolicy (name, options, deps) {
   return factory(options, deps)
 }
 
-module.exports = { createPolicy, policyNames, policies }
+module.exports = { createPolicy, policyNames }

@@ -412,4 +412,4 @@ class Upstream {
   }
 }
 
-module.exports = { Pool, Upstream, ADMIN_STATES }
+module.exports = { Pool, Upstream }

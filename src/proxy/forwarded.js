@@ -99,4 +99,4 @@ function createTrust (list) {
   }
 }
 
-module.exports = { CLIENT_FORWARDING, createTrust, parseTrustedProxies, parseCidr }
+module.exports = { CLIENT_FORWARDING, createTrust, parseTrustedProxies }

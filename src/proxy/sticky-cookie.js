@@ -139,4 +139,4 @@ function insertCookieOnHead (res, state) {
   }
 }
 
-module.exports = { parseStickyCookie, createSticky, stickyToken, setCookieValue, insertCookieOnHead, STICKY_DEFAULTS }
+module.exports = { parseStickyCookie, createSticky, stickyToken, setCookieValue, insertCookieOnHead }

@@ -203,4 +203,4 @@ function unknownFlags (argv, raw) {
   })
 }
 
-module.exports = { OPTIONS, GROUPS, EXAMPLES, DOCS_FILE, flagNames, flagsToConfig, missingValue, unknownFlags, parseRetryOn }
+module.exports = { OPTIONS, GROUPS, EXAMPLES, DOCS_FILE, flagNames, flagsToConfig, missingValue, unknownFlags }

@@ -209,4 +209,4 @@ async function runPrimary ({ config, logger, startBackends }) {
   return { workers: () => [...live].map((w) => w.process.pid), stop }
 }
 
-module.exports = { runPrimary, isPrimaryOfMany, isWorker, workerConfig, backendsFromPrimary, reportListening, onShutdown, BACKENDS_ENV }
+module.exports = { runPrimary, isPrimaryOfMany, isWorker, workerConfig, backendsFromPrimary, reportListening, onShutdown }

@@ -249,4 +249,4 @@ function sendableReason (statusCode, message) {
   return STATUS_CODES[statusCode] || 'unknown'
 }
 
-module.exports = { requestHeaders, responseHead, connectionNames, contentLength, via, hostPort, forwardingHeaders, sendableReason, FRAMING }
+module.exports = { requestHeaders, responseHead, contentLength, via, hostPort, forwardingHeaders, sendableReason, FRAMING }

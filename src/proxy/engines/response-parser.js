@@ -356,4 +356,4 @@ function hasToken (value, token) {
   return lower.split(',').some((part) => part.trim() === token)
 }
 
-module.exports = { ResponseParser, ResponseParseError, DEFAULT_MAX_HEADER_SIZE }
+module.exports = { ResponseParser }

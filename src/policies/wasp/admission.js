@@ -3,7 +3,7 @@
 /**
  * Admission: which of the keys an upstream holds it should keep in its cache.
  *
- * Holdings (./wasp-holdings.js) give every key a holder, so a fleet whose caches hold fewer pages
+ * Holdings (./holdings.js) give every key a holder, so a fleet whose caches hold fewer pages
  * than there are pages gives each backend more keys than its cache keeps. Its LRU then stores every
  * page it serves, and each request for one of its coldest keys evicts a page that would have hit.
  * The static optimum keeps the hottest pages that fit and never stores the others; this is that,
@@ -31,17 +31,16 @@ const OCTAVES = 32
 const BINS = FINE * OCTAVES
 /** Steps of A: down by SHRINK per tested miss, up by GROW per tested hit, so that at equilibrium
  * about GROW / SHRINK (0.5 %) of the tested requests miss. Small steps: a cache answers a smaller A
- * only once the pages kept under the larger one have aged out, and a step of 1 drove A of a 4-page
- * cache to 1 (model, 25 pages, Zipf(1): 0.974 with steps 1 and 1/200, 0.982 with 1/8 and 1/1600). */
+ * only once the pages kept under the larger one have aged out, and a large step drives A of a small
+ * cache to 1 (measured: docs/algorithms.md, "Admission"). */
 const GROW = 1 / 1600
 const SHRINK = 1 / 8
 
-/** Below this admission size everything is kept: among a handful of keys the ranks are noise
- * (the model, 25 uniform pages on 6 caches of 4: a key in and out of the kept set misses each time
- * it comes back, 0.82 against 0.85 keeping everything). */
+/** Below this admission size everything is kept: among a handful of keys the ranks are noise, and
+ * a key in and out of the kept set misses each time it comes back (docs/algorithms.md, "Admission"). */
 const MIN_SIZE = 8
 
-/** Marks a pick context whose cache result tests the admission size (see ./wasp.js `admit`). */
+/** Marks a pick context whose cache result tests the admission size (see ./index.js `admit`). */
 const TEST = Symbol('polistes.wasp.admissionTest')
 
 /** A new admission record for an upstream record. */
@@ -87,9 +86,8 @@ const DRIFT = 1.5
 /**
  * The key's popularity for admission: its slow gap estimate (64 gaps), steady enough to tell the
  * keys at the edge of a cache apart, unless the fast one (16 gaps) has drifted DRIFT away from it,
- * as when the popularity ranking shifts: a page become hot must not wait 64 requests to be kept.
- * (Model, Zipf(1) over 200 pages, the ranking rotated by 20 every simulated second: slow alone 0.936,
- * no admission 0.944, this 0.946; the four stable workloads within 0.001 of slow alone.)
+ * as when the popularity ranking shifts: a page become hot must not wait 64 requests to be kept
+ * (measured with a shifting ranking: docs/algorithms.md, "Admission").
  */
 function gapOf (krec) {
   const slow = krec.slowGap
@@ -131,7 +129,7 @@ function keeps (krec, urec) {
 /**
  * A cache result of a kept request from a holder that had kept the key before (warm): learn the
  * admission size.
- * @param {import('./wasp-memory').UpstreamRecord} urec
+ * @param {import('./memory').UpstreamRecord} urec
  * @param {boolean} hit
  */
 function learn (urec, hit) {
@@ -145,4 +143,4 @@ function learn (urec, hit) {
   a.size = a.size > 1 + SHRINK ? a.size - SHRINK : 1
 }
 
-module.exports = { TEST, createAdmission, observe, count, keeps, learn, rank, position, FINE, BINS, GROW }
+module.exports = { TEST, createAdmission, observe, count, keeps, learn, rank, position, GROW }

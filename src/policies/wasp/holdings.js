@@ -5,7 +5,7 @@
  * contests that keep the holdings even and replicate a key too hot for one upstream.
  *
  * A response-threshold colony left to itself divides the keys by chance: whoever answers a new key
- * first learns it, so one upstream ends up with 33 keys and another with 24, and a backend that
+ * first learns it, so one upstream ends up with far more keys than another, and a backend that
  * comes back cold is left with the few keys its idleness wins (the others keep what they took while
  * it was away). Its cache holds what it is asked for, so an uneven division is a cache that thrashes
  * next to one that idles. Polistes colonies settle who does what through dominance contests
@@ -31,7 +31,7 @@
  *   upstreams: one upstream's fair share) gets another holder, up to ceil(share × n / R); one with
  *   a holder to spare (its share under 3/4 of what one fewer could carry) loses the newest.
  *   A key's share is read after 1 / GAP_ALPHA requests (16), when its estimate has settled.
- *   The holders then share it by the load-weighted dominance contest of ./wasp.js.
+ *   The holders then share it by the load-weighted dominance contest of ./index.js.
  * - A holder not listed for more than ABSENT_PICKS picks (it left, or is unhealthy) gives its keys up.
  * - Capacity (`observeCache`): counts alone cannot see a small cache. An upstream whose warm held
  *   keys hit (X-Cache) less than FULL of the time is full, its capacity its holdings × that ratio:
@@ -42,8 +42,8 @@
  * Everything is O(upstreams × holders) per pick, with no sweep over keys.
  */
 
-const { BANDS } = require('./wasp-memory')
-const admission = require('./wasp-admission')
+const { BANDS } = require('./memory')
+const admission = require('./admission')
 
 /** Weight of the newest gap in a key's gap EWMA: popularity is read from about the last 16 requests. */
 const GAP_ALPHA = 1 / 16
@@ -58,9 +58,9 @@ const CAP_GROW = 1 / 256
 const SHED_MARGIN = 0.5
 
 /** A contest is lost only when the holder holds this fraction more keys of the band than the
- * least-held (besides `shareGap` more): 5 % of ~285 keys is 14 (model, Zipf(1) over 2,000 pages,
- * seeds 1-7: swaps 1,607 → 683, hit rate 0.966 → 0.969; with churn 0.939 → 0.942). Where each
- * upstream holds a few keys, `shareGap` is the larger and nothing changes. */
+ * least-held (besides `shareGap` more): where each upstream holds hundreds of keys, a gap of
+ * `shareGap` is the noise of the colder bands' popularity estimates (measured: docs/algorithms.md,
+ * "Holdings"). Where each upstream holds a few keys, `shareGap` is the larger and nothing changes. */
 const SHARE_RATIO = 0.05
 
 /** A key changes band only when log2 of its gap is this far beyond the band's edges. */
@@ -85,7 +85,7 @@ function bandOf (gap) {
 /**
  * A request for the key at pick `picks`: update its gap EWMA (before its second request an unseen
  * key is taken for a cold one, its gap the table's age) and move its holders' counts to its new band.
- * @param {import('./wasp-memory').KeyRecord} krec
+ * @param {import('./memory').KeyRecord} krec
  * @param {number} picks
  */
 function observe (krec, picks) {
@@ -175,7 +175,7 @@ function needed (krec, n, have, replicate) {
  * absent holders give the key up, a key short of holders gets the least-held candidate of its band,
  * one with a spare holder loses the newest, and a holder that holds `shareGap` (and SHARE_RATIO)
  * more of the band than the least-held non-holder swaps thresholds with it. Changes thresholds only; the response
- * rounds of ./wasp.js then decide who serves.
+ * rounds of ./index.js then decide who serves.
  * @returns {void}
  */
 function contend (w, upstreams, krec) {
@@ -214,7 +214,8 @@ function contend (w, upstreams, krec) {
       if (u.held[b] > u.cap + SHED_MARGIN) over = i
     } else {
       if (h < anyHeld || (h === anyHeld && upstreams[i].inflight < upstreams[any].inflight)) { any = i; anyHeld = h }
-      if (u.held[b] + 1 <= u.cap && (h < leastHeld || (h === leastHeld && upstreams[i].inflight < upstreams[least].inflight))) {
+      if (u.held[b] + 1 <= u.cap &&
+        (h < leastHeld || (h === leastHeld && upstreams[i].inflight < upstreams[least].inflight))) {
         least = i
         leastHeld = h
       }
@@ -230,7 +231,8 @@ function contend (w, upstreams, krec) {
     }
   } else if (holders.length > want) { // the newest holder goes: the oldest have held it longest
     yieldKey(w, krec, holders.length - 1)
-  } else if (w.o.admission && holders.length === 1 && !admission.keeps(krec, holders[0]) && (roomy = roomiest(recs, n, holders[0], w.o.shareGap)) >= 0) {
+  } else if (w.o.admission && holders.length === 1 && !admission.keeps(krec, holders[0]) &&
+    (roomy = roomiest(recs, n, holders[0], w.o.shareGap)) >= 0) {
     swap(w, krec, holders[0], recs[roomy]) // a free move: the key misses at its holder anyway
   } else if (w.o.admission && least >= 0 && room(recs[least], w.o.shareGap) > 0) {
     // the least-held has room: it fills with keys its peers do not keep (above) before it takes
@@ -238,7 +240,8 @@ function contend (w, upstreams, krec) {
   } else if (over >= 0 && least >= 0) {
     shed(recs[over])
     swap(w, krec, recs[over], recs[least])
-  } else if (most >= 0 && least >= 0 && mostHeld - leastHeld >= w.o.shareGap && mostHeld - leastHeld >= SHARE_RATIO * mostHeld) {
+  } else if (most >= 0 && least >= 0 && mostHeld - leastHeld >= w.o.shareGap &&
+    mostHeld - leastHeld >= SHARE_RATIO * mostHeld) {
     swap(w, krec, recs[most], recs[least])
   }
   // the holders are the key's specialists: each answers as one, and replicas share it by load
@@ -299,8 +302,8 @@ function shed (urec) {
  * size); at or above, a finite estimate grows by CAP_GROW (it tries one key more now and then),
  * and becomes Infinity once it exceeds the holdings by 2. An upstream that never reports a cache
  * result keeps hit ratio 1 and capacity Infinity: the contest counts keys alone.
- * @param {import('./wasp-memory').KeyRecord} krec
- * @param {import('./wasp-memory').UpstreamRecord} urec
+ * @param {import('./memory').KeyRecord} krec
+ * @param {import('./memory').UpstreamRecord} urec
  * @param {boolean} hit
  */
 function observeCache (krec, urec, hit, kept = true, tested = false) {
@@ -313,7 +316,8 @@ function observeCache (krec, urec, hit, kept = true, tested = false) {
     }
     krec.warm[j]++
     if (tested) admission.learn(urec, hit)
-  } // a key it was told not to keep counts as held all the same: a cache too small for its share thrashes less but still misses
+  } // a key it was told not to keep counts as held all the same: a cache too small for its share
+  // thrashes less but still misses
   urec.hits += HIT_ALPHA * ((hit ? 1 : 0) - urec.hits)
   if (urec.hits < FULL) urec.cap = urec.heldTotal * urec.hits
   else if (urec.cap !== Infinity) {
@@ -328,4 +332,4 @@ function fail (w, krec, urec) {
   if (j >= 0) yieldKey(w, krec, j)
 }
 
-module.exports = { contend, observe, observeCache, release, fail, bandOf, SHARE_RATIO, HIT_ALPHA, FULL, CAP_GROW, SHED_MARGIN, GAP_ALPHA, SLOW_ALPHA, JOIN, ABSENT_PICKS, SPARE }
+module.exports = { contend, observe, observeCache, release, fail, bandOf, SHARE_RATIO, ABSENT_PICKS }

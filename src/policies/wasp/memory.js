@@ -4,7 +4,7 @@
  * What a wasp policy remembers: a response threshold θ[u][k] per upstream and routing key, with
  * forgetting applied lazily, and a record per upstream. Both tables are bounded: keys by an LRU cap
  * (`maxKeys`), upstreams by forgetting those absent from every list for FORGET_AFTER picks.
- * Pure bookkeeping; the decisions are in `./wasp.js`.
+ * Pure bookkeeping; the decisions are in `./index.js`.
  */
 
 /** Picks after which an upstream absent from every list is forgotten (amortized sweep). */
@@ -12,13 +12,13 @@ const FORGET_AFTER = 4096
 /** Admission sizes remembered for forgotten upstreams (a backend that comes back has the same cache). */
 const PAST_SIZES = 1024
 
-const { fnv1a32, hash32 } = require('./shared')
-const { createAdmission } = require('./wasp-admission')
+const { fnv1a32, hash32 } = require('../shared')
+const { createAdmission } = require('./admission')
 
 /**
  * @typedef {object} UpstreamRecord
  * @property {string} id
- * @property {number} hash `hash32(id)`, for the packing (./wasp-packing.js)
+ * @property {number} hash `hash32(id)`, for the packing (./packing.js)
  * @property {number} weight its `weight` (1 when none) the last time it was listed
  * @property {number} joined the pick at which it (re)joined
  * @property {number} seen the last pick that listed it
@@ -28,10 +28,10 @@ const { createAdmission } = require('./wasp-admission')
  * @property {Int32Array} held keys it holds (see KeyRecord `holders`) at least as popular as each band
  * @property {number} heldTotal keys it holds, all bands
  * @property {number} hits EWMA of the cache results (HIT 1, MISS 0) of the keys it holds, warm ones
- *   only (see ./wasp-holdings.js `observeCache`); 1 before any
+ *   only (see ./holdings.js `observeCache`); 1 before any
  * @property {number} cap its capacity estimate in keys (Infinity: none seen, or none needed)
  * @property {{ tree: Int32Array, size: number }} admission the keys it holds by fine popularity, and
- *   its admission size (see ./wasp-admission.js)
+ *   its admission size (see ./admission.js)
  */
 
 /**
@@ -39,7 +39,7 @@ const { createAdmission } = require('./wasp-admission')
  * @property {number} step picks of this key
  * @property {number} born the pick at which the key was first seen
  * @property {number} hash FNV-1a of the key, mixed with an upstream's hash for their rendezvous score
- *   (see `./wasp-packing.js`)
+ *   (see `./packing.js`)
  * @property {string} [owner] with `balanced`: the key's upstream in the packing of version `packed`
  * @property {number} [packed]
  * @property {ThresholdEntry[]} entries θ of each upstream that served, held or contested the key
@@ -131,7 +131,8 @@ function createMemory (o, { onEvict } = {}) {
       const entries = krec.entries
       // entries of records no longer current (a forgotten or re-joined upstream) go first
       for (let i = entries.length - 1; i >= 0; i--) if (!current(entries[i].u)) entries.splice(i, 1)
-      krec.entries = entries.concat({ u: urec, theta: value, at: krec.step }) // concat: a tight array (push gives 17 slots)
+      // concat: a tight array (push gives 17 slots)
+      krec.entries = entries.concat({ u: urec, theta: value, at: krec.step })
     } else {
       e.theta = value
       e.at = krec.step
@@ -189,7 +190,21 @@ function createMemory (o, { onEvict } = {}) {
     upstream (id) {
       let rec = ups.get(id)
       if (rec === undefined) {
-        rec = { id, hash: hash32(id), weight: 1, joined: picks, seen: picks, latency: 0, idle: 0, g: 1, held: new Int32Array(BANDS), heldTotal: 0, hits: 1, cap: Infinity, admission: createAdmission() }
+        rec = {
+          id,
+          hash: hash32(id),
+          weight: 1,
+          joined: picks,
+          seen: picks,
+          latency: 0,
+          idle: 0,
+          g: 1,
+          held: new Int32Array(BANDS),
+          heldTotal: 0,
+          hits: 1,
+          cap: Infinity,
+          admission: createAdmission()
+        }
         ups.set(id, rec)
         const size = past.get(id)
         if (size !== undefined) {
@@ -214,7 +229,19 @@ function createMemory (o, { onEvict } = {}) {
         return rec
       }
       if (!create) return undefined
-      rec = { step: 0, born: picks, hash: fnv1a32(key), entries: [], last: picks, gap: 0, slowGap: 0, band: 0, fine: 0, holders: [], warm: [] }
+      rec = {
+        step: 0,
+        born: picks,
+        hash: fnv1a32(key),
+        entries: [],
+        last: picks,
+        gap: 0,
+        slowGap: 0,
+        band: 0,
+        fine: 0,
+        holders: [],
+        warm: []
+      }
       keys.set(key, rec)
       if (keys.size > maxKeys) evictOldest()
       return rec

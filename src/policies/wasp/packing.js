@@ -11,10 +11,10 @@
  * Ravishankar 1998) choice among the upstreams that may still take one. With K keys and n upstreams
  * of equal weight every upstream holds floor(K/n) or ceil(K/n) keys (exactly K mod n of them hold
  * the larger count); with weights (the pool's `weight`, the same in every process), keys in
- * proportion: give a backend with twice the cache twice the weight. Counting keys, not requests, is what makes the packing a function of what every colony
- * sees alike: request counts differ by noise from colony to colony, the set of keys does not. It
- * is also what fills equal caches evenly (7 upstreams, 4-page caches, 25 pages: 4 or 3 keys each,
- * where plain rendezvous hashing gives some upstreams 5 or 6 and others 2, hit rate 0.88).
+ * proportion: give a backend with twice the cache twice the weight. Counting keys, not requests,
+ * is what makes the packing a function of what every colony sees alike: request counts differ by
+ * noise from colony to colony, the set of keys does not. It is also what fills equal caches evenly,
+ * where plain rendezvous hashing does not (docs/algorithms.md, "The balanced packing").
  *
  * A packing is recomputed, never patched (an incremental insertion would depend on the order in
  * which keys arrived, which differs between colonies): when the set of upstreams changes (within
@@ -23,7 +23,7 @@
  * goes to its first rendezvous choice until the next. Counted in picks, not time.
  */
 
-const { fmix32 } = require('./shared')
+const { fmix32 } = require('../shared')
 
 /**
  * The rendezvous score of an upstream for a key (highest wins): both hashes mixed into one, so
@@ -125,8 +125,8 @@ function createPacking () {
      * keys not within `keys.size` picks either, so that the O(K log K + K × n) cost of a packing stays
      * O(n + log K) per pick amortized.
      * @param {number} picks the memory's pick count
-     * @param {Map<string, import('./wasp-memory').UpstreamRecord>} ups the memory's upstream records
-     * @param {Map<string, import('./wasp-memory').KeyRecord>} keys
+     * @param {Map<string, import('./memory').UpstreamRecord>} ups the memory's upstream records
+     * @param {Map<string, import('./memory').KeyRecord>} keys
      */
     update (picks, ups, keys) {
       const since = picks - packedAt
@@ -165,7 +165,7 @@ function createPacking () {
      * The owner of a key: its upstream in the current packing, or, for a key that packing does not
      * hold (new since), its first rendezvous choice among the packing's upstreams until the next
      * packing, which is then due. Undefined before the first packing.
-     * @param {import('./wasp-memory').KeyRecord} krec
+     * @param {import('./memory').KeyRecord} krec
      * @returns {string | undefined}
      */
     ownerOf (krec) {

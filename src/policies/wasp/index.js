@@ -26,12 +26,12 @@
  * Idleness counts picks (absences included), not time: the model is request-driven, so this stays
  * deterministic and independent of the request rate.
  * Colonies (`balanced` B > 0, for several balancer processes that share no state): each key has an
- * owner in a balanced packing of the keys onto the upstreams (./wasp-packing.js), which every
+ * owner in a balanced packing of the keys onto the upstreams (./packing.js), which every
  * process computes alike, and every other upstream bids as a stranger, with max(θ × g, thetaStart)
  * × B; so the colonies keep one division of labour, and the thresholds decide how fast the owner
  * answers, and who takes what the load guard sheds.
  *
- * Holdings (`shareGap`, `replicate`; ./wasp-holdings.js): each key has one holder, or a few
+ * Holdings (`shareGap`, `replicate`; ./holdings.js): each key has one holder, or a few
  * replicas when it takes more than a fair share of the requests, and dominance contests keep the
  * number of keys each upstream holds even within every popularity band: a key short of holders goes
  * to the least-held upstream, a holder with `shareGap` more than the least-held loses the key to it.
@@ -43,119 +43,13 @@
  * Cost of one pick: at most `rounds` × upstreams response draws plus O(upstreams × holders) set-up.
  */
 
-const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
-const { checkOptions, ewma, weightOf } = require('./shared')
-const { createMemory } = require('./wasp-memory')
-const { createPacking } = require('./wasp-packing')
-const holdings = require('./wasp-holdings')
-const admission = require('./wasp-admission')
-
-/** Every parameter, with the reason for its default in the comment (and in docs/algorithms.md, "Wasp options"). */
-const defaults = Object.freeze({
-  /** lowest threshold: a full specialist answers the first-round stimulus with p = 0.9 */
-  thetaMin: 1,
-  /** highest threshold: an upstream that has forgotten a key answers a first round with p ≈ 1e-5 */
-  thetaMax: 1000,
-  /** start mid-range, as in the literature: an unseen key is nobody's and everybody's */
-  thetaStart: 500,
-  /** learning: θ falls by ξ each time u serves k, so five requests take a newcomer from 500 to 1 */
-  xi: 100,
-  /** forgetting: θ rises by φ per request of k served elsewhere; ξ/φ ≈ 33 lets a specialist keep a
-   * key it serves at least 3 % of the time (model: φ 10 → hit rate 0.92, φ 3 → 0.97) */
-  phi: 3,
-  /** first-round stimulus: low, so a specialist answers before a stranger has had a chance */
-  stimulus: 3,
-  /** the stimulus doubles per unanswered round (a waiting job's stimulus is its wait) */
-  stimulusGrowth: 2,
-  /** rounds before the deterministic fallback: the stimulus climbs 3 → 384, across the threshold range */
-  rounds: 8,
-  /** bounded-load guard: no upstream at ≥ ceil(c × mean in-flight). Every shed request is a miss
-   * that evicts one of the stranger's own pages, so the guard must only catch real hot spots, not
-   * the in-flight jitter of real servers. Over HTTP (npm run bench, 10 s runs): c = 3 → hit rate
-   * 0.967-0.969, p99 33-35 ms; c = 5 → 0.992-0.996, p99 21-26 ms. Model: 2 → 0.84, 3 → 0.956,
-   * 5 → 0.971; a re-added upstream takes its keys more slowly (see idleGaps) */
-  loadFactor: 5,
-  /** key table cap (LRU): memory stays bounded whatever the key space */
-  maxKeys: 10000,
-  /** feedback from the response. cache: a MISS keeps only `missLearning` of the learning (measured:
-   * costs ~2 points of hit rate, so off); latency: load scaled by latency EWMA (measured: −3 points,
-   * off). Errors and 5xx always take the learning back. */
-  feedback: Object.freeze({ cache: false, latency: false }),
-  /** with feedback.cache, the fraction of the learning a MISS keeps (never 0: cold caches must warm) */
-  missLearning: 0.5,
-  /** idleness (Cicirello & Smith's idle machine): an upstream that has served nothing for more than
-   * `idleGaps` fair gaps (idleGaps × n picks, n = upstreams listed) bids with its thresholds halved
-   * per further pick, and keeps the discount for the key it wins. 8 lets a re-added upstream take
-   * keys (model: 4 % → 9 % of requests in its first 3,000) while a specialist at its fair share
-   * almost never goes that long (e^-8); 5 steals from specialists and costs up to 7 points. 0 = off */
-  idleGaps: 8,
-  /** colonies (`--workers`): 0 = off; B >= 1 = every key has an owner in a balanced packing of the
-   * keys onto the upstreams (./wasp-packing.js: consistent hashing with bounded loads over keys,
-   * in proportion to weights), a deterministic function of the keys and upstream ids and weights, so
-   * independent balancer processes compute the same owners; every other upstream bids as a
-   * stranger, its threshold read as at least thetaStart (whatever it learnt, however idle) times B.
-   * Model (seeds 1-8, uniform; Zipf(1)), learnt → balanced 16: 4 colonies 0.373 (0.609) → 0.999
-   * (0.998), 16 colonies 0.210 (0.392) → 0.998 (0.994); 16 colonies with B 2 → 0.941, 4 → 0.990,
-   * 8 → 0.998. Off for one process, whose learnt division adapts to unequal caches nobody weighted
-   * (caches 2-8 pages, equal weights: learnt 0.953, balanced 0.881); `polistes --workers N` (N > 1)
-   * uses 16 unless policyOptions sets it */
-  balanced: 0,
-  /** holdings contest (./wasp-holdings.js): a key's holder that holds at least shareGap more keys
-   * at least as popular as the key (its popularity band) than the least-held listed upstream loses
-   * the key to it, and a key short of holders goes to the least-held: an even division of every
-   * popularity band, and a re-added upstream wins its share back. 0 = off (thresholds alone);
-   * otherwise an integer >= 2 (1 would swap back and forth). Model, seeds 1-5, Zipf(1) over 200
-   * pages (with churn): off 0.948 (0.923), 2 → 0.948 (0.926), 3 → 0.954 (0.938), 4 → 0.954 (0.938),
-   * 6 → 0.954 (0.937); 25 pages uniform 0.990 → 0.998 with 3; a larger gap moves too few keys when
-   * each upstream holds only a few (25 pages: a re-added upstream got 3 % of the requests with 6) */
-  shareGap: 3,
-  /** replication (with shareGap): a key whose share of the requests exceeds replicate × 1/n (one
-   * upstream's fair share) gets another holder, up to ceil(share × n / replicate), so that no
-   * backend carries a page hotter than its fair share alone; 0 = off. 1: the hottest page of
-   * Zipf(1) over 200 pages (17 % > 1/7) gets 2 holders; the model's backends have no capacity limit,
-   * so it costs one cache slot and gains no hit rate there (0.954 either way) */
-  replicate: 1,
-  /** admission (with shareGap; ./wasp-admission.js): an upstream whose cache results show it keeps
-   * fewer keys than it holds is told (ctx.noStore, sent as Cache-Control: no-store) not to keep
-   * those beyond its learnt cache size, by popularity, nor the keys it does not hold */
-  admission: true
-})
-
-const NUMERIC = ['thetaMin', 'thetaMax', 'thetaStart', 'xi', 'phi', 'stimulus', 'stimulusGrowth',
-  'rounds', 'loadFactor', 'maxKeys', 'missLearning', 'idleGaps', 'balanced', 'shareGap', 'replicate']
-
-function badOption (message) {
-  return new ERR_POLISTES_BAD_OPTION(`wasp: ${message}`)
-}
-
-/** Merge and validate options; throws PolistesError ERR_POLISTES_BAD_OPTION. */
-function resolveOptions (options) {
-  options = checkOptions('wasp', options, Object.keys(defaults))
-  if (options.feedback !== undefined) checkOptions('wasp feedback', options.feedback, Object.keys(defaults.feedback))
-  const o = { ...defaults, ...options, feedback: { ...defaults.feedback, ...(options.feedback || {}) } }
-  for (const name of NUMERIC) {
-    if (typeof o[name] !== 'number' || !Number.isFinite(o[name])) throw badOption(`${name} must be a finite number`)
-  }
-  if (!(o.thetaMin > 0)) throw badOption('thetaMin must be > 0')
-  if (!(o.thetaMax >= o.thetaMin)) throw badOption('thetaMax must be >= thetaMin')
-  if (!(o.thetaStart >= o.thetaMin && o.thetaStart <= o.thetaMax)) throw badOption('thetaStart must lie in [thetaMin, thetaMax]')
-  if (!(o.xi >= 0) || !(o.phi >= 0)) throw badOption('xi and phi must be >= 0')
-  if (!(o.stimulus > 0)) throw badOption('stimulus must be > 0')
-  if (!(o.stimulusGrowth >= 1)) throw badOption('stimulusGrowth must be >= 1')
-  if (!Number.isInteger(o.rounds) || o.rounds < 0 || o.rounds > 64) throw badOption('rounds must be an integer in [0, 64]')
-  if (!(o.loadFactor >= 1)) throw badOption('loadFactor must be >= 1')
-  if (!Number.isInteger(o.maxKeys) || o.maxKeys < 1) throw badOption('maxKeys must be a positive integer')
-  if (!(o.missLearning >= 0 && o.missLearning <= 1)) throw badOption('missLearning must lie in [0, 1]')
-  if (!(o.idleGaps >= 0)) throw badOption('idleGaps must be >= 0')
-  if (!(o.balanced === 0 || (o.balanced >= 1 && o.balanced <= 1e6))) throw badOption('balanced must be 0 (off) or lie in [1, 1e6]')
-  if (!(o.shareGap === 0 || (Number.isInteger(o.shareGap) && o.shareGap >= 2 && o.shareGap <= 1e6))) throw badOption('shareGap must be 0 (off) or an integer in [2, 1e6]')
-  if (!(o.replicate >= 0 && o.replicate <= 1e6)) throw badOption('replicate must be 0 (off) or lie in (0, 1e6]')
-  if (typeof o.admission !== 'boolean') throw badOption('admission must be a boolean')
-  for (const f of ['cache', 'latency']) {
-    if (typeof o.feedback[f] !== 'boolean') throw badOption(`feedback.${f} must be a boolean`)
-  }
-  return o
-}
+const { ewma, weightOf } = require('../shared')
+const { defaults, resolveOptions } = require('./options')
+const { createMemory } = require('./memory')
+const { createPacking } = require('./packing')
+const holdings = require('./holdings')
+const admission = require('./admission')
+const { snapshot } = require('./snapshot')
 
 /** Weight of the newest latency sample in an upstream's EWMA (with `feedback.latency`). */
 const LATENCY_ALPHA = 0.2
@@ -165,7 +59,7 @@ const LATENCY_ALPHA = 0.2
  * decision phases below, which share one state object and its scratch arrays.
  * @param {Partial<typeof defaults>} [options]
  * @param {{ random?: () => number, now?: () => number }} [deps] injected sources, for determinism
- * @returns {import('./types').Policy & { snapshot (): object }}
+ * @returns {import('../types').Policy & { snapshot (): object }}
  */
 function createWasp (options = {}, { random = Math.random, now = () => performance.now() } = {}) {
   const w = createState(resolveOptions(options), random)
@@ -174,8 +68,8 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
 
     /**
      * Pick an upstream for ctx.key. Bounded: at most `rounds` × upstreams.length response draws.
-     * @param {readonly import('./types').Upstream[]} upstreams
-     * @param {import('./types').PickContext} [ctx]
+     * @param {readonly import('../types').Upstream[]} upstreams
+     * @param {import('../types').PickContext} [ctx]
      */
     pick (upstreams, ctx) {
       return pick(w, upstreams, ctx)
@@ -194,7 +88,7 @@ function createWasp (options = {}, { random = Math.random, now = () => performan
      * New options on a running policy (a reload): checked like the factory's, then taken without
      * forgetting anything learnt (thresholds, upstream records, counters).
      * @param {Partial<typeof defaults>} next
-     * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION (then nothing changed)
+     * @throws {import('../../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION (then nothing changed)
      */
     configure (next) {
       const o = resolveOptions(next)
@@ -422,7 +316,7 @@ function keepIdleDiscount (w, krec, urec) {
 }
 
 /**
- * Admission (./wasp-admission.js): whether the chosen upstream should keep the page, as
+ * Admission (./admission.js): whether the chosen upstream should keep the page, as
  * `ctx.noStore` (the proxy sends `Cache-Control: no-store` when set); a holder told not to keep a
  * key is marked (warm -1), so that its first result once told to keep it again counts as cold.
  */
@@ -457,74 +351,19 @@ function feedback (w, upstream, ctx, outcome) {
   const { xi, missLearning } = w.o
   if (w.o.shareGap > 0 && (outcome.cache === 'HIT' || outcome.cache === 'MISS')) {
     const held = memory.keys.get(String(key)) // no LRU touch: feedback is not a use
-    if (held !== undefined) holdings.observeCache(held, urec, outcome.cache === 'HIT', ctx.noStore !== true, ctx[admission.TEST] === true)
+    if (held !== undefined) {
+      holdings.observeCache(held, urec, outcome.cache === 'HIT', ctx.noStore !== true, ctx[admission.TEST] === true)
+    }
   }
   const failed = outcome.error !== undefined && outcome.error !== null
   const refund = failed || outcome.statusCode >= 500
-    ? xi // (a holder also gives the key up, see ./wasp-holdings.js)
+    ? xi // (a holder also gives the key up, see ./holdings.js)
     : (w.useCache && outcome.cache === 'MISS' ? xi * (1 - missLearning) : 0)
   if (refund === 0) return
   const krec = memory.keys.get(String(key)) // no LRU touch: feedback is not a use
   if (krec === undefined) return
   if (refund === xi && w.o.shareGap > 0) holdings.fail(w, krec, urec)
   memory.adjust(krec, urec, refund)
-}
-
-/** Keys listed (most recent first) in a snapshot's `recent`. */
-const RECENT_KEYS = 50
-
-/** Plain JSON: counters, upstream records, and the specialist of the most recent keys. */
-function snapshot (w) {
-  const { memory } = w
-  const recent = []
-  // the 50 most recently used keys are the last 50 of the LRU map: skip the rest without copying it
-  let skip = memory.keys.size - RECENT_KEYS
-  const last = []
-  for (const entry of memory.keys) if (skip-- <= 0) last.push(entry)
-  for (let j = last.length - 1; j >= 0; j--) {
-    const [key, krec] = last[j]
-    let sid
-    let st = Infinity
-    for (const [id, urec] of memory.ups) {
-      const t = memory.theta(krec, urec)
-      if (t < st) { st = t; sid = id }
-    }
-    recent.push({ key, specialist: sid, theta: st, requests: krec.step, holders: krec.holders.map((h) => h.id) })
-  }
-  // keys held by more than one upstream (replicated), counted over the table (snapshot only)
-  let replicated = 0
-  for (const krec of memory.keys.values()) if (krec.holders.length > 1) replicated++
-  // keys owned: those whose lowest threshold is below thetaStart (learnt), by that upstream. Only an
-  // upstream with an entry for the key can be below thetaStart (one without reads thetaStart or
-  // more), so this reads the key's few entries, not every upstream (O(keys), not O(keys × upstreams))
-  const owned = {}
-  for (const id of memory.ups.keys()) owned[id] = 0
-  for (const krec of memory.keys.values()) {
-    let sid
-    let st = w.o.thetaStart
-    for (const e of krec.entries) {
-      if (!memory.current(e.u)) continue // a forgotten record
-      const t = memory.theta(krec, e.u)
-      if (t < st) { st = t; sid = e.u.id }
-    }
-    if (sid !== undefined) owned[sid]++
-  }
-  return {
-    name: 'wasp',
-    picks: memory.picks,
-    fallbacks: w.fallbacks,
-    guarded: w.guarded,
-    keys: memory.keys.size,
-    maxKeys: w.o.maxKeys,
-    idleWins: w.idleWins,
-    packings: w.packing.version,
-    joins: w.joins,
-    swaps: w.swaps,
-    replicated,
-    upstreams: [...memory.ups.values()].map((u) => ({ id: u.id, latencyMs: u.latency, idle: u.idle, held: u.heldTotal, heldHitRatio: u.hits, capacity: u.cap === Infinity ? null : u.cap, admissionSize: u.admission.size === Infinity ? null : u.admission.size })),
-    owned,
-    recent
-  }
 }
 
 createWasp.defaults = defaults

@@ -1,4 +1,4 @@
-import type { Policy, PolicyDeps, Upstream, PickContext, Outcome } from './types'
+import type { Policy, PolicyDeps, Upstream, PickContext, Outcome } from '../types'
 
 export type { Policy, PolicyDeps, Upstream, PickContext, Outcome }
 
@@ -28,7 +28,7 @@ export interface WaspOptions {
   stimulusGrowth?: number
   /** response rounds before the deterministic fallback, integer 0..64 (default 8) */
   rounds?: number
-  /** bounded-load guard c: an upstream at ≥ ceil(c × (total in-flight + 1) / n) is skipped (default 3) */
+  /** bounded-load guard c: an upstream at ≥ ceil(c × (total in-flight + 1) / n) is skipped (default 5) */
   loadFactor?: number
   /** key table capacity, LRU (default 10000) */
   maxKeys?: number
@@ -103,7 +103,10 @@ export interface WaspSnapshot {
    * `capacity`: its capacity estimate in keys, learnt from them (null: none, it is not full);
    * `admissionSize`: the keys its cache keeps, learnt from the results of kept keys (null: not
    * learnt, it keeps everything; see `admission`) */
-  upstreams: Array<{ id: string, latencyMs: number, idle: number, held: number, heldHitRatio: number, capacity: number | null, admissionSize: number | null }>
+  upstreams: Array<{
+    id: string, latencyMs: number, idle: number, held: number, heldHitRatio: number,
+    capacity: number | null, admissionSize: number | null
+  }>
   /** keys owned per upstream id: keys whose lowest threshold is that upstream's and below `thetaStart` */
   owned: Record<string, number>
   /** the 50 most recently used keys with their specialist (lowest threshold) */
