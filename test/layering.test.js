@@ -29,7 +29,7 @@ const MAY_IMPORT = {
  * The files that assemble the rooms and so may import any of them: the package entry, and the
  * balancer, which builds the front server, the pool, the engine and the admin around its handler.
  */
-const ASSEMBLERS = ['index.js', 'index.d.ts', 'proxy/balancer.js']
+const ASSEMBLERS = ['index.js', 'index.d.ts', 'balancer.js']
 
 /** Every module specifier in `require('…')`, `import … from '…'`, `import('…')` and `import type`. */
 function specifiers (source) {

@@ -8,7 +8,7 @@
 // went out), its upstream connection is closed, and the balancer serves the next request.
 
 const net = require('node:net')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { responseHead, sendableReason } = require('../src/proxy/engines/headers')
 const { interimHeadLength } = require('../src/proxy/engines/interim-responses')
 const { FastResponse, FastRequest } = require('../src/front/fast-front')

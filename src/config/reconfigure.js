@@ -27,7 +27,7 @@ const RESTART_ONLY = ['host', 'port', 'engine', 'front', 'maxConnections', 'head
 /**
  * The active-check settings of one upstream: the balancer's `healthCheck` overridden by its spec's
  * own, or null when checks are off for it (no path, or the spec says `healthCheck: false`).
- * @param {import('../proxy/balancer').Balancer} balancer
+ * @param {import('../balancer').Balancer} balancer
  * @param {import('../pool/pool').Upstream} upstream
  * @returns {import('../pool/health-checker').HealthCheckSettings | null}
  */
@@ -41,7 +41,7 @@ function checkSettingsFor (balancer, upstream) {
 
 /**
  * Check `o` completely, then apply it to `balancer` (see the module comment).
- * @param {import('../proxy/balancer').Balancer} balancer
+ * @param {import('../balancer').Balancer} balancer
  * @param {object} o the new options, defaults filled in
  * @returns {{ added: string[], removed: string[], updated: string[], changed: string[], restartNeeded: string[] }}
  * @throws {import('../common/errors').PolistesError} when `o` is invalid; then nothing was changed

@@ -33,7 +33,7 @@ function balancerOptions (config, fleet) {
 
 /**
  * @param {object} options
- * @param {import('../proxy/balancer').Balancer} options.balancer the running balancer
+ * @param {import('../balancer').Balancer} options.balancer the running balancer
  * @param {string} [options.configFile] the --config file (none: only the flags, which cannot change)
  * @param {object} options.flags the flags given at start
  * @param {object} options.config the config the balancer started with

@@ -1,28 +1,28 @@
 'use strict'
 
 const { STATUS_CODES } = require('node:http')
-const { Pool } = require('../pool/pool')
-const { parseBackends } = require('../pool/backend-spec')
-const { createProxyEngine, checkEngineTargets } = require('./proxy-engine')
-const { createPolicy } = require('../policies')
-const { silentLogger } = require('../common/logger')
-const { DEFAULTS, validateOptions } = require('../config/defaults')
-const { createLifecycle } = require('../front/http-lifecycle')
-const { createFrontServer, refuse } = require('../front/front-server')
-const { readServerTls, readCa } = require('../front/tls-files')
-const { declaresTooLarge, watchBodySize, hasBody, canRetry } = require('./body-limit')
-const { tunnelUpgrade } = require('./upgrade')
-const { checkRequest } = require('./request-checks')
-const { createTrust } = require('./forwarded')
-const { compileRoutingKey, pathOf } = require('./routing-key')
-const { createSticky, insertCookieOnHead } = require('./sticky-cookie')
-const { createTelemetry } = require('../observe/telemetry')
-const { createAdmin, isAdminPath } = require('../observe/admin')
-const { createAdminRouter } = require('../observe/admin-router')
-const { createBackendsHandler } = require('../observe/admin-backends')
-const { createHealthChecker } = require('../pool/health-checker')
-const { Resolver } = require('../pool/resolver')
-const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('../config/reconfigure')
+const { Pool } = require('./pool/pool')
+const { parseBackends } = require('./pool/backend-spec')
+const { createProxyEngine, checkEngineTargets } = require('./proxy/proxy-engine')
+const { createPolicy } = require('./policies')
+const { silentLogger } = require('./common/logger')
+const { DEFAULTS, validateOptions } = require('./config/defaults')
+const { createLifecycle } = require('./front/http-lifecycle')
+const { createFrontServer, refuse } = require('./front/front-server')
+const { readServerTls, readCa } = require('./front/tls-files')
+const { declaresTooLarge, watchBodySize, hasBody, canRetry } = require('./proxy/body-limit')
+const { tunnelUpgrade } = require('./proxy/upgrade')
+const { checkRequest } = require('./proxy/request-checks')
+const { createTrust } = require('./proxy/forwarded')
+const { compileRoutingKey, pathOf } = require('./proxy/routing-key')
+const { createSticky, insertCookieOnHead } = require('./proxy/sticky-cookie')
+const { createTelemetry } = require('./observe/telemetry')
+const { createAdmin, isAdminPath } = require('./observe/admin')
+const { createAdminRouter } = require('./observe/admin-router')
+const { createBackendsHandler } = require('./observe/admin-backends')
+const { createHealthChecker } = require('./pool/health-checker')
+const { Resolver } = require('./pool/resolver')
+const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('./config/reconfigure')
 
 /** Engines that write the response through writeHead/write/end only, as the fast front's response takes it. */
 const FAST_FRONT_ENGINES = new Set(['direct', 'node-http', 'undici'])
@@ -82,10 +82,10 @@ const STICKY_POLICY = Object.freeze({ name: 'sticky-cookie' })
  *   from any other peer they are replaced by the balancer's own (src/proxy/forwarded.js)
  * @property {boolean} [admin=true] serve `/_polistes/*` (stats, metrics, dashboard) on the public listener;
  *   false: that prefix is proxied like any other path (ignored with `adminPort`, where it is always served)
- * @property {import('../observe/telemetry').Telemetry} [telemetry] default: a new one (per-request aggregates)
- * @property {import('../observe/access-log').AccessLog | null} [accessLog=null] one line per finished request
+ * @property {import('./observe/telemetry').Telemetry} [telemetry] default: a new one (per-request aggregates)
+ * @property {import('./observe/access-log').AccessLog | null} [accessLog=null] one line per finished request
  * @property {number} [slowStartMs=0] ms over which an upstream that comes back (or is added) ramps up
- * @property {Partial<import('../pool/health-checker').HealthCheckSettings> & { path?: string | null }} [healthCheck]
+ * @property {Partial<import('./pool/health-checker').HealthCheckSettings> & { path?: string | null }} [healthCheck]
  *   active checks (off while `path` is null); a backend spec's own `healthCheck` overrides it
  * @property {import('pino').Logger} [logger] default: silent
  * @property {() => number} [random] injected into the policy
@@ -310,7 +310,7 @@ class Balancer {
    * @param {BalancerOptions} options a complete config, as for the constructor (settings left out take
    *   their defaults, except host and port, which cannot change without a restart)
    * @returns {{ added: string[], removed: string[], updated: string[], changed: string[], restartNeeded: string[] }}
-   * @throws {import('../common/errors').PolistesError} on an invalid config (nothing applied)
+   * @throws {import('./common/errors').PolistesError} on an invalid config (nothing applied)
    */
   reconfigure (options) {
     // host and port are compared only when given: a config without them does not ask for a move
@@ -449,7 +449,7 @@ class Balancer {
    * not ejected, not in maintenance (a drained one keeps its sticky clients).
    * @param {NonNullable<Balancer['sticky']>} sticky
    * @param {string} token
-   * @returns {import('../pool/pool').Upstream | null}
+   * @returns {import('./pool/pool').Upstream | null}
    */
   stickyUpstream (sticky, token) {
     for (const u of this.pool.members.values()) {
@@ -642,7 +642,7 @@ class ProxiedRequest {
    * An attempt failed: count it, then retry elsewhere, or answer 502/504, or break the response.
    * @param {Attempt} attempt
    * @param {Error} err
-   * @param {import('./proxy-engine').FailureKind} kind
+   * @param {import('./proxy/proxy-engine').FailureKind} kind
    */
   failed (attempt, err, kind) {
     if (attempt.done) return
@@ -733,9 +733,9 @@ function queueOnSocket (socket, run) {
 class Attempt {
   /**
    * @param {ProxiedRequest} run
-   * @param {import('../pool/pool').Upstream} upstream
+   * @param {import('./pool/pool').Upstream} upstream
    * @param {object} policy the policy that picked it (a reload may replace the balancer's)
-   * @param {import('./proxy-engine').ProxyEngine} engine
+   * @param {import('./proxy/proxy-engine').ProxyEngine} engine
    * @param {number} t0 when it started (ms)
    */
   constructor (run, upstream, policy, engine, t0) {
