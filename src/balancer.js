@@ -23,7 +23,7 @@ const { createAdminRouter } = require('./observe/admin-router')
 const { createBackendsHandler } = require('./observe/admin-backends')
 const { createHealthChecker } = require('./pool/health-checker')
 const { Resolver } = require('./pool/resolver')
-const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('./config/reconfigure')
+const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('./reconfigure')
 
 /** Engines that write the response through writeHead/write/end only, as the fast front's response takes it. */
 const FAST_FRONT_ENGINES = new Set(['direct', 'node-http', 'undici'])

@@ -10,7 +10,7 @@ const { request, startUpstream, waitFor, runNode, startCli, cliEntry, makeCertif
 const { OPTIONS, GROUPS, EXAMPLES } = require('../src/run/cli-options')
 const { startBalancer } = require('../src/balancer')
 const { readConfigFile, resolveConfig } = require('../src/config/config')
-const { balancerOptions } = require('../src/config/reload')
+const { balancerOptions } = require('../src/run/reload')
 
 const CLI = cliEntry()
 

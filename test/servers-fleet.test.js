@@ -8,7 +8,7 @@ const { rawRequest, runNode, RawConnection, waitFor, startCli, request } = requi
 const { statsPath } = require('../servers/stats-token')
 const { startBalancer } = require('../src/balancer')
 const { resolveConfig } = require('../src/config/config')
-const { balancerOptions } = require('../src/config/reload')
+const { balancerOptions } = require('../src/run/reload')
 
 const FLEET = path.join(__dirname, '..', 'servers', 'fleet.js')
 

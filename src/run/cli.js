@@ -13,7 +13,7 @@ const { OPTIONS, GROUPS, EXAMPLES, DOCS_FILE, flagNames, flagsToConfig, missingV
 const { startBalancer } = require('../balancer')
 const { createLogger } = require('../common/logger')
 const { createAccessLog } = require('../observe/access-log')
-const { createReloader, balancerOptions, watchFile } = require('../config/reload')
+const { createReloader, balancerOptions, watchFile } = require('./reload')
 const cluster = require('./cluster')
 
 /**

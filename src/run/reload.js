@@ -2,7 +2,7 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
-const { readConfigFile, resolveConfig } = require('./config')
+const { readConfigFile, resolveConfig } = require('../config/config')
 
 /**
  * The CLI's hot reload: read the config file again, merge the command-line flags (they still win),

@@ -1,12 +1,12 @@
 'use strict'
 
-const { validateOptions } = require('./defaults')
-const { compileRoutingKey } = require('../proxy/routing-key')
-const { createSticky } = require('../proxy/sticky-cookie')
-const { parseBackends } = require('../pool/backend-spec')
-const { createPolicy } = require('../policies')
-const { createProxyEngine, checkEngineTargets } = require('../proxy/proxy-engine')
-const { createTrust } = require('../proxy/forwarded')
+const { validateOptions } = require('./config/defaults')
+const { compileRoutingKey } = require('./proxy/routing-key')
+const { createSticky } = require('./proxy/sticky-cookie')
+const { parseBackends } = require('./pool/backend-spec')
+const { createPolicy } = require('./policies')
+const { createProxyEngine, checkEngineTargets } = require('./proxy/proxy-engine')
+const { createTrust } = require('./proxy/forwarded')
 
 /**
  * Hot reload of a running balancer: a new config is checked in full, then applied as a diff.
@@ -27,9 +27,9 @@ const RESTART_ONLY = ['host', 'port', 'engine', 'front', 'maxConnections', 'head
 /**
  * The active-check settings of one upstream: the balancer's `healthCheck` overridden by its spec's
  * own, or null when checks are off for it (no path, or the spec says `healthCheck: false`).
- * @param {import('../balancer').Balancer} balancer
- * @param {import('../pool/pool').Upstream} upstream
- * @returns {import('../pool/health-checker').HealthCheckSettings | null}
+ * @param {import('./balancer').Balancer} balancer
+ * @param {import('./pool/pool').Upstream} upstream
+ * @returns {import('./pool/health-checker').HealthCheckSettings | null}
  */
 function checkSettingsFor (balancer, upstream) {
   const spec = balancer.specs.get(upstream.id)
@@ -41,10 +41,10 @@ function checkSettingsFor (balancer, upstream) {
 
 /**
  * Check `o` completely, then apply it to `balancer` (see the module comment).
- * @param {import('../balancer').Balancer} balancer
+ * @param {import('./balancer').Balancer} balancer
  * @param {object} o the new options, defaults filled in
  * @returns {{ added: string[], removed: string[], updated: string[], changed: string[], restartNeeded: string[] }}
- * @throws {import('../common/errors').PolistesError} when `o` is invalid; then nothing was changed
+ * @throws {import('./common/errors').PolistesError} when `o` is invalid; then nothing was changed
  */
 function reconfigure (balancer, o) {
   const cur = balancer.settings
