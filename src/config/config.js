@@ -3,7 +3,8 @@
 const fs = require('node:fs')
 const path = require('node:path')
 const { PolistesError, ERR_POLISTES_BAD_CONFIG, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('../common/errors')
-const { DEFAULTS, validateOptions, checkInteger, badOption, onOption } = require('./defaults')
+const { DEFAULTS, validateOptions } = require('./defaults')
+const { checkInteger, badOption, onOption } = require('../common/option-checks')
 const { policyNames, createPolicy } = require('../policies')
 const { parseBackends } = require('../pool/backend-spec')
 

@@ -1,6 +1,8 @@
 'use strict'
 
 const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
+const { checkInteger, checkPositive, checkPath, badOption, onOption } = require('../common/option-checks')
+const { validateHealthCheck } = require('../pool/health-check-options')
 const { DEFAULT_ENGINE, ENGINES } = require('../proxy/proxy-engine')
 const { parseTrustedProxies } = require('../proxy/forwarded')
 const { parseRoutingKey } = require('../proxy/routing-key')
@@ -112,57 +114,6 @@ function checkCombinations (o) {
   }
 }
 
-/** The keys of a `healthCheck` object, each with its check. */
-const HEALTH_CHECK_RULES = {
-  path: (v, where) => {
-    if (v !== null && !(typeof v === 'string' && v.startsWith('/'))) throw badOption([`${where}.path`], `${where}.path must be a path starting with "/" (or null: no active checks), got ${JSON.stringify(v)}`)
-  },
-  intervalMs: (v, where) => checkPositive(`${where}.intervalMs`, v),
-  timeoutMs: (v, where) => checkPositive(`${where}.timeoutMs`, v),
-  expectStatus: (v, where) => parseExpectStatus(v, `${where}.expectStatus`),
-  rise: (v, where) => checkInteger(`${where}.rise`, v, 1, 1000),
-  fall: (v, where) => checkInteger(`${where}.fall`, v, 1, 1000)
-}
-
-/**
- * Validate a (possibly partial) `healthCheck` object: known keys only, each value in range.
- * @param {unknown} value
- * @param {string} where its name in messages, e.g. "healthCheck" or "backend #2 healthCheck"
- * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION
- */
-function validateHealthCheck (value, where) {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ERR_POLISTES_BAD_OPTION(`${where} must be an object such as { "path": "/health" }, got ${JSON.stringify(value)}`)
-  for (const key of Object.keys(value)) {
-    const rule = HEALTH_CHECK_RULES[key]
-    if (!rule) throw new ERR_POLISTES_BAD_OPTION(`${where}: unknown key ${JSON.stringify(key)}; known keys: ${Object.keys(HEALTH_CHECK_RULES).join(', ')}`)
-    rule(value[key], where)
-  }
-}
-
-/**
- * Read an expected-status spec into a predicate: a status (`200`), a range (`"200-399"`), a class
- * (`"2xx"`), or a comma-separated list of these (`"200,204,3xx"`).
- * @param {unknown} spec
- * @param {string} [where] its name in messages
- * @returns {(status: number) => boolean}
- * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION
- */
-function parseExpectStatus (spec, where = 'expectStatus') {
-  const bad = () => badOption([where], `${where} must be a status (200), a range ("200-399"), a class ("2xx") or a comma-separated list of these, got ${JSON.stringify(spec)}`)
-  const text = typeof spec === 'number' ? String(spec) : spec
-  if (typeof text !== 'string' || text.trim() === '') throw bad()
-  const ranges = text.split(',').map((item) => {
-    const m = /^\s*(?:([1-5])xx|([1-5]\d\d)(?:\s*-\s*([1-5]\d\d))?)\s*$/i.exec(item)
-    if (!m) throw bad()
-    if (m[1]) return [Number(m[1]) * 100, Number(m[1]) * 100 + 99]
-    const lo = Number(m[2])
-    const hi = m[3] ? Number(m[3]) : lo
-    if (hi < lo) throw bad()
-    return [lo, hi]
-  })
-  return (status) => ranges.some(([lo, hi]) => status >= lo && status <= hi)
-}
-
 /**
  * Validate the balancer options present in `options` (port, host, keepAlive, engine, timeoutMs,
  * tryTimeoutMs, failTimeoutMs, graceMs, retries, retryOn, maxFails, workers, policyOptions, slowStartMs,
@@ -178,59 +129,4 @@ function validateOptions (options) {
   checkCombinations(options)
 }
 
-/**
- * An ERR_POLISTES_BAD_OPTION about config keys, which the message names as keys: `options` lists
- * them, the one at fault first, so that a caller that knows where each value came from (the CLI's
- * flags, a config file) can name them its way (config.js `resolveConfig`).
- * @param {string[]} options config key paths, e.g. ['tryTimeoutMs', 'timeoutMs'] or ['healthCheck.rise']
- * @param {string} message
- * @returns {import('../common/errors').PolistesError}
- */
-function badOption (options, message) {
-  return Object.assign(new ERR_POLISTES_BAD_OPTION(message), { options })
-}
-
-/**
- * Run `fn`; an error it throws that names no config key yet is marked as being about `key`.
- * @template T
- * @param {string} key config key path
- * @param {() => T} fn
- * @returns {T}
- */
-function onOption (key, fn) {
-  try {
-    return fn()
-  } catch (err) {
-    if (err && typeof err === 'object' && !err.options) err.options = [key]
-    throw err
-  }
-}
-
-/**
- * @param {string} name for the message
- * @param {unknown} value
- * @param {number} min inclusive
- * @param {number} max inclusive
- */
-function checkInteger (name, value, min, max) {
-  if (!(Number.isInteger(value) && value >= min && value <= max)) throw badOption([name], `${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`)
-}
-
-/**
- * A duration: a positive number of ms.
- * @param {string} name for the message
- * @param {unknown} value
- */
-function checkPositive (name, value) {
-  if (!(Number.isFinite(value) && value > 0)) throw badOption([name], `${name} must be a positive number of ms, got ${JSON.stringify(value)}`)
-}
-
-/**
- * @param {string} name for the message
- * @param {unknown} value a file path, or null for none
- */
-function checkPath (name, value) {
-  if (value !== null && (typeof value !== 'string' || value === '')) throw badOption([name], `${name} must be a file path, got ${JSON.stringify(value)}`)
-}
-
-module.exports = { DEFAULTS, validateOptions, validateHealthCheck, parseExpectStatus, checkInteger, badOption, onOption }
+module.exports = { DEFAULTS, validateOptions }
