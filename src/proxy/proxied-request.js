@@ -1,6 +1,7 @@
 'use strict'
 
-const { hasBody, canRetry } = require('./body-limit')
+const { hasBody } = require('./body-limit')
+const { canRetry } = require('./retry-rules')
 const { insertCookieOnHead } = require('./sticky-cookie')
 
 /**
