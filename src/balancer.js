@@ -3,7 +3,7 @@
 const { STATUS_CODES } = require('node:http')
 const { Pool } = require('./pool/pool')
 const { parseBackends } = require('./pool/backend-spec')
-const { createProxyEngine, checkEngineTargets } = require('./proxy/proxy-engine')
+const { createProxyEngine, checkEngineTargets, engineTakesFront } = require('./proxy/proxy-engine')
 const { createPolicy } = require('./policies')
 const { silentLogger } = require('./common/logger')
 const { DEFAULTS, validateOptions } = require('./config/defaults')
@@ -24,9 +24,6 @@ const { createBackendsHandler } = require('./observe/admin-backends')
 const { createHealthChecker } = require('./pool/health-checker')
 const { Resolver } = require('./pool/resolver')
 const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('./reconfigure')
-
-/** Engines that write the response through writeHead/write/end only, as the fast front's response takes it. */
-const FAST_FRONT_ENGINES = new Set(['direct', 'node-http', 'undici'])
 
 /** Marks a client connection whose request was refused by src/proxy/request-checks.js. */
 const kRefused = Symbol('polistes.refused')
@@ -188,8 +185,9 @@ class Balancer {
       this.adminLifecycle = createLifecycle(this.adminServer, { name: 'admin listener' })
     }
 
-    // the fast front answers simple requests itself; http-proxy streams into a real ServerResponse
-    const fast = FAST_FRONT_ENGINES.has(engine) && o.front === 'fast'
+    // the fast front answers simple requests itself, for the engines whose registry entry takes it
+    // (http-proxy streams into a real ServerResponse)
+    const fast = o.front === 'fast' && engineTakesFront(engine, 'fast')
       ? { accepts: (url) => !isAdminPath(url), closing: () => this.lifecycle.closing }
       : null
     // requireHost false: src/proxy/request-checks.js answers a request without Host, on both fronts
