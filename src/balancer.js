@@ -21,6 +21,7 @@ const { createTelemetry } = require('./observe/telemetry')
 const { createAdmin, isAdminPath } = require('./observe/admin')
 const { createAdminRouter } = require('./observe/admin-router')
 const { createBackendsHandler } = require('./observe/admin-backends')
+const { createCounters, snapshotCounters } = require('./observe/counters')
 const { createHealthChecker } = require('./pool/health-checker')
 const { Resolver } = require('./pool/resolver')
 const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('./reconfigure')
@@ -174,7 +175,8 @@ class Balancer {
     this.backendsAdmin = createBackendsHandler(this.pool, {
       onChange: (id, from, to) => logger.info({ upstream: id, from, to }, `backend ${id}: ${from} -> ${to} (admin API)`)
     })
-    this.counters = { requests: 0, responses: 0, retries: 0, failures: { connect: 0, timeout: 0, stream: 0 }, noUpstream: 0, clientAborts: 0, bodyTooLarge: 0, droppedConnections: 0 }
+    /** the request counters (src/observe/counters.js) */
+    this.counters = createCounters()
 
     this.adminPort = o.adminPort
     this.adminHost = o.adminHost
@@ -339,8 +341,7 @@ class Balancer {
     const t = this.now()
     return {
       pid: process.pid,
-      ...this.counters,
-      failures: { ...this.counters.failures },
+      ...snapshotCounters(this.counters),
       inflight: this.pool.inflight(),
       upstreams: this.pool.all().map((u) => ({ ...u.toJSON(), ...this.pool.health(u, t) })),
       policy: { name: this.policy.name, state: this.policy.snapshot ? this.policy.snapshot() : undefined }
@@ -482,11 +483,20 @@ class Balancer {
    * response header counts as 499 (nginx's "client closed request").
    */
   observe (req, res, key, attempt, attempts, ms, bytes) {
-    const status = res.headersSent ? res.statusCode : 499
-    const upstream = attempt ? attempt.upstream.id : null
-    const cache = attempt ? attempt.cache : undefined
-    this.telemetry.record(upstream, key, status, ms, cache, bytes)
-    if (this.accessLog) this.accessLog.write(req.method, req.url, status, upstream, attempts, ms, cache, bytes)
+    /** @type {import('./observe/telemetry').RequestRecord} */
+    const record = {
+      method: req.method,
+      path: req.url,
+      key,
+      status: res.headersSent ? res.statusCode : 499,
+      upstream: attempt ? attempt.upstream.id : null,
+      attempts,
+      ms,
+      cache: attempt ? attempt.cache : undefined,
+      bytes
+    }
+    this.telemetry.record(record)
+    if (this.accessLog) this.accessLog.write(record)
   }
 }
 
