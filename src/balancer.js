@@ -24,72 +24,13 @@ const { createBackendsHandler } = require('./observe/admin-backends')
 const { createCounters, snapshotCounters } = require('./observe/counters')
 const { createHealthChecker } = require('./pool/health-checker')
 const { Resolver } = require('./pool/resolver')
-const { reconfigure, checkSettingsFor, RESTART_ONLY } = require('./reconfigure')
+const { reconfigure, checkSettingsFor } = require('./reconfigure')
+const { BALANCER_KEYS } = require('./config/options')
 
 /** Marks a client connection whose request was refused by src/proxy/request-checks.js. */
 const kRefused = Symbol('polistes.refused')
 
-/**
- * @typedef {object} BalancerOptions
- * @property {Array<string | object> | string} backends upstream URLs (see backend-spec.js) or specs
- * @property {string} [algo='wasp'] policy name from the registry
- * @property {object} [policyOptions] options passed to the policy factory
- * @property {object} [policy] a ready policy object (overrides `algo`)
- * @property {number} [port=8080] 0 picks a free port
- * @property {string} [host='127.0.0.1']
- * @property {boolean} [keepAlive=true] upstream keep-alive
- * @property {number} [timeoutMs=30000] upstream inactivity timeout, answered with 504
- * @property {number | null} [tryTimeoutMs=null] ms an attempt may wait for its response head once the
- *   request has been sent (Envoy's per-try timeout); then it is abandoned as a `timeout` failure
- *   (504, or a retry with `retryOn` 'timeout'); null: only `timeoutMs` bounds the wait
- * @property {number} [retries=2] extra attempts on other upstreams for idempotent bodiless requests
- * @property {Array<number | 'timeout'>} [retryOn=[]] what else counts as a failed attempt of such a
- *   request, retried elsewhere while retries remain: upstream response statuses (5xx, e.g. 503, as
- *   nginx's `proxy_next_upstream http_503` or HAProxy's `retry-on 503`) and 'timeout', an upstream
- *   that sent no response head in time (nginx's `proxy_next_upstream timeout`, HAProxy's
- *   `retry-on response-timeout`)
- * @property {number} [maxFails=1] consecutive failures that eject an upstream
- * @property {number} [failTimeoutMs=5000] how long an ejected upstream is left out
- * @property {'direct' | 'http-proxy' | 'node-http' | 'undici'} [engine='direct'] what moves the bytes (src/proxy/proxy-engine.js)
- * @property {number} [maxConnections=10000] open client connections; beyond, new ones are closed at once
- * @property {number} [headersTimeoutMs=10000] a request's headers must arrive within this (else 408)
- * @property {number} [requestTimeoutMs=60000] the whole request, body included, within this (else 408)
- * @property {number} [keepAliveTimeoutMs=5000] idle client connections are closed after this
- * @property {number} [maxHeaderSize=16384] bytes of request line and headers (else 431)
- * @property {number} [maxBodySize=1048576] bytes of request body (else 413); 0: no limit
- * @property {'fast' | 'node'} [front='fast'] 'fast': simple GET/HEAD requests are parsed and answered by
- *   src/front/fast-front.js, the rest by node:http (engines direct, node-http and undici; plain HTTP only);
- *   'node': node:http for every request
- * @property {string | null} [tlsCert] PEM certificate file: with `tlsKey`, the front speaks HTTPS
- * @property {string | null} [tlsKey] PEM private key file
- * @property {string | null} [upstreamCa] PEM CA file https upstreams are verified against (default: Node's roots)
- * @property {number | null} [adminPort] serve `/_polistes/*` on a listener of its own (0: any free port)
- *   and no longer on the public one; null: on the public listener
- * @property {string} [adminHost='127.0.0.1'] the admin listener's address
- * @property {number} [maxEventStreams=16] dashboards' event streams (`/_polistes/events`) open at once;
- *   one more is answered 503 with Retry-After (0: none)
- * @property {string[]} [trustedProxies=[]] CIDRs (IPv4, IPv6) of proxies in front of the balancer: from
- *   such a peer the client's X-Forwarded-*, Forwarded and X-Real-IP are kept (X-Forwarded-For appended
- *   to) and the client address (ip-hash's key) is the right-most untrusted X-Forwarded-For entry;
- *   from any other peer they are replaced by the balancer's own (src/proxy/forwarded.js)
- * @property {boolean} [admin=true] serve `/_polistes/*` (stats, metrics, dashboard) on the public listener;
- *   false: that prefix is proxied like any other path (ignored with `adminPort`, where it is always served)
- * @property {import('./observe/telemetry').Telemetry} [telemetry] default: a new one (per-request aggregates)
- * @property {import('./observe/access-log').AccessLog | null} [accessLog=null] one line per finished request
- * @property {number} [slowStartMs=0] ms over which an upstream that comes back (or is added) ramps up
- * @property {Partial<import('./pool/health-checker').HealthCheckSettings> & { path?: string | null }} [healthCheck]
- *   active checks (off while `path` is null); a backend spec's own `healthCheck` overrides it
- * @property {import('pino').Logger} [logger] default: silent
- * @property {() => number} [random] injected into the policy
- * @property {() => number} [now] injected into the policy and pool (ms)
- * @property {string} [routingKey='path'] what the keyed policies route by: 'path', 'url', 'host',
- *   'header:<name>', 'cookie:<name>' or 'param:<name>' (src/proxy/routing-key.js)
- * @property {string | object | null} [stickyCookie=null] cookie stickiness: a cookie name or
- *   `{ name, path, domain, maxAgeS, secure, httpOnly, sameSite }` (src/proxy/sticky-cookie.js); null: off
- * @property {number | null} [resolveMs=null] look backend host names up again every this many ms; a changed
- *   answer retires the pooled connections to that backend (src/pool/resolver.js); null: the OS resolves each new connection
- * @property {typeof import('node:dns').lookup} [lookup] the lookup of backend host names (default node:dns's)
- */
+/** @typedef {import('./index').BalancerOptions} BalancerOptions the options, each described in src/index.d.ts and in the option table (src/config/options.js) */
 
 /**
  * Create a balancer (not yet listening).
@@ -117,7 +58,7 @@ class Balancer {
     const o = withDefaults(options)
     const {
       backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs,
-      slowStartMs, healthCheck, admin = true, telemetry = createTelemetry(), accessLog = null, engine, logger = silentLogger(),
+      slowStartMs, admin = true, telemetry = createTelemetry(), accessLog = null, engine, logger = silentLogger(),
       random = Math.random, now = () => performance.now()
     } = o
     validateOptions(Object.fromEntries(BALANCER_KEYS.map((key) => [key, o[key]])))
@@ -141,15 +82,13 @@ class Balancer {
     this.debug = logger.isLevelEnabled('debug')
     this.now = now
     this.random = random
-    /** what reconfigure() compares a new config with */
-    this.settings = { algo: policy ? policy.name : algo, policyOptions, keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, host, port, customPolicy: Boolean(policy), maxBodySize: o.maxBodySize, maxEventStreams: o.maxEventStreams, trustedProxies: o.trustedProxies, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, o[key]])) }
+    /** what reconfigure() compares a new config with: every option of the table the balancer takes */
+    this.settings = { ...settingsOf(o), algo: policy ? policy.name : algo, customPolicy: Boolean(policy) }
     this.specs = new Map(specs.map((s) => [s.id, s]))
     /** the request's routing key (ctx.key), as `routingKey` says */
     this.keyOf = compileRoutingKey(o.routingKey)
-    this.settings.routingKey = o.routingKey
     /** the sticky cookie, or null (off) */
     this.sticky = createSticky(o.stickyCookie)
-    this.settings.stickyCookie = o.stickyCookie
     this.pool = new Pool(specs, { maxFails, failTimeoutMs, slowStartMs, now, random })
     for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order
     this.policy = policy || createPolicy(algo, policyOptions, { random, now })
@@ -165,7 +104,6 @@ class Balancer {
     /** net.connect's `lookup` for the engines: the resolver's answers, else the injected one */
     this.lookup = o.lookup
     this.setResolveMs(o.resolveMs)
-    this.settings.resolveMs = o.resolveMs
     this.engine = createProxyEngine({ keepAlive, timeoutMs, engine, upstreamCa: this.upstreamCa, lookup: this.lookup })
     /** engines replaced by a reload, closed once their last attempt ends: engine → attempts in flight */
     this.engineUse = new Map()
@@ -500,13 +438,6 @@ class Balancer {
   }
 }
 
-/** The options of DEFAULTS that the balancer takes (the CLI's `graceMs` and `fleet` are not). */
-const BALANCER_KEYS = ['algo', 'policyOptions', 'port', 'host', 'keepAlive', 'engine', 'timeoutMs', 'tryTimeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs',
-  'slowStartMs', 'healthCheck',
-  'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize', 'front',
-  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost', 'maxEventStreams', 'trustedProxies',
-  'routingKey', 'stickyCookie', 'resolveMs']
-
 /** Options with the defaults filled in (an explicit `undefined` takes the default too). */
 function withDefaults (options) {
   const o = { ...options }
@@ -515,6 +446,11 @@ function withDefaults (options) {
   }
   o.healthCheck = { ...DEFAULTS.healthCheck, ...(o.healthCheck || {}) }
   return o
+}
+
+/** The balancer's options of the table in `o` (backends aside: reconfigure keeps their specs). */
+function settingsOf (o) {
+  return Object.fromEntries(BALANCER_KEYS.filter((key) => key !== 'backends').map((key) => [key, o[key]]))
 }
 
 /** The default routing key: the URL path without its query string (src/proxy/routing-key.js). */

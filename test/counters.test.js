@@ -6,19 +6,20 @@ const { COUNTERS, createCounters, snapshotCounters } = require('../src/observe/c
 
 const DTS = fs.readFileSync(path.join(__dirname, '..', 'src', 'index.d.ts'), 'utf8')
 
-/** The top-level property names of an interface of index.d.ts (nested object types skipped). */
+/** The top-level property names of an interface of index.d.ts (comments and nested object types skipped). */
 function interfaceKeys (name) {
   const start = DTS.indexOf(`export interface ${name} {`)
   expect(start).toBeGreaterThanOrEqual(0)
+  const body = DTS.slice(DTS.indexOf('{', start) + 1).replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '')
   const keys = []
   let depth = 0
-  for (const line of DTS.slice(DTS.indexOf('{', start) + 1).split('\n')) {
+  for (const line of body.split('\n')) {
     if (depth === 0 && /^\}/.test(line)) break
     const m = /^ {2}(\w+)\??\s*[:(]/.exec(line)
     if (depth === 0 && m) keys.push(m[1])
-    for (const c of line.replace(/\/\*.*?\*\/|\/\/.*$/g, '')) {
-      if (c === '{' || c === '[' || c === '(' || c === '<') depth++
-      if (c === '}' || c === ']' || c === ')' || c === '>') depth--
+    for (const c of line.replace(/=>/g, '')) {
+      if ('{[(<'.includes(c)) depth++
+      if ('}])>'.includes(c)) depth--
     }
   }
   return keys
