@@ -6,7 +6,7 @@ const { parseBackends } = require('./pool/backend-spec')
 const { createProxyEngine, checkEngineTargets, engineTakesFront } = require('./proxy/proxy-engine')
 const { createPolicy } = require('./policies')
 const { silentLogger } = require('./common/logger')
-const { DEFAULTS, validateOptions } = require('./config/defaults')
+const { DEFAULTS, validateOptions, withDefaults } = require('./config/defaults')
 const { createLifecycle } = require('./front/http-lifecycle')
 const { createFrontServer, refuse } = require('./front/front-server')
 const { readServerTls, readCa } = require('./front/tls-files')
@@ -14,9 +14,9 @@ const { declaresTooLarge, watchBodySize, hasBody } = require('./proxy/body-limit
 const { ProxiedRequest } = require('./proxy/proxied-request')
 const { tunnelUpgrade } = require('./proxy/upgrade')
 const { checkRequest } = require('./proxy/request-checks')
-const { createTrust } = require('./proxy/forwarded')
+const { createTrust, clientOf } = require('./proxy/forwarded')
 const { compileRoutingKey, pathOf } = require('./proxy/routing-key')
-const { createSticky } = require('./proxy/sticky-cookie')
+const { createSticky, stickyUpstream } = require('./proxy/sticky-cookie')
 const { createTelemetry } = require('./observe/telemetry')
 const { createAdmin, isAdminPath } = require('./observe/admin')
 const { createAdminRouter } = require('./observe/admin-router')
@@ -25,7 +25,7 @@ const { createCounters, snapshotCounters } = require('./observe/counters')
 const { createHealthChecker } = require('./pool/health-checker')
 const { Resolver } = require('./pool/resolver')
 const { reconfigure, checkSettingsFor } = require('./reconfigure')
-const { BALANCER_KEYS } = require('./config/options')
+const { BALANCER_KEYS, settingsOf } = require('./config/options')
 
 /** Marks a client connection whose request was refused by src/proxy/request-checks.js. */
 const kRefused = Symbol('polistes.refused')
@@ -338,9 +338,9 @@ class Balancer {
     // tunnel's, so a declared body would be framed one way here and another upstream.
     if (hasBody(req)) return refuse(socket)
     this.counters.requests++
-    const { trusted, clientAddress } = this.client(req)
+    const { trusted, clientAddress } = clientOf(this.trust, req)
     const token = this.sticky !== null ? this.sticky.requested(req.headers) : undefined
-    const upstream = (token !== undefined && this.stickyUpstream(this.sticky, token)) ||
+    const upstream = (token !== undefined && stickyUpstream(this.pool, this.sticky, token)) ||
       this.policy.pick(this.pool.eligible(), { key: this.keyOf(req), clientAddress, method: req.method })
     if (!upstream) {
       this.counters.noUpstream++
@@ -360,33 +360,6 @@ class Balancer {
       },
       onClose: () => this.pool.release(upstream)
     })
-  }
-
-  /**
-   * Who sent `req`: whether its peer is a trusted proxy, and the client's address (the peer's, or
-   * with a trusted peer the right-most untrusted X-Forwarded-For entry).
-   * @param {import('http').IncomingMessage} req
-   * @returns {{ trusted: boolean, clientAddress: string | undefined }}
-   */
-  client (req) {
-    const peer = req.socket.remoteAddress
-    const trust = this.trust
-    if (trust === null || !trust.trusts(peer)) return { trusted: false, clientAddress: peer }
-    return { trusted: true, clientAddress: trust.clientAddress(peer, req.headers['x-forwarded-for']) }
-  }
-
-  /**
-   * The upstream a sticky cookie's token names, if it may take the request: not down by its checks,
-   * not ejected, not in maintenance (a drained one keeps its sticky clients).
-   * @param {NonNullable<Balancer['sticky']>} sticky
-   * @param {string} token
-   * @returns {import('./pool/pool').Upstream | null}
-   */
-  stickyUpstream (sticky, token) {
-    for (const u of this.pool.members.values()) {
-      if (sticky.tokenOf(u.id) === token) return u.adminState !== 'maint' && this.pool.isHealthy(u) ? u : null
-    }
-    return null
   }
 
   /** Count the attempts on an engine; a retired one (replaced by a reload) is closed after its last. */
@@ -436,21 +409,6 @@ class Balancer {
     this.telemetry.record(record)
     if (this.accessLog) this.accessLog.write(record)
   }
-}
-
-/** Options with the defaults filled in (an explicit `undefined` takes the default too). */
-function withDefaults (options) {
-  const o = { ...options }
-  for (const key of BALANCER_KEYS) {
-    if (o[key] === undefined) o[key] = DEFAULTS[key]
-  }
-  o.healthCheck = { ...DEFAULTS.healthCheck, ...(o.healthCheck || {}) }
-  return o
-}
-
-/** The balancer's options of the table in `o` (backends aside: reconfigure keeps their specs). */
-function settingsOf (o) {
-  return Object.fromEntries(BALANCER_KEYS.filter((key) => key !== 'backends').map((key) => [key, o[key]]))
 }
 
 /** The default routing key: the URL path without its query string (src/proxy/routing-key.js). */

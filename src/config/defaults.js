@@ -1,7 +1,7 @@
 'use strict'
 
 const { badOption, onOption } = require('../common/option-checks')
-const { OPTIONS, TOP_KEYS } = require('./options')
+const { OPTIONS, TOP_KEYS, BALANCER_KEYS } = require('./options')
 
 /**
  * The defaults and the validation of the options, both read from the one option table
@@ -74,4 +74,19 @@ function checkMembers (group, value) {
   }
 }
 
-module.exports = { DEFAULTS, validateOptions, checkMembers }
+/**
+ * The balancer's options with the defaults filled in (an explicit `undefined` takes the default
+ * too; `healthCheck` merged over its defaults); other keys are kept as they are.
+ * @param {object} options
+ * @returns {object}
+ */
+function withDefaults (options) {
+  const o = { ...options }
+  for (const key of BALANCER_KEYS) {
+    if (o[key] === undefined) o[key] = DEFAULTS[key]
+  }
+  o.healthCheck = { ...DEFAULTS.healthCheck, ...(o.healthCheck || {}) }
+  return o
+}
+
+module.exports = { DEFAULTS, validateOptions, checkMembers, withDefaults }

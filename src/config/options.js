@@ -192,9 +192,6 @@ const API_OPTIONS = Object.freeze({
   lookup: 'the lookup of backend host names (default node:dns\'s)'
 })
 
-/** @param {string} key @returns {OptionEntry | undefined} */
-const optionEntry = (key) => OPTIONS.find((o) => o.key === key)
-
 /** The top-level keys (members of an object option excluded), in table order. */
 const TOP_KEYS = OPTIONS.filter((o) => !o.key.includes('.')).map((o) => o.key)
 
@@ -207,4 +204,14 @@ const RESTART_ONLY = OPTIONS.filter((o) => o.balancer && o.reload === RESTART).m
 /** The balancer's options a reload applies. */
 const RELOADABLE = OPTIONS.filter((o) => o.balancer && o.reload === LIVE && !o.key.includes('.')).map((o) => o.key)
 
-module.exports = { OPTIONS, API_OPTIONS, TOP_KEYS, BALANCER_KEYS, RESTART_ONLY, RELOADABLE, optionEntry }
+/**
+ * The balancer's settings in `o`: every option of the table it takes, backends aside (the balancer
+ * keeps their specs); what a reload compares a new config with.
+ * @param {object} o options, defaults filled in
+ * @returns {object}
+ */
+function settingsOf (o) {
+  return Object.fromEntries(BALANCER_KEYS.filter((key) => key !== 'backends').map((key) => [key, o[key]]))
+}
+
+module.exports = { OPTIONS, API_OPTIONS, TOP_KEYS, BALANCER_KEYS, RESTART_ONLY, RELOADABLE, settingsOf }

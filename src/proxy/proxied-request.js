@@ -2,7 +2,7 @@
 
 const { hasBody } = require('./body-limit')
 const { canRetry } = require('./retry-rules')
-const { insertCookieOnHead } = require('./sticky-cookie')
+const { insertCookieOnHead, stickyUpstream } = require('./sticky-cookie')
 
 /**
  * One client request on its way to an upstream, once the balancer (src/balancer.js) has taken it:
@@ -27,7 +27,6 @@ const STICKY_POLICY = Object.freeze({ name: 'sticky-cookie' })
  * @property {(req: import('http').IncomingMessage) => string} keyOf the routing key
  * @property {{ trusts: (peer: string | undefined) => boolean, clientAddress: Function } | null} trust
  * @property {ReturnType<typeof import('./sticky-cookie').createSticky>} sticky
- * @property {(sticky: any, token: string) => import('../pool/pool').Upstream | null} stickyUpstream
  * @property {number} retries
  * @property {number | null} tryTimeoutMs
  * @property {Set<number | 'timeout'>} retryOn
@@ -152,7 +151,7 @@ class ProxiedRequest {
     }
     let policy = lb.policy
     // a valid sticky cookie decides the first attempt; a retry goes where the policy says
-    let upstream = tried.length === 0 && this.stickyToken !== undefined ? lb.stickyUpstream(this.sticky, this.stickyToken) : null
+    let upstream = tried.length === 0 && this.stickyToken !== undefined ? stickyUpstream(lb.pool, this.sticky, this.stickyToken) : null
     if (upstream !== null) policy = STICKY_POLICY
     else upstream = policy.pick(candidates, ctx)
     if (!upstream) {
