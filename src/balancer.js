@@ -27,6 +27,15 @@ const { Resolver } = require('./pool/resolver')
 const { reconfigure, checkSettingsFor } = require('./reconfigure')
 const { BALANCER_KEYS, settingsOf } = require('./config/options')
 
+/**
+ * The balancer: the assembler at the top of src/, over the rooms it puts together. It builds the
+ * front server (front/) and hands each request it takes to a ProxiedRequest (proxy/), which picks
+ * through the policy (policies/) among the pool's upstreams (pool/) and forwards through the engine
+ * the registry names (proxy/engines/); it counts and records what happened (observe/), serves the
+ * admin surface, listens and closes, and applies a reload (src/reconfigure.js). Its options are
+ * those of the option table (src/config/options.js) plus the API-only ones of src/index.d.ts.
+ */
+
 /** Marks a client connection whose request was refused by src/proxy/request-checks.js. */
 const kRefused = Symbol('polistes.refused')
 
