@@ -208,9 +208,31 @@ export interface EventStreams {
   fullFramesBuilt: number
 }
 
+/** One finished request, as the balancer hands it to the telemetry and the access log. */
+export interface RequestRecord {
+  method: string
+  /** the request target */
+  path: string
+  /** the routing key */
+  key: string
+  /** the status the client got (499: it left before any response header) */
+  status: number
+  /** who answered (null: nobody, e.g. 503) */
+  upstream: string | null | undefined
+  /** upstreams tried */
+  attempts: number
+  /** from request arrival to response end */
+  ms: number
+  /** the upstream's X-Cache header */
+  cache: string | undefined
+  /** bytes written to the client (headers included) */
+  bytes: number
+}
+
 /** Per-request aggregates: counters per upstream, per-second series, the pages x upstreams matrix. */
 export interface Telemetry {
-  record (upstreamId: string | null | undefined, key: string, status: number, latencyMs: number, cache: string | undefined, bytes: number): void
+  /** one finished request (the balancer calls it once per request, with the record it gives the access log) */
+  record (request: RequestRecord): void
   upstream (id: string): TelemetryUpstream
   /** every upstream seen, in order of first sight; one retired more than a window ago is gone */
   upstreams (): TelemetryUpstream[]
@@ -248,7 +270,8 @@ export interface TelemetryOptions {
 }
 
 export interface AccessLog {
-  write (method: string, path: string, status: number, upstream: string | null, attempts: number, ms: number, cache: string | undefined, bytes: number): void
+  /** one line: method, path, status, upstream, attempts, ms (rounded to 0.01), cache, bytes */
+  write (request: RequestRecord): void
   /** flush and close the file, if any */
   close (): Promise<void>
   readonly file: string | undefined

@@ -4,7 +4,7 @@
  * polistes: an HTTP reverse-proxy load balancer with pluggable, pure routing policies.
  * The wasp policy alone is also published as `polistes/wasp`.
  */
-const { createBalancer, startBalancer, routingKey } = require('./proxy/balancer')
+const { createBalancer, startBalancer, routingKey } = require('./balancer')
 const { createPolicy, policyNames } = require('./policies')
 const { parseBackend, parseBackends } = require('./pool/backend-spec')
 const errors = require('./common/errors')

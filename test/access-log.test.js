@@ -80,7 +80,7 @@ describe('access log', () => {
     await waitFor(() => lines.length === 1)
     expect(lines[0]).toMatchObject({ method: 'GET', path: '/hit', status: 200, attempts: 1, cache: 'HIT', msg: 'request' })
     const silent = createAccessLog({ logger: pino({ level: 'warn' }, sink) })
-    silent.write('GET', '/x', 200, 'a', 1, 1, 'HIT', 1)
+    silent.write({ method: 'GET', path: '/x', status: 200, upstream: 'a', attempts: 1, ms: 1, cache: 'HIT', bytes: 1 })
     expect(lines).toHaveLength(1)
   })
 

@@ -3,7 +3,7 @@
 const http = require('node:http')
 const { once } = require('node:events')
 const { isAdminPath } = require('../src/observe/admin')
-const { startBalancer, createBalancer } = require('../src/proxy/balancer')
+const { startBalancer, createBalancer } = require('../src/balancer')
 const { request, startUpstream } = require('./helper')
 
 test('the admin prefix is /_polistes: the path itself, or under /_polistes/ or /_polistes?', () => {

@@ -3,7 +3,7 @@
 const { Pool } = require('../src/pool/pool')
 const { parseBackend, parseBackends } = require('../src/pool/backend-spec')
 const { parseStateBody, parseRoute } = require('../src/observe/admin-backends')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { request, startUpstream, waitFor } = require('./helper')
 
 const spec = (id, extra = {}) => ({ id, url: `http://127.0.0.1:${id.charCodeAt(0)}`, weight: 1, ...extra })

@@ -1,6 +1,6 @@
 'use strict'
 
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { ENGINES } = require('../src/proxy/proxy-engine')
 const { request, startUpstream, closedPort } = require('./helper')
 

@@ -2,7 +2,7 @@
 
 const path = require('node:path')
 const { createBackend } = require('../servers/static-server')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { request, startUpstream, waitFor } = require('./helper')
 const { mulberry32 } = require('../src/common/prng')
 
@@ -347,7 +347,7 @@ describe.each(['http-proxy', 'node-http', 'undici', 'direct'])('retry on a timeo
 })
 
 describe('options', () => {
-  const { createBalancer } = require('../src/proxy/balancer')
+  const { createBalancer } = require('../src/balancer')
   const { resolveConfig, DEFAULTS } = require('../src/config/config')
   const backends = ['http://127.0.0.1:9']
 

@@ -1,7 +1,7 @@
 'use strict'
 
 const { hitRate, perBackend, specialization, cpuPer10k, cpuSeconds, balancerCounts } = require('../bench/reports/metrics')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { request, closedPort } = require('./helper')
 
 const before = [

@@ -3,7 +3,7 @@
 const http = require('node:http')
 const net = require('node:net')
 const { once } = require('node:events')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { rawRequest, startUpstream, waitFor, sleep } = require('./helper')
 
 /** The request body limit, end to end: client → balancer → upstream. */

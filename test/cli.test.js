@@ -8,9 +8,9 @@ const https = require('node:https')
 const { once } = require('node:events')
 const { request, startUpstream, waitFor, runNode, startCli, cliEntry, makeCertificates } = require('./helper')
 const { OPTIONS, GROUPS, EXAMPLES } = require('../src/run/cli-options')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { readConfigFile, resolveConfig } = require('../src/config/config')
-const { balancerOptions } = require('../src/config/reload')
+const { balancerOptions } = require('../src/run/reload')
 
 const CLI = cliEntry()
 

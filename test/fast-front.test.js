@@ -2,7 +2,7 @@
 
 const net = require('node:net')
 const { once } = require('node:events')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { parseSimpleRequest } = require('../src/front/fast-front')
 const { startUpstream, sleep } = require('./helper')
 

@@ -3,7 +3,7 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { createTrust, parseTrustedProxies } = require('../src/proxy/forwarded')
 const { validateOptions } = require('../src/config/defaults')
 const { readConfigFile, resolveConfig } = require('../src/config/config')

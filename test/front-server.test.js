@@ -6,7 +6,7 @@ const https = require('node:https')
 const net = require('node:net')
 const { execFile } = require('node:child_process')
 const { once } = require('node:events')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { CHECK_INTERVAL_MS } = require('../src/front/front-server')
 const { rawRequest, startUpstream, waitFor, sleep, makeCertificates, RawConnection } = require('./helper')
 

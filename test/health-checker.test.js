@@ -3,7 +3,7 @@
 const fs = require('node:fs')
 const http = require('node:http')
 const { once } = require('node:events')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { Pool } = require('../src/pool/pool')
 const { createHealthChecker } = require('../src/pool/health-checker')
 const { request, startUpstream, closedPort, sleep, waitFor, makeCertificates } = require('./helper')

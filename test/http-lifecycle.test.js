@@ -101,7 +101,7 @@ describe('backlog', () => {
   })
 
   ifRoom('the balancer listens with a backlog of maxConnections (as HAProxy): the same burst gets in at once', async () => {
-    const { startBalancer } = require('../src/proxy/balancer')
+    const { startBalancer } = require('../src/balancer')
     const lb = await startBalancer({ backends: ['http://127.0.0.1:9'], port: 0 })
     try {
       expect(await burstOn(lb.port)).toBe('all within 700 ms')

@@ -8,28 +8,35 @@ const SRC = path.join(ROOT, 'src')
 /** Folders the library must never load: its test backends, its benchmarks, its tests. */
 const OUTSIDE = ['servers', 'bench', 'test'].map((dir) => path.join(ROOT, dir) + path.sep)
 
+/** The top of src/ (src/*.js), where the assembler stands: roomOf() names it ''. */
+const TOP = ''
+
 /**
- * The rooms of src/ and, for each, the rooms its files may import (its own always). A request
- * flows downward: front -> proxy -> pool and policies; common is the floor everyone stands on.
- * config validates options against the names the proxy and the policies offer, so it may read
- * them; pool reads the health-check option parsing of config/defaults.js.
+ * The rooms of src/ and, for each, the rooms its files may import (its own always). A request enters
+ * at the front and flows down: the top-level balancer (src/balancer.js) takes it from front/ and hands
+ * it to proxy/, which picks through policies/ among the upstreams of pool/; observe/ records it;
+ * common/ is the floor everyone stands on. Nothing below the top imports the top, and front/ knows
+ * nothing of proxy/ (the balancer wires them). config/ checks options against the names that proxy/,
+ * pool/ and policies/ offer, so it may read them; adapters/ put the policies inside other proxies;
+ * run/ (the `polistes` command, its reload) stands above the balancer it starts.
  */
 const MAY_IMPORT = {
   common: [],
   policies: ['common'],
-  pool: ['common', 'config'],
+  pool: ['common'],
   proxy: ['pool', 'policies', 'common'],
-  front: ['proxy', 'pool', 'policies', 'common'],
+  front: ['common'],
   observe: ['common'],
   config: ['proxy', 'pool', 'policies', 'common'],
   adapters: ['proxy', 'pool', 'policies', 'config', 'common'],
-  run: ['front', 'proxy', 'pool', 'policies', 'config', 'observe', 'common']
+  run: [TOP, 'front', 'proxy', 'pool', 'policies', 'config', 'observe', 'common']
 }
 /**
- * The files that assemble the rooms and so may import any of them: the package entry, and the
- * balancer, which builds the front server, the pool, the engine and the admin around its handler.
+ * The files at the top of src/, which assemble the rooms and so may import any of them: the package
+ * entry and its types, the balancer (front server, pool, engine, admin around the request's path)
+ * and its reload step.
  */
-const ASSEMBLERS = ['index.js', 'index.d.ts', 'proxy/balancer.js']
+const ASSEMBLERS = ['index.js', 'index.d.ts', 'balancer.js', 'reconfigure.js']
 
 /** Every module specifier in `require('…')`, `import … from '…'`, `import('…')` and `import type`. */
 function specifiers (source) {
@@ -102,7 +109,7 @@ test('every file of src/ sits in a known room (or is the package entry)', () => 
   expect(homeless.map(rel)).toEqual([])
 })
 
-test('imports flow downward: front -> proxy -> pool and policies, and policies import nothing of the proxy', () => {
+test('imports flow downward: top -> front, proxy -> pool and policies, and policies import nothing of the proxy', () => {
   const offenders = files.flatMap((file) => upward(file).map((target) => `${rel(file)} -> ${rel(target)}`))
   expect(offenders).toEqual([])
 })
@@ -115,4 +122,12 @@ test('the room check catches a policy that reaches into the proxy', () => {
   expect(own).toBe('policies')
   expect(allowed.has(roomOf(reach))).toBe(false)
   expect(allowed.has(roomOf(path.resolve(path.dirname(policy), '../common/errors')))).toBe(true)
+})
+
+test('the room check catches the proxy reaching into the front, and a room reaching up to the balancer', () => {
+  const request = path.join(SRC, 'proxy', 'x.js')
+  const allowed = new Set(['proxy', ...MAY_IMPORT.proxy])
+  expect(allowed.has(roomOf(path.resolve(path.dirname(request), '../front/front-server')))).toBe(false)
+  expect(allowed.has(roomOf(path.resolve(path.dirname(request), '../balancer')))).toBe(false)
+  expect(new Set(['run', ...MAY_IMPORT.run]).has(roomOf(path.join(SRC, 'balancer.js')))).toBe(true)
 })

@@ -8,7 +8,7 @@
  * told, no upstream request left open. Raw sockets, every engine, both fronts.
  */
 
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { startUpstream, RawConnection, waitFor } = require('./helper')
 
 const SETUPS = [

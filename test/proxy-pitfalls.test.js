@@ -1,7 +1,7 @@
 'use strict'
 
 const net = require('node:net')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { ENGINES } = require('../src/proxy/proxy-engine')
 const { request, startUpstream, closedPort, waitFor, logSink } = require('./helper')
 

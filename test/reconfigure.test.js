@@ -1,6 +1,6 @@
 'use strict'
 
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { createTelemetry } = require('../src/observe/telemetry')
 const { request, startUpstream, waitFor } = require('./helper')
 

@@ -5,7 +5,7 @@ const { once } = require('node:events')
 const { Resolver } = require('../src/pool/resolver')
 const { resolveConfig } = require('../src/config/config')
 const { parseArgs } = require('../src/run/cli')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { ENGINES } = require('../src/proxy/proxy-engine')
 const { request, waitFor } = require('./helper')
 

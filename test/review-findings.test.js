@@ -9,7 +9,7 @@
 
 const net = require('node:net')
 const { once } = require('node:events')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { startRecordingUpstream, RawConnection, sleep, waitFor } = require('./helper')
 
 const UPGRADE = 'GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n'

@@ -6,7 +6,7 @@ const os = require('node:os')
 const { parseRoutingKey, compileRoutingKey, hostOf, cookieValue, queryValue } = require('../src/proxy/routing-key')
 const { resolveConfig, readConfigFile } = require('../src/config/config')
 const { parseArgs } = require('../src/run/cli')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { request, startUpstream } = require('./helper')
 
 const req = (url, headers = {}) => ({ url, headers })

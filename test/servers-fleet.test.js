@@ -6,9 +6,9 @@ const { fork } = require('node:child_process')
 const { startFleet, backendId } = require('../servers/fleet')
 const { rawRequest, runNode, RawConnection, waitFor, startCli, request } = require('./helper')
 const { statsPath } = require('../servers/stats-token')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { resolveConfig } = require('../src/config/config')
-const { balancerOptions } = require('../src/config/reload')
+const { balancerOptions } = require('../src/run/reload')
 
 const FLEET = path.join(__dirname, '..', 'servers', 'fleet.js')
 

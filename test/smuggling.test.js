@@ -8,7 +8,7 @@
  * the upstream think a request is shows as one client receiving another's answer.
  */
 
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { startRecordingUpstream, RawConnection, closedPort, startUpstream } = require('./helper')
 
 /** Every engine, with each front it can run behind (http-proxy streams into node:http's response only). */

@@ -3,7 +3,7 @@
 const { parseStickyCookie, stickyToken, setCookieValue, createSticky } = require('../src/proxy/sticky-cookie')
 const { resolveConfig } = require('../src/config/config')
 const { parseArgs } = require('../src/run/cli')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { ENGINES } = require('../src/proxy/proxy-engine')
 const { request, startUpstream, closedPort, RawConnection } = require('./helper')
 

@@ -14,11 +14,11 @@ const sum = (xs) => xs.reduce((x, y) => x + y, 0)
 describe('telemetry: counters since start', () => {
   test('counts responses by status class, cache hits and misses, and bytes per upstream', () => {
     const { t } = setup()
-    t.record('a', '/p1', 200, 1, 'HIT', 100)
-    t.record('a', '/p1', 304, 1, 'MISS', 50)
-    t.record('b', '/p2', 502, 3, undefined, 10)
-    t.record(null, '/p3', 503, 0.1, undefined, 5)
-    t.record('b', '/p2', 0, 1, undefined, NaN)
+    t.record({ upstream: 'a', key: '/p1', status: 200, ms: 1, cache: 'HIT', bytes: 100 })
+    t.record({ upstream: 'a', key: '/p1', status: 304, ms: 1, cache: 'MISS', bytes: 50 })
+    t.record({ upstream: 'b', key: '/p2', status: 502, ms: 3, cache: undefined, bytes: 10 })
+    t.record({ upstream: null, key: '/p3', status: 503, ms: 0.1, cache: undefined, bytes: 5 })
+    t.record({ upstream: 'b', key: '/p2', status: 0, ms: 1, cache: undefined, bytes: NaN })
     const a = t.upstream('a')
     expect([...a.statuses]).toEqual([0, 1, 1, 0, 0, 0])
     expect([a.hits, a.misses, a.bytes, a.count]).toEqual([1, 1, 150, 2])
@@ -31,9 +31,9 @@ describe('telemetry: counters since start', () => {
 
   test('the latency histogram separates a sub-ms hit from a 20 ms+ miss', () => {
     const { t } = setup()
-    t.record('a', '/p', 200, 0.3, 'HIT', 0)
-    t.record('a', '/p', 200, 22, 'MISS', 0)
-    t.record('a', '/p', 200, 20000, 'MISS', 0)
+    t.record({ upstream: 'a', key: '/p', status: 200, ms: 0.3, cache: 'HIT', bytes: 0 })
+    t.record({ upstream: 'a', key: '/p', status: 200, ms: 22, cache: 'MISS', bytes: 0 })
+    t.record({ upstream: 'a', key: '/p', status: 200, ms: 20000, cache: 'MISS', bytes: 0 })
     const buckets = t.upstream('a').buckets
     const le = (ms) => LATENCY_BUCKETS_MS.indexOf(ms)
     expect(buckets[le(0.5)]).toBe(1)
@@ -46,14 +46,14 @@ describe('telemetry: counters since start', () => {
   test('upstream() registers a member before it serves, in order of first sight', () => {
     const { t } = setup()
     t.upstream('z')
-    t.record('a', '/p', 200, 1, 'HIT', 0)
+    t.record({ upstream: 'a', key: '/p', status: 200, ms: 1, cache: 'HIT', bytes: 0 })
     expect(t.upstreams().map((u) => u.id)).toEqual(['z', 'a'])
     expect(t.upstream('z').count).toBe(0)
   })
 
   test('a retired upstream keeps its record for one window, then it goes; one back in time keeps it', () => {
     const { t, tick } = setup({ windowS: 3 })
-    for (const id of ['a', 'b', 'c']) t.record(id, '/p', 200, 1, 'HIT', 10)
+    for (const id of ['a', 'b', 'c']) t.record({ upstream: id, key: '/p', status: 200, ms: 1, cache: 'HIT', bytes: 10 })
     t.retire('b')
     t.retire('c')
     t.retire('nobody') // never seen: nothing to retire
@@ -62,7 +62,7 @@ describe('telemetry: counters since start', () => {
     expect(t.upstreams().map((u) => u.id)).toEqual(['a', 'b', 'c'])
     t.upstream('c') // back in the pool before its window passed
     tick(1)
-    t.record('a', '/p', 200, 1, 'HIT', 10)
+    t.record({ upstream: 'a', key: '/p', status: 200, ms: 1, cache: 'HIT', bytes: 10 })
     expect(t.upstreams().map((u) => [u.id, u.index])).toEqual([['a', 0], ['c', 1]])
     expect(t.upstream('c').count).toBe(1) // kept its history
     tick(10)
@@ -82,11 +82,11 @@ describe('telemetry: counters since start', () => {
 describe('telemetry: per-second series', () => {
   test('completed seconds only, with request rate and hit rate per upstream and overall', () => {
     const { t, tick } = setup()
-    for (let i = 0; i < 3; i++) t.record('a', '/p', 200, 1, 'HIT', 0)
-    t.record('b', '/p', 200, 1, 'MISS', 0)
+    for (let i = 0; i < 3; i++) t.record({ upstream: 'a', key: '/p', status: 200, ms: 1, cache: 'HIT', bytes: 0 })
+    t.record({ upstream: 'b', key: '/p', status: 200, ms: 1, cache: 'MISS', bytes: 0 })
     expect(t.series().t).toEqual([]) // the current second is still filling
     tick()
-    t.record('b', '/p', 200, 1, undefined, 0)
+    t.record({ upstream: 'b', key: '/p', status: 200, ms: 1, cache: undefined, bytes: 0 })
     tick()
     const s = t.series()
     expect(s.t).toEqual([1e6, 1e6 + 1])
@@ -100,8 +100,8 @@ describe('telemetry: per-second series', () => {
 
   test('p50 and p99 per second within the 2^(1/8) bucket width (about 9 %)', () => {
     const { t, tick } = setup()
-    for (let i = 0; i < 990; i++) t.record('a', '/p', 200, 0.5, 'HIT', 0)
-    for (let i = 0; i < 10; i++) t.record('a', '/p', 200, 25, 'MISS', 0)
+    for (let i = 0; i < 990; i++) t.record({ upstream: 'a', key: '/p', status: 200, ms: 0.5, cache: 'HIT', bytes: 0 })
+    for (let i = 0; i < 10; i++) t.record({ upstream: 'a', key: '/p', status: 200, ms: 25, cache: 'MISS', bytes: 0 })
     tick()
     const s = t.series()
     expect(s.p50[0]).toBeGreaterThan(0.5 / 1.1)
@@ -116,7 +116,7 @@ describe('telemetry: per-second series', () => {
 
   test('a second without requests has null percentiles; the window forgets old seconds', () => {
     const { t, tick } = setup({ windowS: 5 })
-    t.record('a', '/p', 200, 2, 'HIT', 0)
+    t.record({ upstream: 'a', key: '/p', status: 200, ms: 2, cache: 'HIT', bytes: 0 })
     tick(2)
     expect(t.series().p50).toEqual([expect.any(Number), null])
     tick(10)
@@ -129,8 +129,8 @@ describe('telemetry: per-second series', () => {
   test('recent() gives the request rate and hit ratio per upstream over the last seconds', () => {
     const { t, tick } = setup()
     for (let s = 0; s < 4; s++) {
-      t.record('a', '/p', 200, 1, 'HIT', 0)
-      t.record('a', '/p', 200, 1, s === 0 ? 'MISS' : 'HIT', 0)
+      t.record({ upstream: 'a', key: '/p', status: 200, ms: 1, cache: 'HIT', bytes: 0 })
+      t.record({ upstream: 'a', key: '/p', status: 200, ms: 1, cache: s === 0 ? 'MISS' : 'HIT', bytes: 0 })
       tick()
     }
     expect(t.recent(2).get('a')).toEqual({ rps: 2, hitRate: 1 })
@@ -141,9 +141,9 @@ describe('telemetry: per-second series', () => {
 describe('telemetry: pages x upstreams heat map', () => {
   test('share of each page\'s requests per upstream, pages in natural order', () => {
     const { t } = setup()
-    for (let i = 0; i < 3; i++) t.record('a', '/page10.html', 200, 1, 'HIT', 0)
-    t.record('b', '/page10.html', 200, 1, 'MISS', 0)
-    t.record('b', '/page2.html', 200, 1, 'HIT', 0)
+    for (let i = 0; i < 3; i++) t.record({ upstream: 'a', key: '/page10.html', status: 200, ms: 1, cache: 'HIT', bytes: 0 })
+    t.record({ upstream: 'b', key: '/page10.html', status: 200, ms: 1, cache: 'MISS', bytes: 0 })
+    t.record({ upstream: 'b', key: '/page2.html', status: 200, ms: 1, cache: 'HIT', bytes: 0 })
     const h = t.heatmap(['a', 'b', 'c'])
     expect(h.pages).toEqual(['/page2.html', '/page10.html'])
     expect(h.upstreams).toEqual(['a', 'b', 'c'])
@@ -152,12 +152,12 @@ describe('telemetry: pages x upstreams heat map', () => {
 
   test('counts decay with the half-life, so a page moving to another upstream shows in seconds', () => {
     const { t, tick } = setup({ halfLifeS: 2 })
-    for (let i = 0; i < 100; i++) t.record('a', '/p', 200, 1, 'HIT', 0)
+    for (let i = 0; i < 100; i++) t.record({ upstream: 'a', key: '/p', status: 200, ms: 1, cache: 'HIT', bytes: 0 })
     tick(2)
     expect(t.heatmap().counts[0][0]).toBeCloseTo(50, 6)
-    for (let i = 0; i < 50; i++) t.record('b', '/p', 200, 1, 'HIT', 0)
+    for (let i = 0; i < 50; i++) t.record({ upstream: 'b', key: '/p', status: 200, ms: 1, cache: 'HIT', bytes: 0 })
     tick(4)
-    for (let i = 0; i < 50; i++) t.record('b', '/p', 200, 1, 'HIT', 0)
+    for (let i = 0; i < 50; i++) t.record({ upstream: 'b', key: '/p', status: 200, ms: 1, cache: 'HIT', bytes: 0 })
     // a: 100 halved three times = 12.5; b: 50 halved twice + 50 = 62.5
     const share = t.heatmap().share[0]
     expect(share[0]).toBeCloseTo(12.5 / 75, 3)
@@ -166,7 +166,7 @@ describe('telemetry: pages x upstreams heat map', () => {
 
   test('at most maxPages rows; later keys share the (other) row, shown last', () => {
     const { t } = setup({ maxPages: 2 })
-    for (const key of ['/b', '/a', '/c', '/d']) t.record('u', key, 200, 1, 'HIT', 0)
+    for (const key of ['/b', '/a', '/c', '/d']) t.record({ upstream: 'u', key, status: 200, ms: 1, cache: 'HIT', bytes: 0 })
     const h = t.heatmap()
     expect(h.pages).toEqual(['/a', '/b', OTHER_PAGE])
     expect(h.counts.map((row) => row[0])).toEqual([1, 1, 2])
@@ -174,8 +174,8 @@ describe('telemetry: pages x upstreams heat map', () => {
 
   test('a key that becomes hot after maxPages others were seen gets its own row', () => {
     const { t } = setup()
-    for (let i = 0; i < 100; i++) t.record('a', `/cold${i}`, 200, 1, 'HIT', 0)
-    for (let i = 0; i < 10; i++) t.record(i % 2 ? 'a' : 'b', '/late', 200, 1, 'HIT', 0)
+    for (let i = 0; i < 100; i++) t.record({ upstream: 'a', key: `/cold${i}`, status: 200, ms: 1, cache: 'HIT', bytes: 0 })
+    for (let i = 0; i < 10; i++) t.record({ upstream: i % 2 ? 'a' : 'b', key: '/late', status: 200, ms: 1, cache: 'HIT', bytes: 0 })
     const h = t.heatmap()
     expect(h.pages).toHaveLength(65)
     expect(h.pages[64]).toBe(OTHER_PAGE)
@@ -195,11 +195,11 @@ describe('telemetry: pages x upstreams heat map', () => {
       // a hot set that moves every 10 rounds, and a tail of keys seen once
       for (let k = 0; k < 12; k++) {
         const up = ['a', 'b', 'c'][(k + round) % 3]
-        t.record(up, `/hot${k + 8 * Math.floor(round / 10)}`, 200, 1, 'HIT', 0)
+        t.record({ upstream: up, key: `/hot${k + 8 * Math.floor(round / 10)}`, status: 200, ms: 1, cache: 'HIT', bytes: 0 })
         served[up]++
         n++
       }
-      t.record('c', `/tail${round}`, 200, 1, 'MISS', 0)
+      t.record({ upstream: 'c', key: `/tail${round}`, status: 200, ms: 1, cache: 'MISS', bytes: 0 })
       served.c++
       n++
     }
@@ -215,8 +215,8 @@ describe('telemetry: pages x upstreams heat map', () => {
     const { t } = setup()
     const candidates = t.hotPages.candidates.length
     for (let i = 0; i < 100000; i++) {
-      t.record('a', `/k${i}`, 200, 1, 'HIT', 0)
-      if (i % 10 === 0) t.record('b', '/hot', 200, 1, 'HIT', 0)
+      t.record({ upstream: 'a', key: `/k${i}`, status: 200, ms: 1, cache: 'HIT', bytes: 0 })
+      if (i % 10 === 0) t.record({ upstream: 'b', key: '/hot', status: 200, ms: 1, cache: 'HIT', bytes: 0 })
     }
     expect(t.hotPages.byKey.size).toBe(64)
     expect(t.hotPages.names).toHaveLength(64)
@@ -230,10 +230,10 @@ describe('telemetry: pages x upstreams heat map', () => {
 
   test('a hot key that cooled down is replaced by a newly hot one; its counts move to (other)', () => {
     const { t, tick } = setup({ maxPages: 2, halfLifeS: 5 })
-    for (let i = 0; i < 120; i++) t.record('a', '/old', 200, 1, 'HIT', 0)
-    for (let i = 0; i < 200; i++) t.record('b', '/steady', 200, 1, 'HIT', 0)
+    for (let i = 0; i < 120; i++) t.record({ upstream: 'a', key: '/old', status: 200, ms: 1, cache: 'HIT', bytes: 0 })
+    for (let i = 0; i < 200; i++) t.record({ upstream: 'b', key: '/steady', status: 200, ms: 1, cache: 'HIT', bytes: 0 })
     tick(30) // halved six times: /old 1.875, /steady 3.125
-    for (let i = 0; i < 5; i++) t.record('a', '/new', 200, 1, 'HIT', 0)
+    for (let i = 0; i < 5; i++) t.record({ upstream: 'a', key: '/new', status: 200, ms: 1, cache: 'HIT', bytes: 0 })
     const h = t.heatmap()
     expect(h.pages).toEqual(['/new', '/steady', OTHER_PAGE])
     // /new's first two requests are admission candidates (counted in (other)): 2 is more than
@@ -246,8 +246,8 @@ describe('telemetry: pages x upstreams heat map', () => {
 
   test('a tail of keys seen once does not push out rows hotter than its admission counters', () => {
     const { t } = setup({ maxPages: 4 })
-    for (const key of ['/p1', '/p2', '/p3', '/p4']) for (let i = 0; i < 50; i++) t.record('a', key, 200, 1, 'HIT', 0)
-    for (let i = 0; i < 1000; i++) t.record('a', `/tail${i}`, 200, 1, 'HIT', 0)
+    for (const key of ['/p1', '/p2', '/p3', '/p4']) for (let i = 0; i < 50; i++) t.record({ upstream: 'a', key, status: 200, ms: 1, cache: 'HIT', bytes: 0 })
+    for (let i = 0; i < 1000; i++) t.record({ upstream: 'a', key: `/tail${i}`, status: 200, ms: 1, cache: 'HIT', bytes: 0 })
     expect(t.hotPages.replacements).toBe(0)
     expect(t.heatmap().pages).toEqual(['/p1', '/p2', '/p3', '/p4', OTHER_PAGE])
   })
@@ -260,7 +260,7 @@ describe('telemetry: pages x upstreams heat map', () => {
     const long = '/' + 'x'.repeat(200)
     for (let i = 0; i < 5000; i++) {
       const k = Math.floor(Math.pow(random(), 3) * 400) // skewed towards small k
-      t.record('a', k % 5 === 0 ? `${long}/${k}` : `/p${k}`, 200, 1, 'HIT', 0)
+      t.record({ upstream: 'a', key: k % 5 === 0 ? `${long}/${k}` : `/p${k}`, status: 200, ms: 1, cache: 'HIT', bytes: 0 })
       if (i % 500 === 499) tick()
       const least = Math.min(...hot.weight.subarray(0, hot.names.length))
       expect(hot.weight[hot.heap[0]]).toBe(least)
@@ -275,8 +275,8 @@ describe('telemetry: pages x upstreams heat map', () => {
 
   test('the no-upstream record is not a column', () => {
     const { t } = setup()
-    t.record(null, '/p', 503, 0.1, undefined, 0)
-    t.record('a', '/p', 200, 1, 'HIT', 0)
+    t.record({ upstream: null, key: '/p', status: 503, ms: 0.1, cache: undefined, bytes: 0 })
+    t.record({ upstream: 'a', key: '/p', status: 200, ms: 1, cache: 'HIT', bytes: 0 })
     expect(t.heatmap().upstreams).toEqual(['a'])
     expect(t.series().upstreams.map((u) => u.id)).toEqual(['a'])
   })

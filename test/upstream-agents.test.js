@@ -3,7 +3,7 @@
 const fs = require('node:fs')
 const https = require('node:https')
 const { createUpstreamAgents } = require('../src/proxy/upstream-agents')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { request, startUpstream, makeCertificates, logSink } = require('./helper')
 
 let certs
@@ -98,7 +98,7 @@ describe.each(['http-proxy', 'node-http', 'direct'])('https upstreams behind the
 
 describe('the undici engine and https upstreams', () => {
   test('are refused at start-up with one clear message, nothing silently ignored', () => {
-    const { createBalancer } = require('../src/proxy/balancer')
+    const { createBalancer } = require('../src/balancer')
     expect(() => createBalancer({ backends: ['http://127.0.0.1:9', 'https://localhost:9443'], port: 0, engine: 'undici' }))
       .toThrow(expect.objectContaining({ code: 'ERR_POLISTES_BAD_OPTION', message: expect.stringMatching(/engine undici does not proxy to https upstreams \(https:\/\/localhost:9443\)/) }))
   })

@@ -7,7 +7,7 @@
 // node:net upstream writes the bytes; clients on raw sockets; every engine, both fronts.
 
 const net = require('node:net')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { ENGINES } = require('../src/proxy/proxy-engine')
 const { RawConnection, waitFor, sleep } = require('./helper')
 

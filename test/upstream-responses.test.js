@@ -10,7 +10,7 @@
 const net = require('node:net')
 const http = require('node:http')
 const { once } = require('node:events')
-const { startBalancer } = require('../src/proxy/balancer')
+const { startBalancer } = require('../src/balancer')
 const { responseHead, sendableReason } = require('../src/proxy/engines/headers')
 const { interimHeadLength } = require('../src/proxy/engines/interim-responses')
 const { attachFastFront } = require('../src/front/fast-front')

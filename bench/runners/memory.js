@@ -26,7 +26,7 @@
 
 const http = require('node:http')
 const { spawn } = require('node:child_process')
-const { startBalancer } = require('../../src/proxy/balancer')
+const { startBalancer } = require('../../src/balancer')
 const { runProcessSection } = require('./memory-process')
 const { DEFAULTS } = require('../../src/config/defaults')
 

@@ -21,7 +21,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { yargsFor } = require('../../servers/cli-support')
 const { PolistesError, ERR_POLISTES_BAD_OPTION } = require('../../src/common/errors')
-const { createBalancer } = require('../../src/proxy/balancer')
+const { createBalancer } = require('../../src/balancer')
 const { createMetrics } = require('../../src/observe/metrics')
 const { createAccessLog } = require('../../src/observe/access-log')
 const { mulberry32 } = require('../../src/common/prng')
@@ -50,7 +50,7 @@ function warmBalancer (requests = 20000) {
     const ms = hit ? 0.3 + random() * 0.4 : 21 + random() * 4
     lb.policy.onEnd(up, { key }, { latencyMs: ms, statusCode: 200, cache: hit ? 'HIT' : 'MISS' })
     up.requests++
-    lb.telemetry.record(up.id, key, 200, ms, hit ? 'HIT' : 'MISS', 62000)
+    lb.telemetry.record({ upstream: up.id, key, status: 200, ms, cache: hit ? 'HIT' : 'MISS', bytes: 62000 })
   }
   return lb
 }
@@ -70,7 +70,7 @@ function measureRecord () {
     const t0 = process.hrtime.bigint()
     for (let i = 0; i < batch; i++) {
       const c = calls[i & 4095]
-      t.record(c[0], c[1], 200, c[2], c[3], 62211)
+      t.record({ upstream: c[0], key: c[1], status: 200, ms: c[2], cache: c[3], bytes: 62211 })
     }
     if (r > 0) samples.push(Number(process.hrtime.bigint() - t0) / batch) // first batch: JIT warm-up
   }
@@ -93,7 +93,7 @@ async function measureAccessLog () {
   const cpu0 = process.cpuUsage()
   for (let i = 0; i < lines; i += batch) {
     const t0 = process.hrtime.bigint()
-    for (let j = 0; j < batch; j++) log.write('GET', '/page7.html', 200, 'c', 1, 0.6183, 'HIT', 62211)
+    for (let j = 0; j < batch; j++) log.write({ method: 'GET', path: '/page7.html', status: 200, upstream: 'c', attempts: 1, ms: 0.6183, cache: 'HIT', bytes: 62211 })
     loopNs += process.hrtime.bigint() - t0
     await new Promise(setImmediate)
   }

@@ -2,7 +2,7 @@
 
 const { PolicyRouter, nextTry, headerValue } = require('./policy-router')
 const { DEFAULTS, validateOptions } = require('../config/defaults')
-const { canRetry } = require('../proxy/body-limit')
+const { canRetry } = require('../proxy/retry-rules')
 
 /**
  * `polistes/http-proxy`: a polistes policy in front of node-http-proxy (`http-proxy`, or its

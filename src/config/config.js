@@ -3,23 +3,19 @@
 const fs = require('node:fs')
 const path = require('node:path')
 const { PolistesError, ERR_POLISTES_BAD_CONFIG, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('../common/errors')
-const { DEFAULTS, validateOptions, checkInteger, badOption, onOption } = require('./defaults')
+const { DEFAULTS, validateOptions, checkMembers } = require('./defaults')
+const { TOP_KEYS } = require('./options')
+const { onOption } = require('../common/option-checks')
 const { policyNames, createPolicy } = require('../policies')
 const { parseBackends } = require('../pool/backend-spec')
 
-/** The client side: limits, TLS, the admin listener and its event streams, trusted proxies. */
-const FRONT_KEYS = ['front', 'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxHeaderSize', 'maxBodySize',
-  'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost', 'maxEventStreams', 'trustedProxies']
-/** Keys a config file may hold. `address`, `strategy` and `receiver_addresses` are the seed's shape. */
-const FILE_KEYS = new Set(['address', 'host', 'port', 'strategy', 'algo', 'backends', 'receiver_addresses',
-  'keepAlive', 'engine', 'timeoutMs', 'tryTimeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'slowStartMs', 'healthCheck', 'workers', 'fleet',
-  'accessLog', 'accessLogFile', ...FRONT_KEYS,
-  'routingKey', 'stickyCookie', 'resolveMs'])
+/** Keys a config file reads its own way: the listen address (also `address`), the policy (also `strategy`), the backends (also `receiver_addresses`), and the object options. */
+const SHAPED_KEYS = ['host', 'port', 'algo', 'backends', 'healthCheck', 'fleet']
+/** Keys a config file may hold: every option of the table; `address`, `strategy` and `receiver_addresses` are the seed's shape. */
+const FILE_KEYS = new Set(['address', 'strategy', 'receiver_addresses', ...TOP_KEYS])
 /** Keys taken from a file as they are (validated with the flags' values in resolveConfig). */
-const PLAIN_KEYS = ['keepAlive', 'engine', 'timeoutMs', 'tryTimeoutMs', 'retries', 'retryOn', 'maxFails', 'failTimeoutMs', 'graceMs', 'policyOptions', 'slowStartMs', 'workers',
-  'accessLog', 'accessLogFile', ...FRONT_KEYS,
-  'routingKey', 'stickyCookie', 'resolveMs']
-const FLEET_KEYS = new Set(['count', 'basePort', 'cachePages', 'missMs'])
+const PLAIN_KEYS = TOP_KEYS.filter((key) => !SHAPED_KEYS.includes(key))
+const FLEET_KEYS = new Set(Object.keys(DEFAULTS.fleet))
 
 /**
  * Where a set of settings came from, kept on the object (not enumerable, so merging ignores it) for
@@ -168,10 +164,7 @@ function merge (flags, file) {
       throw err
     }
   }
-  checkInteger('fleet.count', config.fleet.count, 1, 1000)
-  checkInteger('fleet.basePort', config.fleet.basePort, 0, 65535)
-  checkInteger('fleet.cachePages', config.fleet.cachePages, 0, 1e6)
-  if (!(Number.isFinite(config.fleet.missMs) && config.fleet.missMs >= 0)) throw badOption(['fleet.missMs'], `fleet.missMs must be a non-negative number of ms, got ${config.fleet.missMs}`)
+  checkMembers('fleet', config.fleet)
   return config
 }
 

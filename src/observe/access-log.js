@@ -17,7 +17,8 @@ const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 
 /**
  * @typedef {object} AccessLog
- * @property {(method: string, path: string, status: number, upstream: string | null, attempts: number, ms: number, cache: string | undefined, bytes: number) => void} write
+ * @property {(request: import('./telemetry').RequestRecord) => void} write one line of the request's
+ *   method, path, status, upstream, attempts, ms, cache and bytes
  * @property {() => Promise<void>} close flush and close the file (no-op without one)
  * @property {string | undefined} file
  */
@@ -49,7 +50,7 @@ function createAccessLog ({ logger, file } = {}) {
   let closed = null
   return {
     file,
-    write (method, path, status, upstream, attempts, ms, cache, bytes) {
+    write ({ method, path, status, upstream, attempts, ms, cache, bytes }) {
       if (on) log.info({ method, path, status, upstream, attempts, ms: Math.round(ms * 100) / 100, cache, bytes }, 'request')
     },
     close () {

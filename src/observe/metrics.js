@@ -2,6 +2,7 @@
 
 const client = require('prom-client')
 const { LATENCY_BUCKETS_MS, STATUS_CLASSES } = require('./telemetry')
+const { COUNTERS } = require('./counters')
 
 /**
  * Prometheus metrics for `GET /_polistes/metrics`, through prom-client. Nothing is counted here
@@ -60,19 +61,18 @@ function createMetrics ({ stats, telemetry }, { processMetrics = true } = {}) {
   const perUpstream = (get) => (put) => { for (const u of scrape.stats.upstreams) put({ upstream: u.id }, get(u)) }
   const perRecord = (get) => (put) => { for (const u of telemetry.upstreams()) put({ upstream: u.id }, get(u)) }
 
-  counter('polistes_requests_total', 'Client requests received (admin requests excluded)', [], (put) => put({}, scrape.stats.requests))
+  // the balancer's own counters (src/observe/counters.js) that have a metric of their own
+  for (const c of COUNTERS) if (c.metric) counter(c.metric, c.help, [], (put) => put({}, scrape.stats[c.name]))
   counter('polistes_upstream_requests_total', 'Attempts sent to each upstream (retries included)', ['upstream'], perUpstream((u) => u.requests))
   counter('polistes_responses_total', 'Responses sent to clients, by the upstream that answered ("-": the balancer) and status class', ['upstream', 'class'], (put) => {
     for (const u of telemetry.upstreams()) {
       STATUS_CLASSES.forEach((cls, i) => { if (u.statuses[i] > 0) put({ upstream: u.id, class: cls }, u.statuses[i]) })
     }
   })
-  counter('polistes_retries_total', 'Attempts sent again to another upstream', [], (put) => put({}, scrape.stats.retries))
   counter('polistes_failures_total', 'Failed attempts and requests by kind', ['kind'], (put) => {
     const s = scrape.stats
-    for (const [kind, n] of Object.entries(s.failures)) put({ kind }, n)
-    put({ kind: 'no_upstream' }, s.noUpstream)
-    put({ kind: 'client_abort' }, s.clientAborts)
+    for (const c of COUNTERS) if (c.kinds) for (const kind of c.kinds) put({ kind }, s[c.name][kind])
+    for (const c of COUNTERS) if (c.failureKind) put({ kind: c.failureKind }, s[c.name])
   })
   counter('polistes_upstream_failures_total', 'Connection-level failures per upstream', ['upstream'], perUpstream((u) => u.failures))
   counter('polistes_upstream_ejections_total', 'Times each upstream was left out after failures', ['upstream'], perUpstream((u) => u.ejections))

@@ -40,6 +40,22 @@ const LOG_BASE_MS = 0.01
 const LOG_BUCKETS = 200 // 0.01 ms × 2^(200/8) ≈ 335 s
 
 /**
+ * One finished request, as the balancer hands it to the telemetry and the access log: one named
+ * record, so that a new field is added where the record is made and read where it is used.
+ * @typedef {object} RequestRecord
+ * @property {string} method
+ * @property {string} path the request target
+ * @property {string} key the routing key
+ * @property {number} status status code the client got (499: the client left before any response
+ *   header; 0 or anything out of 100-599 counts as "other")
+ * @property {string | null | undefined} upstream who answered (null: nobody, e.g. 503)
+ * @property {number} attempts upstreams tried
+ * @property {number} ms from request arrival to response end
+ * @property {string | undefined} cache the upstream's X-Cache header
+ * @property {number} bytes bytes written to the client (headers included)
+ */
+
+/**
  * @typedef {object} UpstreamRecord
  * @property {string} id
  * @property {number} index position in `upstreams()`
@@ -98,14 +114,9 @@ class Telemetry {
   /**
    * Record one finished request. Cheap, and allocation-free once its upstream is known
    * (except when a page takes over a heat map row: `hot-keys.js`).
-   * @param {string | null | undefined} upstreamId who answered (null: nobody, e.g. 503)
-   * @param {string} key routing key (the path)
-   * @param {number} status status code the client got (0 or anything out of 100-599: "other")
-   * @param {number} latencyMs from request arrival to response end
-   * @param {string | undefined} cache the upstream's X-Cache header
-   * @param {number} bytes bytes written to the client
+   * @param {RequestRecord} request what the balancer recorded of it (the access log's line too)
    */
-  record (upstreamId, key, status, latencyMs, cache, bytes) {
+  record ({ upstream: upstreamId, key, status, ms: latencyMs, cache, bytes }) {
     const sec = Math.floor(this.now() / 1000)
     if (sec !== this.sec) this.advance(sec)
     const u = this.byId.get(upstreamId || NO_UPSTREAM) || this.upstream(upstreamId || NO_UPSTREAM)

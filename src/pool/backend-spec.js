@@ -1,7 +1,7 @@
 'use strict'
 
 const { ERR_POLISTES_BAD_URL, ERR_POLISTES_NO_BACKENDS } = require('../common/errors')
-const { validateHealthCheck } = require('../config/defaults')
+const { validateHealthCheck } = require('./health-check-options')
 
 /**
  * A backend as the pool needs it. `healthCheck` (object form only) overrides the balancer's

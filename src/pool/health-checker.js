@@ -3,7 +3,7 @@
 const http = require('node:http')
 const https = require('node:https')
 const net = require('node:net')
-const { parseExpectStatus } = require('../config/defaults')
+const { parseExpectStatus } = require('./health-check-options')
 const { silentLogger } = require('../common/logger')
 
 /**

@@ -48,17 +48,4 @@ function hasBody (req) {
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
 }
 
-/** Methods whose requests may be sent again (RFC 9110 §9.2.2). */
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
-
-/**
- * Whether a failed attempt of the request may be sent again, to another upstream: an idempotent
- * method and no body (nothing of it would have to be read twice).
- * @param {import('http').IncomingMessage} req
- * @returns {boolean}
- */
-function canRetry (req) {
-  return IDEMPOTENT.has(req.method) && !hasBody(req)
-}
-
-module.exports = { declaresTooLarge, watchBodySize, hasBody, canRetry }
+module.exports = { declaresTooLarge, watchBodySize, hasBody }

@@ -99,4 +99,17 @@ function createTrust (list) {
   }
 }
 
-module.exports = { CLIENT_FORWARDING, createTrust, parseTrustedProxies }
+/**
+ * Who sent `req`: whether its peer is a trusted proxy, and the client's address (the peer's, or
+ * with a trusted peer the right-most untrusted X-Forwarded-For entry).
+ * @param {ReturnType<typeof createTrust>} trust
+ * @param {import('http').IncomingMessage} req
+ * @returns {{ trusted: boolean, clientAddress: string | undefined }}
+ */
+function clientOf (trust, req) {
+  const peer = req.socket.remoteAddress
+  if (trust === null || !trust.trusts(peer)) return { trusted: false, clientAddress: peer }
+  return { trusted: true, clientAddress: trust.clientAddress(peer, req.headers['x-forwarded-for']) }
+}
+
+module.exports = { CLIENT_FORWARDING, createTrust, parseTrustedProxies, clientOf }

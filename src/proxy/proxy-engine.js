@@ -2,7 +2,7 @@
 
 /**
  * The proxy engine moves a request's bytes to the upstream the balancer chose, and the response
- * back; it never picks an upstream. Engines (src/proxy/engines/):
+ * back; it never picks an upstream. The engines are registered in src/proxy/engines/index.js:
  * - `http-proxy`: node-http-proxy's API, on http-proxy-3 (its maintained successor; http-proxy 1.18
  *   itself calls util._extend, deprecated at run time since Node 22), with polistes' fixes around it;
  * - `node-http`: node:http's client through a keep-alive Agent, no proxy library;
@@ -17,10 +17,10 @@
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
-const { createUpstreamAgents } = require('./upstream-agents')
+const { engineNames, engineEntry, DEFAULT_ENGINE } = require('./engines')
 
-const DEFAULT_ENGINE = 'direct'
-const ENGINES = ['http-proxy', 'node-http', 'undici', 'direct']
+/** The engine names, in registry order. */
+const ENGINES = Object.freeze(engineNames())
 
 /**
  * How one attempt ended badly.
@@ -76,34 +76,37 @@ const ENGINES = ['http-proxy', 'node-http', 'undici', 'direct']
  *   ERR_POLISTES_MISSING_PACKAGE when the engine's library (undici, http-proxy-3) is not installed
  */
 function createProxyEngine ({ engine = DEFAULT_ENGINE, keepAlive = true, timeoutMs = 30000, upstreamCa = null, lookup } = {}) {
-  if (!ENGINES.includes(engine)) throw new ERR_POLISTES_BAD_OPTION(`unknown proxy engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
-  let created
-  if (engine === 'undici') {
-    created = require('./engines/undici').createUndiciEngine({ keepAlive, timeoutMs, lookup })
-  } else if (engine === 'direct') {
-    created = require('./engines/direct').createDirectEngine({ keepAlive, timeoutMs, ca: upstreamCa, lookup })
-  } else {
-    const agents = createUpstreamAgents({ keepAlive, ca: upstreamCa, lookup })
-    const options = { keepAlive, timeoutMs, agents }
-    created = engine === 'node-http'
-      ? require('./engines/node-http').createNodeHttpEngine(options)
-      : require('./engines/http-proxy').createHttpProxyEngine(options)
-    created = { ...created, retire: (upstream) => agents.retire(upstream.target) }
-  }
-  return { ...created, name: engine }
+  const entry = engineEntry(engine)
+  if (entry === undefined) throw new ERR_POLISTES_BAD_OPTION(`unknown proxy engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
+  return { ...entry.create({ keepAlive, timeoutMs, upstreamCa, lookup }), name: engine }
 }
 
 /**
- * Refuse upstreams an engine cannot reach: the undici engine speaks plain http only (its pools
- * would take the TLS server name from the client's Host header, not from the backend URL).
+ * Refuse upstreams an engine cannot reach: https:// ones for an engine whose entry says `https: false`
+ * (undici: its pools would take the TLS server name from the client's Host header, not from the
+ * backend URL).
  * @param {string} engine
  * @param {URL[]} targets the upstreams' origins
  * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION
  */
 function checkEngineTargets (engine, targets) {
-  if (engine !== 'undici') return
+  const entry = engineEntry(engine)
+  if (entry === undefined || entry.https) return
   const https = targets.find((t) => t.protocol === 'https:')
-  if (https) throw new ERR_POLISTES_BAD_OPTION(`engine undici does not proxy to https upstreams (${https.origin}); use engine http-proxy or node-http`)
+  if (!https) return
+  const able = ENGINES.filter((e) => engineEntry(e).https)
+  throw new ERR_POLISTES_BAD_OPTION(`engine ${engine} does not proxy to https upstreams (${https.origin}); use engine ${able.slice(0, -1).join(', ')} or ${able.at(-1)}`)
 }
 
-module.exports = { createProxyEngine, checkEngineTargets, DEFAULT_ENGINE, ENGINES }
+/**
+ * Whether the front `front` may hand its requests to `engine` (the registry's `fronts`).
+ * @param {string} engine
+ * @param {'fast' | 'node'} front
+ * @returns {boolean}
+ */
+function engineTakesFront (engine, front) {
+  const entry = engineEntry(engine)
+  return entry !== undefined && entry.fronts.includes(front)
+}
+
+module.exports = { createProxyEngine, checkEngineTargets, engineTakesFront, DEFAULT_ENGINE, ENGINES }

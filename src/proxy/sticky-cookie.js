@@ -139,4 +139,19 @@ function insertCookieOnHead (res, state) {
   }
 }
 
-module.exports = { parseStickyCookie, createSticky, stickyToken, setCookieValue, insertCookieOnHead }
+/**
+ * The upstream a sticky cookie's token names, if it may take the request: not down by its checks,
+ * not ejected, not in maintenance (a drained one keeps its sticky clients).
+ * @param {import('../pool/pool').Pool} pool
+ * @param {NonNullable<ReturnType<typeof createSticky>>} sticky
+ * @param {string} token
+ * @returns {import('../pool/pool').Upstream | null}
+ */
+function stickyUpstream (pool, sticky, token) {
+  for (const u of pool.members.values()) {
+    if (sticky.tokenOf(u.id) === token) return u.adminState !== 'maint' && pool.isHealthy(u) ? u : null
+  }
+  return null
+}
+
+module.exports = { parseStickyCookie, createSticky, stickyToken, setCookieValue, insertCookieOnHead, stickyUpstream }

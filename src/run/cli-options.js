@@ -1,18 +1,16 @@
 'use strict'
 
 /**
- * The command line's options, declared once: each flag with its config key (a dotted path such as
- * `healthCheck.rise`; none for the flags that only steer the CLI), its --help group and text. The CLI
- * builds yargs from this table, reads the given flags into config keys with it, and names a flag in
- * an error through it (`flagNames`: key → `--flag`), so that a bad value given as a flag is reported
- * as that flag and the same value from a config file as its key there.
+ * The command line's options: the flags of the option table (src/config/options.js: each with its
+ * config key, a dotted path such as `healthCheck.rise`, its --help group and text) and the few flags
+ * that only steer the CLI. The CLI builds yargs from this list, reads the given flags into config
+ * keys with it, and names a flag in an error through it (`flagNames`: key → `--flag`), so that a bad
+ * value given as a flag is reported as that flag and the same value from a config file as its key there.
  */
 
 const path = require('node:path')
 const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
-const { policyNames } = require('../policies')
-const { DEFAULTS } = require('../config/defaults')
-const { ENGINES } = require('../proxy/proxy-engine')
+const { OPTIONS: TABLE } = require('../config/options')
 
 /** The --help groups, in the order they are shown; `help` and `version` go in the last one. */
 const GROUPS = {
@@ -61,70 +59,56 @@ function parseJson (flag, value) {
   }
 }
 
-const dflt = (value) => ({ defaultDescription: String(value) })
+/** The option table's `flag.parse` names: raw value → config value. */
+const PARSERS = {
+  json: parseJson,
+  list: parseList,
+  retryOn: parseRetryOn,
+  emptyIsNull: (flag, value) => (value === '' ? null : value)
+}
 
 /**
- * Every option: `flag` (yargs key), `key` (config key path; none: CLI only), `group`, `parse` (raw
+ * The yargs option of an entry of the option table: its default shown in --help when it is a
+ * number, a string or a boolean (the others are told in the text).
+ * @param {import('../config/options').OptionEntry} o
+ */
+function fromTable (o) {
+  const { name, group, type, alias, parse } = o.flag
+  const shown = ['number', 'string', 'boolean'].includes(typeof o.default)
+  return {
+    flag: name,
+    key: o.key,
+    group,
+    ...(alias ? { alias } : {}),
+    type,
+    ...(parse ? { parse: PARSERS[parse] } : {}),
+    describe: o.doc,
+    ...(shown ? { defaultDescription: String(o.default) } : {})
+  }
+}
+
+/** The flags that steer the CLI only (no config key), by --help group. */
+const CLI_ONLY = {
+  observability: [
+    { flag: 'log-level', group: 'observability', type: 'string', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', describe: 'log level (debug logs every request)' },
+    { flag: 'log-format', group: 'observability', type: 'string', choices: ['pretty', 'json'], describe: 'log format', defaultDescription: 'pretty on a terminal when pino-pretty is installed, json otherwise' }
+  ],
+  general: [
+    { flag: 'config', group: 'general', alias: 'c', type: 'string', describe: 'JSON config file ({ address, strategy, backends, ... }); flags override it' },
+    { flag: 'watch', group: 'general', type: 'boolean', describe: 'reload when the --config file changes (SIGHUP always reloads)' }
+  ]
+}
+
+/**
+ * Every flag: `flag` (yargs key), `key` (config key path; none: CLI only), `group`, `parse` (raw
  * value → config value; numbers are checked to be numbers), and the yargs settings (type, alias,
- * describe, defaultDescription, choices, default).
+ * describe, defaultDescription, choices, default); group by group, in the table's order.
  * @type {Array<{ flag: string, key?: string, group: keyof GROUPS, type: 'string' | 'number' | 'boolean', parse?: (flag: string, value: unknown) => unknown, [yargs: string]: unknown }>}
  */
-const OPTIONS = [
-  { flag: 'algo', key: 'algo', group: 'balancing', alias: 'a', type: 'string', describe: `routing policy: ${policyNames().join(', ')}`, defaultDescription: DEFAULTS.algo },
-  { flag: 'policy-options', key: 'policyOptions', group: 'balancing', type: 'string', parse: parseJson, describe: 'policy options as JSON, e.g. \'{"rounds":4}\' (unknown names are refused)' },
-  { flag: 'routing-key', key: 'routingKey', group: 'balancing', type: 'string', describe: 'what wasp and chash-bounded route by: path, url (with query), host, header:<name>, cookie:<name> or param:<name>', defaultDescription: DEFAULTS.routingKey },
-  { flag: 'sticky-cookie', key: 'stickyCookie', group: 'balancing', type: 'string', parse: (flag, value) => (value === '' ? null : value), describe: 'cookie stickiness: the first response sets this cookie naming its upstream, which later requests bearing it go to (attributes in the config file)' },
-  { flag: 'timeout', key: 'timeoutMs', group: 'balancing', type: 'number', describe: 'upstream inactivity timeout in ms (answered with 504)', ...dflt(DEFAULTS.timeoutMs) },
-  { flag: 'retries', key: 'retries', group: 'balancing', type: 'number', describe: 'extra attempts on other upstreams for idempotent requests without a body', ...dflt(DEFAULTS.retries) },
-  { flag: 'retry-on', key: 'retryOn', group: 'balancing', type: 'string', parse: parseRetryOn, describe: 'also retried like a failed connection: upstream 5xx statuses and/or timeout (no response head in time), e.g. 503,timeout (default: none)' },
-  { flag: 'try-timeout', key: 'tryTimeoutMs', group: 'balancing', type: 'number', describe: 'ms an attempt may wait for the response head once the request is sent; then 504, or a retry with --retry-on timeout (default: --timeout only)' },
-
-  { flag: 'backends', key: 'backends', group: 'backends', alias: 'b', type: 'string', describe: 'comma-separated backend URLs, e.g. http://127.0.0.1:9101#eu&w=2 (fragment: region, w=weight, id=, backup)' },
-  { flag: 'keep-alive', key: 'keepAlive', group: 'backends', type: 'boolean', describe: 'reuse upstream connections (--no-keep-alive: one connection per request)', ...dflt(DEFAULTS.keepAlive) },
-  { flag: 'engine', key: 'engine', group: 'backends', type: 'string', describe: `what moves the bytes: ${ENGINES.join(', ')}`, defaultDescription: DEFAULTS.engine },
-  { flag: 'upstream-ca', key: 'upstreamCa', group: 'backends', type: 'string', describe: 'PEM CA file that https:// backends are verified against (default: Node\'s bundled CAs)' },
-  { flag: 'resolve', key: 'resolveMs', group: 'backends', type: 'number', describe: 'look backend host names up again every this many ms; pooled connections to addresses no longer returned are renewed (default: each new connection resolved by the OS)' },
-  { flag: 'slow-start', key: 'slowStartMs', group: 'backends', type: 'number', describe: 'ms over which a recovered or added upstream\'s share ramps up (0: off)', ...dflt(DEFAULTS.slowStartMs) },
-
-  { flag: 'max-fails', key: 'maxFails', group: 'health', type: 'number', describe: 'consecutive failures that eject an upstream', ...dflt(DEFAULTS.maxFails) },
-  { flag: 'fail-timeout', key: 'failTimeoutMs', group: 'health', type: 'number', describe: 'ms an ejected upstream is left out', ...dflt(DEFAULTS.failTimeoutMs) },
-  { flag: 'health-check', key: 'healthCheck.path', group: 'health', type: 'string', describe: 'active HTTP health check: the path to GET on every upstream (off unless given; the embedded fleet is checked on /_stats)' },
-  { flag: 'health-interval', key: 'healthCheck.intervalMs', group: 'health', type: 'number', describe: 'ms between two checks of an upstream', ...dflt(DEFAULTS.healthCheck.intervalMs) },
-  { flag: 'health-timeout', key: 'healthCheck.timeoutMs', group: 'health', type: 'number', describe: 'ms a check may take before it counts as failed', ...dflt(DEFAULTS.healthCheck.timeoutMs) },
-  { flag: 'health-expect', key: 'healthCheck.expectStatus', group: 'health', type: 'string', describe: 'statuses a passing check answers: 200, 200-399, 2xx or a comma list', defaultDescription: DEFAULTS.healthCheck.expectStatus },
-  { flag: 'health-rise', key: 'healthCheck.rise', group: 'health', type: 'number', describe: 'consecutive passed checks that bring a down upstream back', ...dflt(DEFAULTS.healthCheck.rise) },
-  { flag: 'health-fall', key: 'healthCheck.fall', group: 'health', type: 'number', describe: 'consecutive failed checks that take an upstream down', ...dflt(DEFAULTS.healthCheck.fall) },
-
-  { flag: 'port', key: 'port', group: 'front', alias: 'p', type: 'number', describe: 'listen port (0: any free port)', ...dflt(DEFAULTS.port) },
-  { flag: 'host', key: 'host', group: 'front', type: 'string', describe: 'listen address', defaultDescription: DEFAULTS.host },
-  { flag: 'front', key: 'front', group: 'front', type: 'string', describe: 'client side: fast (simple GET/HEAD requests parsed and answered by polistes, the rest by node:http) or node (node:http for all)', defaultDescription: DEFAULTS.front },
-  { flag: 'workers', key: 'workers', group: 'front', type: 'number', describe: 'balancer processes on the one port (node:cluster), each with its own policy state', ...dflt(DEFAULTS.workers) },
-  { flag: 'tls-cert', key: 'tlsCert', group: 'front', type: 'string', describe: 'PEM certificate (chain) file: with --tls-key, serve HTTPS' },
-  { flag: 'tls-key', key: 'tlsKey', group: 'front', type: 'string', describe: 'PEM private key file of --tls-cert' },
-  { flag: 'max-connections', key: 'maxConnections', group: 'front', type: 'number', describe: 'open client connections; beyond, new connections are closed at once', ...dflt(DEFAULTS.maxConnections) },
-  { flag: 'headers-timeout', key: 'headersTimeoutMs', group: 'front', type: 'number', describe: 'ms a client gets to send its request headers (and TLS handshake); then 408', ...dflt(DEFAULTS.headersTimeoutMs) },
-  { flag: 'request-timeout', key: 'requestTimeoutMs', group: 'front', type: 'number', describe: 'ms a client gets to send its whole request, body included; then 408', ...dflt(DEFAULTS.requestTimeoutMs) },
-  { flag: 'keep-alive-timeout', key: 'keepAliveTimeoutMs', group: 'front', type: 'number', describe: 'ms an idle client connection is kept open', ...dflt(DEFAULTS.keepAliveTimeoutMs) },
-  { flag: 'max-header-size', key: 'maxHeaderSize', group: 'front', type: 'number', describe: 'bytes of request line and headers; beyond, 431', ...dflt(DEFAULTS.maxHeaderSize) },
-  { flag: 'max-body-size', key: 'maxBodySize', group: 'front', type: 'number', describe: 'bytes of request body; beyond, 413 (0: no limit)', ...dflt(DEFAULTS.maxBodySize) },
-  { flag: 'admin-port', key: 'adminPort', group: 'front', type: 'number', describe: 'serve /_polistes/* on this port only, not on the public one (0: any free port)' },
-  { flag: 'trusted-proxies', key: 'trustedProxies', group: 'front', type: 'string', parse: parseList, describe: 'comma-separated CIDRs of proxies in front of polistes whose X-Forwarded-* are kept, e.g. 10.0.0.0/8,::1/128 (default: none, every client\'s are replaced)' },
-  { flag: 'admin-host', key: 'adminHost', group: 'front', type: 'string', describe: 'address of the admin listener', defaultDescription: DEFAULTS.adminHost },
-
-  { flag: 'max-event-streams', key: 'maxEventStreams', group: 'observability', type: 'number', describe: 'dashboard event streams (/_polistes/events) open at once; beyond, 503 (0: none)', ...dflt(DEFAULTS.maxEventStreams) },
-  { flag: 'access-log', key: 'accessLog', group: 'observability', type: 'boolean', describe: 'one log line per request (method, path, status, upstream, attempts, ms, cache, bytes); --no-access-log: none', ...dflt(DEFAULTS.accessLog) },
-  { flag: 'access-log-file', key: 'accessLogFile', group: 'observability', type: 'string', describe: 'write the access log to this file (appended, asynchronous) instead of the log' },
-  { flag: 'log-level', group: 'observability', type: 'string', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', describe: 'log level (debug logs every request)' },
-  { flag: 'log-format', group: 'observability', type: 'string', choices: ['pretty', 'json'], describe: 'log format', defaultDescription: 'pretty on a terminal when pino-pretty is installed, json otherwise' },
-
-  { flag: 'fleet-size', key: 'fleet.count', group: 'fleet', type: 'number', describe: 'number of backends', ...dflt(DEFAULTS.fleet.count) },
-  { flag: 'fleet-base-port', key: 'fleet.basePort', group: 'fleet', type: 'number', describe: 'first port (0: any free ports)', ...dflt(DEFAULTS.fleet.basePort) },
-  { flag: 'cache-pages', key: 'fleet.cachePages', group: 'fleet', type: 'number', describe: 'pages each backend caches', ...dflt(DEFAULTS.fleet.cachePages) },
-  { flag: 'miss-ms', key: 'fleet.missMs', group: 'fleet', type: 'number', describe: 'emulated cost of a cache miss in ms', ...dflt(DEFAULTS.fleet.missMs) },
-
-  { flag: 'config', group: 'general', alias: 'c', type: 'string', describe: 'JSON config file ({ address, strategy, backends, ... }); flags override it' },
-  { flag: 'watch', group: 'general', type: 'boolean', describe: 'reload when the --config file changes (SIGHUP always reloads)' }
-]
+const OPTIONS = Object.keys(GROUPS).flatMap((group) => [
+  ...TABLE.filter((o) => o.flag && o.flag.group === group).map(fromTable),
+  ...(CLI_ONLY[group] || [])
+])
 
 /** Examples shown by --help. */
 const EXAMPLES = [

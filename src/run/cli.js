@@ -10,10 +10,10 @@ const yargs = require('yargs/yargs')
 const { PolistesError, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_NO_BACKENDS } = require('../common/errors')
 const { readConfigFile, resolveConfig, withFlagNames } = require('../config/config')
 const { OPTIONS, GROUPS, EXAMPLES, DOCS_FILE, flagNames, flagsToConfig, missingValue, unknownFlags } = require('./cli-options')
-const { startBalancer } = require('../proxy/balancer')
+const { startBalancer } = require('../balancer')
 const { createLogger } = require('../common/logger')
 const { createAccessLog } = require('../observe/access-log')
-const { createReloader, balancerOptions, watchFile } = require('../config/reload')
+const { createReloader, balancerOptions, watchFile } = require('./reload')
 const cluster = require('./cluster')
 
 /**
@@ -64,7 +64,7 @@ function parseArgs (argv) {
  * SIGHUP (and with --watch a change of the config file) reloads the config.
  * @param {string[]} argv
  * @param {{ startFleet?: StartFleet }} [options] without `startFleet`, backends are required
- * @returns {Promise<{ balancer: import('../proxy/balancer').Balancer, reload: (reason: string) => { ok: boolean } } | undefined>}
+ * @returns {Promise<{ balancer: import('../balancer').Balancer, reload: (reason: string) => { ok: boolean } } | undefined>}
  *   `reload` is what SIGHUP calls (undefined after --help / --version)
  */
 async function main (argv, { startFleet } = {}) {

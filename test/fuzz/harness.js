@@ -3,7 +3,7 @@
 const http = require('node:http')
 const net = require('node:net')
 const { once } = require('node:events')
-const { startBalancer } = require('../../src/proxy/balancer')
+const { startBalancer } = require('../../src/balancer')
 const { readResponses, readRequest, idOf } = require('./wire')
 const { checkForwarded, checkRequestConnection, checkResponseConnection, hash, show } = require('./check')
 const { connectionBytes } = require('./requests')

@@ -3,9 +3,7 @@
 const { Origin } = require('./upstream-connections')
 const { requestHeaders, responseHead } = require('./headers')
 const { hasBody } = require('../body-limit')
-
-/** Methods whose request may be sent again when a pooled connection turns out to be closed. */
-const REPLAYABLE = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
+const { IDEMPOTENT } = require('../retry-rules')
 
 /**
  * The direct engine: polistes' own HTTP/1.1 client, with no ClientRequest, IncomingMessage or Agent
@@ -267,7 +265,7 @@ class Exchange {
     // connection closed with nothing received (a malformed answer is an answer, not a closed
     // connection).
     const unsent = !this.sent
-    const unanswered = !this.headed && !conn?.answered && !this.sendBody && REPLAYABLE.has(this.req.method)
+    const unanswered = !this.headed && !conn?.answered && !this.sendBody && IDEMPOTENT.has(this.req.method)
     if (!timedOut && conn !== null && conn.served > 0 && !this.replayed && (unsent || unanswered)) {
       this.replayed = true
       this.send(this.origin.connect())

@@ -1,12 +1,13 @@
 'use strict'
 
-const { validateOptions } = require('./defaults')
-const { compileRoutingKey } = require('../proxy/routing-key')
-const { createSticky } = require('../proxy/sticky-cookie')
-const { parseBackends } = require('../pool/backend-spec')
-const { createPolicy } = require('../policies')
-const { createProxyEngine, checkEngineTargets } = require('../proxy/proxy-engine')
-const { createTrust } = require('../proxy/forwarded')
+const { validateOptions } = require('./config/defaults')
+const { RELOADABLE, RESTART_ONLY } = require('./config/options')
+const { compileRoutingKey } = require('./proxy/routing-key')
+const { createSticky } = require('./proxy/sticky-cookie')
+const { parseBackends } = require('./pool/backend-spec')
+const { createPolicy } = require('./policies')
+const { createProxyEngine, checkEngineTargets } = require('./proxy/proxy-engine')
+const { createTrust } = require('./proxy/forwarded')
 
 /**
  * Hot reload of a running balancer: a new config is checked in full, then applied as a diff.
@@ -17,19 +18,21 @@ const { createTrust } = require('../proxy/forwarded')
  * `trustedProxies` and `maxEventStreams` apply to the next request (event streams open beyond a
  * lowered cap stay open; new ones are refused until the count is under it).
  * Settings bound to the listening sockets (host, port, the front's limits, TLS files, the admin
- * listener), the upstream CA and the proxy engine need a restart.
+ * listener), the upstream CA and the proxy engine need a restart: the option table says which
+ * (`reload` in src/config/options.js), and gives the settings a reload compares and replaces.
  */
 
-/** Settings that cannot change on a running balancer. */
-const RESTART_ONLY = ['host', 'port', 'engine', 'front', 'maxConnections', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs',
-  'maxHeaderSize', 'tlsCert', 'tlsKey', 'upstreamCa', 'adminPort', 'adminHost']
+/** Compared by reconfigure's own rules, not as values: the policy and the backends. */
+const OWN_WAY = ['algo', 'policyOptions', 'backends']
+/** The settings a reload replaces (the balancer's `settings`, src/balancer.js). */
+const SETTINGS = RELOADABLE.filter((key) => key !== 'backends')
 
 /**
  * The active-check settings of one upstream: the balancer's `healthCheck` overridden by its spec's
  * own, or null when checks are off for it (no path, or the spec says `healthCheck: false`).
- * @param {import('../proxy/balancer').Balancer} balancer
- * @param {import('../pool/pool').Upstream} upstream
- * @returns {import('../pool/health-checker').HealthCheckSettings | null}
+ * @param {import('./balancer').Balancer} balancer
+ * @param {import('./pool/pool').Upstream} upstream
+ * @returns {import('./pool/health-checker').HealthCheckSettings | null}
  */
 function checkSettingsFor (balancer, upstream) {
   const spec = balancer.specs.get(upstream.id)
@@ -41,31 +44,26 @@ function checkSettingsFor (balancer, upstream) {
 
 /**
  * Check `o` completely, then apply it to `balancer` (see the module comment).
- * @param {import('../proxy/balancer').Balancer} balancer
+ * @param {import('./balancer').Balancer} balancer
  * @param {object} o the new options, defaults filled in
  * @returns {{ added: string[], removed: string[], updated: string[], changed: string[], restartNeeded: string[] }}
- * @throws {import('../common/errors').PolistesError} when `o` is invalid; then nothing was changed
+ * @throws {import('./common/errors').PolistesError} when `o` is invalid; then nothing was changed
  */
 function reconfigure (balancer, o) {
   const cur = balancer.settings
   // 1. everything that can throw
-  const { keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize, maxEventStreams, trustedProxies } = o
-  validateOptions({ keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, healthCheck, policyOptions, maxBodySize, maxEventStreams, trustedProxies })
+  const { keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, policyOptions, maxBodySize, maxEventStreams, trustedProxies } = o
+  // host and port (and the other settings a reload cannot change) are checked only when given
+  validateOptions(Object.fromEntries([...RELOADABLE, ...RESTART_ONLY].filter((key) => o[key] !== undefined).map((key) => [key, o[key]])))
   const trust = createTrust(trustedProxies)
-  validateOptions({ routingKey: o.routingKey, stickyCookie: o.stickyCookie, resolveMs: o.resolveMs })
-  const keyOf = compileRoutingKey(o.routingKey) // throws on a bad one
+  const keyOf = compileRoutingKey(o.routingKey)
   const stickyChanged = !sameJson(o.stickyCookie, cur.stickyCookie)
   const sticky = stickyChanged ? createSticky(o.stickyCookie) : balancer.sticky
-  validateOptions(Object.fromEntries(RESTART_ONLY.filter((key) => o[key] !== undefined).map((key) => [key, o[key]])))
   const specs = parseBackends(o.backends)
   checkEngineTargets(cur.engine, specs.map((s) => new URL(s.url)))
   const restartNeeded = RESTART_ONLY.filter((key) => o[key] !== undefined && o[key] !== cur[key])
-  const changed = ['keepAlive', 'timeoutMs', 'tryTimeoutMs', 'retries', 'maxFails', 'failTimeoutMs', 'slowStartMs', 'maxBodySize', 'maxEventStreams'].filter((key) => o[key] !== cur[key])
-  if (!sameJson(retryOn, cur.retryOn)) changed.push('retryOn')
-  if (!sameJson(trustedProxies, cur.trustedProxies)) changed.push('trustedProxies')
-  if (!sameJson(healthCheck, cur.healthCheck)) changed.push('healthCheck')
-  if (o.routingKey !== cur.routingKey) changed.push('routingKey')
-  if (stickyChanged) changed.push('stickyCookie')
+  // the policy (algo, policyOptions) and the backends are compared their own way below
+  const changed = RELOADABLE.filter((key) => !OWN_WAY.includes(key) && !sameJson(o[key], cur[key]))
   const deps = { random: balancer.random, now: balancer.now }
   let policy = null
   let configurePolicy = false
@@ -84,7 +82,6 @@ function reconfigure (balancer, o) {
   if (policy) changed.push('algo')
   if (policy || configurePolicy) changed.push('policyOptions')
   const resolveMs = o.resolveMs
-  if (resolveMs !== cur.resolveMs) changed.push('resolveMs')
   // resolution turned on or off: the engine's connections take another lookup
   const renewEngine = keepAlive !== cur.keepAlive || timeoutMs !== cur.timeoutMs || (resolveMs === null) !== (cur.resolveMs === null)
 
@@ -136,27 +133,12 @@ function reconfigure (balancer, o) {
   }
   balancer.settings = {
     ...cur,
+    ...Object.fromEntries(SETTINGS.map((key) => [key, o[key]])),
     algo: o.policy ? o.policy.name : o.algo,
-    customPolicy: Boolean(o.policy),
-    policyOptions,
-    keepAlive,
-    timeoutMs,
-    tryTimeoutMs,
-    retries,
-    retryOn,
-    maxFails,
-    failTimeoutMs,
-    slowStartMs,
-    maxBodySize,
-    maxEventStreams,
-    trustedProxies,
-    healthCheck,
-    routingKey: o.routingKey,
-    stickyCookie: o.stickyCookie,
-    resolveMs
+    customPolicy: Boolean(o.policy)
   }
   if (balancer.url !== undefined && !balancer.closing) balancer.checker.sync((u) => checkSettingsFor(balancer, u))
-  return { added, removed, updated, changed: [...new Set(changed)], restartNeeded }
+  return { added, removed, updated, changed: RELOADABLE.filter((key) => changed.includes(key)), restartNeeded }
 }
 
 /** Equality of plain JSON values (config objects), key order included. */
@@ -164,4 +146,4 @@ function sameJson (a, b) {
   return JSON.stringify(a) === JSON.stringify(b)
 }
 
-module.exports = { reconfigure, checkSettingsFor, RESTART_ONLY }
+module.exports = { reconfigure, checkSettingsFor }

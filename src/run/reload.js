@@ -2,11 +2,11 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
-const { readConfigFile, resolveConfig } = require('./config')
+const { readConfigFile, resolveConfig } = require('../config/config')
 
 /**
  * The CLI's hot reload: read the config file again, merge the command-line flags (they still win),
- * validate with the one validation (src/config/config.js, src/config/defaults.js), and apply the result to the
+ * validate with the one validation (src/config/config.js, from the option table src/config/options.js), and apply the result to the
  * running balancer (`balancer.reconfigure`). An invalid config is refused with one log line and the
  * old one keeps serving. Triggered by SIGHUP and, with `--watch`, by a change of the file.
  */
@@ -33,7 +33,7 @@ function balancerOptions (config, fleet) {
 
 /**
  * @param {object} options
- * @param {import('../proxy/balancer').Balancer} options.balancer the running balancer
+ * @param {import('../balancer').Balancer} options.balancer the running balancer
  * @param {string} [options.configFile] the --config file (none: only the flags, which cannot change)
  * @param {object} options.flags the flags given at start
  * @param {object} options.config the config the balancer started with
