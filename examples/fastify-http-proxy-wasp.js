@@ -11,7 +11,10 @@ const { hitRateThrough } = require('./example-load')
 async function main () {
   const fleet = await startFleet({ count: 7, cachePages: 4, missMs: 2, basePort: 0 })
   const app = Fastify()
-  await app.register(require('@fastify/http-proxy'), { ...policyProxyOptions(fleet.backends.map((b) => b.url)), prefix: '/' })
+  await app.register(require('@fastify/http-proxy'), {
+    ...policyProxyOptions(fleet.backends.map((b) => b.url)),
+    prefix: '/'
+  })
   console.log(await hitRateThrough(await app.listen({ port: 0, host: '127.0.0.1' })))
   await app.close()
   await fleet.close()

@@ -12,8 +12,12 @@ const { hitRateThrough } = require('./example-load')
 
 async function main () {
   const fleet = await startFleet({ count: 7, cachePages: 4, missMs: 2, basePort: 0 })
-  const middleware = createProxyMiddleware({ ...policyRouting(fleet.backends.map((b) => b.url)), agent: new http.Agent({ keepAlive: true }) })
-  const server = http.createServer((req, res) => middleware(req, res, () => { res.writeHead(404); res.end() })).listen(0, '127.0.0.1')
+  const middleware = createProxyMiddleware({
+    ...policyRouting(fleet.backends.map((b) => b.url)),
+    agent: new http.Agent({ keepAlive: true })
+  })
+  const server = http.createServer((req, res) => middleware(req, res, () => { res.writeHead(404); res.end() }))
+    .listen(0, '127.0.0.1')
   await new Promise((resolve) => server.once('listening', resolve))
   console.log(await hitRateThrough(`http://127.0.0.1:${server.address().port}`))
   server.closeAllConnections()

@@ -22,7 +22,8 @@ async function main () {
     }
   }
   await Promise.all(Array.from({ length: 16 }, client))
-  console.log(`last 1000 requests: ${hits.HIT} hits, ${hits.MISS} misses; wasp holds ${dispatcher.policy.snapshot().keys} keys`)
+  const keys = dispatcher.policy.snapshot().keys
+  console.log(`last 1000 requests: ${hits.HIT} hits, ${hits.MISS} misses; wasp holds ${keys} keys`)
   await dispatcher.close()
   await fleet.close()
 }

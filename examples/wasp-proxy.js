@@ -6,7 +6,8 @@
 // prints: wasp balancer on :… -> http://127.0.0.1:…, http://127.0.0.1:…
 
 const http = require('node:http')
-const httpProxy = require('http-proxy-3') // node-http-proxy's API, maintained (http-proxy 1.18 calls util._extend, deprecated since Node 22)
+// node-http-proxy's API, maintained (http-proxy 1.18 calls util._extend, deprecated since Node 22)
+const httpProxy = require('http-proxy-3')
 const { createWasp } = require('polistes/wasp')
 
 const targets = process.argv.slice(2)

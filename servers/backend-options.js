@@ -27,8 +27,10 @@ const DEFAULTS = Object.freeze({
   latencyProfile: [], // no extra latency unless replaying an experiment
   periodic: null, // no periodic load unless replaying experiment B (servers/periodic-load.js)
   maxInflight: 0, // 0 = unlimited
-  statsKeys: DEFAULT_STATS_KEYS, // page paths counted one by one in /_stats?keys=1: bounded, whatever clients send
-  statsToken: null, // null: /_stats answers anyone; a token: only `/_stats?token=<token>` (servers/stats-token.js)
+  // page paths counted one by one in /_stats?keys=1: bounded, whatever clients send
+  statsKeys: DEFAULT_STATS_KEYS,
+  // null: /_stats answers anyone; a token: only `/_stats?token=<token>` (servers/stats-token.js)
+  statsToken: null,
   closeGraceMs: 2000 // how long close() lets in-flight (non-hung) requests finish
 })
 
@@ -37,17 +39,23 @@ function bad (message) {
 }
 
 function checkInt (name, value, min = 0) {
-  if (!Number.isInteger(value) || value < min) throw bad(`${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`)
+  if (!Number.isInteger(value) || value < min) {
+    throw bad(`${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`)
+  }
   return value
 }
 
 function checkNumber (name, value) {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw bad(`${name} must be a number >= 0, got ${JSON.stringify(value)}`)
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw bad(`${name} must be a number >= 0, got ${JSON.stringify(value)}`)
+  }
   return value
 }
 
 function checkRate (name, value) {
-  if (typeof value !== 'number' || !(value >= 0 && value <= 1)) throw bad(`${name} must be a number in [0, 1], got ${JSON.stringify(value)}`)
+  if (typeof value !== 'number' || !(value >= 0 && value <= 1)) {
+    throw bad(`${name} must be a number in [0, 1], got ${JSON.stringify(value)}`)
+  }
   return value
 }
 
@@ -59,7 +67,9 @@ function checkRate (name, value) {
  */
 function normalizeBackendOptions (options = {}) {
   const o = { ...DEFAULTS, ...stripUndefined(options) }
-  if (typeof o.id !== 'string' || !/^[\w.-]{1,64}$/.test(o.id)) throw bad(`id must be 1-64 letters, digits, "_", "." or "-", got ${JSON.stringify(o.id)}`)
+  if (typeof o.id !== 'string' || !/^[\w.-]{1,64}$/.test(o.id)) {
+    throw bad(`id must be 1-64 letters, digits, "_", "." or "-", got ${JSON.stringify(o.id)}`)
+  }
   if (typeof o.root !== 'string' || o.root === '') throw bad('root must be a directory path')
   const root = path.resolve(o.root)
   let stat
@@ -70,10 +80,14 @@ function normalizeBackendOptions (options = {}) {
   latencyProfile.forEach((ms, i) => checkNumber(`latencyProfile[${i}]`, ms))
   const faults = { errorRate: 0, hangRate: 0, dropRate: 0, ...stripUndefined(o.faults || {}) }
   for (const name of ['errorRate', 'hangRate', 'dropRate']) checkRate(`faults.${name}`, faults[name])
-  if (faults.errorRate + faults.hangRate + faults.dropRate > 1) throw bad('faults: errorRate + hangRate + dropRate must not exceed 1')
+  if (faults.errorRate + faults.hangRate + faults.dropRate > 1) {
+    throw bad('faults: errorRate + hangRate + dropRate must not exceed 1')
+  }
   if (o.random !== undefined && typeof o.random !== 'function') throw bad('random must be a function returning [0, 1)')
   if (o.now !== undefined && typeof o.now !== 'function') throw bad('now must be a function returning ms')
-  if (o.statsToken !== null && !isStatsToken(o.statsToken)) throw bad('statsToken must be null or 16 to 256 letters, digits, "_" or "-"')
+  if (o.statsToken !== null && !isStatsToken(o.statsToken)) {
+    throw bad('statsToken must be null or 16 to 256 letters, digits, "_" or "-"')
+  }
   return {
     id: o.id,
     root: fs.realpathSync(root),
@@ -102,18 +116,56 @@ function stripUndefined (object) {
  * `--miss-ms -5` is a clear error rather than yargs' number coercion).
  */
 const BACKEND_FLAGS = {
-  root: { type: 'string', describe: 'directory of pages to serve', default: DEFAULT_ROOT, defaultDescription: 'the repository\'s public/' },
-  'cache-pages': { type: 'string', describe: 'pages kept in the in-memory LRU page cache (0 = no cache)', default: String(DEFAULTS.cachePages) },
-  'cache-bytes': { type: 'string', describe: 'bound the page cache by bytes of page bodies instead of pages (LRU by size; 0 = by pages)', default: String(DEFAULTS.cacheBytes) },
+  root: {
+    type: 'string',
+    describe: 'directory of pages to serve',
+    default: DEFAULT_ROOT,
+    defaultDescription: 'the repository\'s public/'
+  },
+  'cache-pages': {
+    type: 'string',
+    describe: 'pages kept in the in-memory LRU page cache (0 = no cache)',
+    default: String(DEFAULTS.cachePages)
+  },
+  'cache-bytes': {
+    type: 'string',
+    describe: 'bound the page cache by bytes of page bodies instead of pages (LRU by size; 0 = by pages)',
+    default: String(DEFAULTS.cacheBytes)
+  },
   'miss-ms': { type: 'string', describe: 'emulated I/O wait of a cache miss, ms', default: String(DEFAULTS.missMs) },
-  'miss-cpu-ms': { type: 'string', describe: 'emulated CPU work of a cache miss, ms (blocks the event loop)', default: String(DEFAULTS.missCpuMs) },
-  'latency-profile': { type: 'string', describe: 'repeating extra ms per response, comma list, e.g. 10,15,20,400', default: '' },
-  periodic: { type: 'string', describe: 'extra ms per response by wall time, e.g. square:period=4000,fast=20,slow=3000[,duty=0.5][,phase=0] (or sine:...)', default: '' },
-  'max-inflight': { type: 'string', describe: 'answer 503 + Retry-After: 1 beyond this many requests in flight (0 = unlimited)', default: String(DEFAULTS.maxInflight) },
-  'stats-keys': { type: 'string', describe: 'page paths counted one by one in /_stats?keys=1 (least recently served out)', default: String(DEFAULTS.statsKeys) },
+  'miss-cpu-ms': {
+    type: 'string',
+    describe: 'emulated CPU work of a cache miss, ms (blocks the event loop)',
+    default: String(DEFAULTS.missCpuMs)
+  },
+  'latency-profile': {
+    type: 'string',
+    describe: 'repeating extra ms per response, comma list, e.g. 10,15,20,400',
+    default: ''
+  },
+  periodic: {
+    type: 'string',
+    describe: 'extra ms per response by wall time, ' +
+      'e.g. square:period=4000,fast=20,slow=3000[,duty=0.5][,phase=0] (or sine:...)',
+    default: ''
+  },
+  'max-inflight': {
+    type: 'string',
+    describe: 'answer 503 + Retry-After: 1 beyond this many requests in flight (0 = unlimited)',
+    default: String(DEFAULTS.maxInflight)
+  },
+  'stats-keys': {
+    type: 'string',
+    describe: 'page paths counted one by one in /_stats?keys=1 (least recently served out)',
+    default: String(DEFAULTS.statsKeys)
+  },
   'error-rate': { type: 'string', describe: 'fraction of page requests answered 500', default: '0' },
   'hang-rate': { type: 'string', describe: 'fraction of page requests never answered', default: '0' },
-  'drop-rate': { type: 'string', describe: 'fraction of page requests whose socket is destroyed before any byte', default: '0' }
+  'drop-rate': {
+    type: 'string',
+    describe: 'fraction of page requests whose socket is destroyed before any byte',
+    default: '0'
+  }
 }
 
 const intItem = (name, text) => intOption(name, text)
@@ -140,7 +192,12 @@ const SCALAR_FLAGS = {
  * @returns {object} createBackend() options (without id)
  */
 function backendOptionsFromArgs (args) {
-  const out = { root: args.root, latencyProfile: listOption('latency-profile', args['latency-profile'], msItem), periodic: periodicOption(args.periodic), faults: {} }
+  const out = {
+    root: args.root,
+    latencyProfile: listOption('latency-profile', args['latency-profile'], msItem),
+    periodic: periodicOption(args.periodic),
+    faults: {}
+  }
   for (const [flag, [option, parse]] of Object.entries(SCALAR_FLAGS)) {
     const value = parse(flag, args[flag])
     if (option.endsWith('Rate')) out.faults[option] = value
@@ -163,11 +220,14 @@ function fleetOptionsFromArgs (args) {
     if (values.length === 0) throw bad(`--${flag} needs a value`)
     out[option] = values.length === 1 ? values[0] : values
   }
-  if (args['latency-profile'] !== '' && args['latency-profiles'] !== '') throw bad('use --latency-profile or --latency-profiles, not both')
+  if (args['latency-profile'] !== '' && args['latency-profiles'] !== '') {
+    throw bad('use --latency-profile or --latency-profiles, not both')
+  }
   out.latencyProfile = listOption('latency-profile', args['latency-profile'], msItem)
   out.periodic = periodicOption(args.periodic)
   if (args['latency-profiles'] !== '') {
-    out.latencyProfiles = String(args['latency-profiles']).split(';').map((one) => listOption('latency-profiles', one, msItem))
+    out.latencyProfiles = String(args['latency-profiles']).split(';')
+      .map((one) => listOption('latency-profiles', one, msItem))
   }
   return out
 }

@@ -54,7 +54,9 @@ function teeFullBody (res, onFullBody) {
   const writeHead = res.writeHead
   const write = res.write
   const end = res.end
-  const keptHeaders = () => Object.fromEntries(KEPT_HEADERS.filter((k) => head[k] !== undefined).map((k) => [k, String(head[k])]))
+  const keptHeaders = () => Object.fromEntries(
+    KEPT_HEADERS.filter((k) => head[k] !== undefined).map((k) => [k, String(head[k])])
+  )
   const collect = (chunk, encoding) => {
     if (kept || status !== 200 || !chunk || typeof chunk === 'function') return
     const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk, typeof encoding === 'string' ? encoding : 'utf8')

@@ -20,7 +20,9 @@ const { DEFAULTS } = require('../src/config/defaults')
 
 const SERVER_SCRIPT = path.join(__dirname, 'static-server.js')
 /** Options that may be given once for all backends or as one value per backend. */
-const PER_BACKEND_SCALARS = ['root', 'cachePages', 'cacheBytes', 'missMs', 'missCpuMs', 'maxInflight', 'statsKeys', 'closeGraceMs']
+const PER_BACKEND_SCALARS = [
+  'root', 'cachePages', 'cacheBytes', 'missMs', 'missCpuMs', 'maxInflight', 'statsKeys', 'closeGraceMs'
+]
 const FAULT_RATES = ['errorRate', 'hangRate', 'dropRate']
 const READY_TIMEOUT_MS = 10000
 /** Backends in a fleet when not given: polistes' own default (`--fleet-size`). */
@@ -59,9 +61,12 @@ function nth (name, value, index, count) {
 function resolveBackends (shared, count, perBackend) {
   const { latencyProfile, latencyProfiles, periodic, faults = {}, random, ...rest } = shared
   if (latencyProfiles !== undefined) {
-    if (latencyProfile !== undefined && latencyProfile.length > 0) throw bad('give latencyProfile or latencyProfiles, not both')
+    if (latencyProfile !== undefined && latencyProfile.length > 0) {
+      throw bad('give latencyProfile or latencyProfiles, not both')
+    }
     if (!Array.isArray(latencyProfiles) || (latencyProfiles.length !== count && latencyProfiles.length !== 1)) {
-      throw bad(`latencyProfiles needs one profile per backend (${count}), got ${Array.isArray(latencyProfiles) ? latencyProfiles.length : typeof latencyProfiles}`)
+      const got = Array.isArray(latencyProfiles) ? latencyProfiles.length : typeof latencyProfiles
+      throw bad(`latencyProfiles needs one profile per backend (${count}), got ${got}`)
     }
   }
   const unknown = Object.keys(rest).filter((k) => !PER_BACKEND_SCALARS.includes(k) && !FAULT_RATES.includes(k))
@@ -104,12 +109,21 @@ function resolveBackends (shared, count, perBackend) {
  *   statsToken: string | null, statsPath: string,
  *   kill?: (index: number) => Promise<void>, restart?: (index: number) => Promise<object> }>}
  *   `statsPath`: the path of every backend's `/_stats`, token included (what a health checker of
- *   the fleet GETs); `kill` (SIGKILL) and `restart` (cold, same port) of one backend, with `processes` only; rejects with a PolistesError (bad option, port in use, child failed); nothing is left running then
+ *   the fleet GETs); `kill` (SIGKILL) and `restart` (cold, same port) of one backend, with `processes`
+ *   only; rejects with a PolistesError (bad option, port in use, child failed); nothing is left
+ *   running then
  */
 async function startFleet (options = {}) {
-  const { count = DEFAULT_COUNT, basePort = 9101, host = '127.0.0.1', processes = false, perBackend = [], statsToken: tokenOption = null, ...shared } = options
-  if (!Number.isInteger(count) || count < 1 || count > 1000) throw bad(`count must be an integer from 1 to 1000, got ${JSON.stringify(count)}`)
-  if (!Number.isInteger(basePort) || basePort < 0 || basePort + count - 1 > 65535) throw bad(`basePort must be 0 or a port with room for ${count} backends, got ${JSON.stringify(basePort)}`)
+  const {
+    count = DEFAULT_COUNT, basePort = 9101, host = '127.0.0.1', processes = false, perBackend = [],
+    statsToken: tokenOption = null, ...shared
+  } = options
+  if (!Number.isInteger(count) || count < 1 || count > 1000) {
+    throw bad(`count must be an integer from 1 to 1000, got ${JSON.stringify(count)}`)
+  }
+  if (!Number.isInteger(basePort) || basePort < 0 || basePort + count - 1 > 65535) {
+    throw bad(`basePort must be 0 or a port with room for ${count} backends, got ${JSON.stringify(basePort)}`)
+  }
   if (typeof host !== 'string' || host === '') throw bad('host must be a non-empty string')
   if (!Array.isArray(perBackend)) throw bad('perBackend must be an array')
   if (processes && shared.random) throw bad('random cannot be passed to child processes')
@@ -143,10 +157,23 @@ async function startInProcess (configs, portOf, host) {
 
 function childArgs (config, port, host) {
   const f = config.faults || {}
-  const args = [`--id=${config.id}`, `--port=${port}`, `--host=${host}`, `--latency-profile=${(config.latencyProfile || []).join(',')}`]
+  const args = [
+    `--id=${config.id}`, `--port=${port}`, `--host=${host}`,
+    `--latency-profile=${(config.latencyProfile || []).join(',')}`
+  ]
   if (config.root !== undefined) args.push(`--root=${config.root}`)
   if (config.periodic) args.push(`--periodic=${formatPeriodic(normalizePeriodic(config.periodic))}`)
-  const flags = { 'cache-pages': config.cachePages, 'cache-bytes': config.cacheBytes, 'miss-ms': config.missMs, 'miss-cpu-ms': config.missCpuMs, 'max-inflight': config.maxInflight, 'stats-keys': config.statsKeys, 'error-rate': f.errorRate, 'hang-rate': f.hangRate, 'drop-rate': f.dropRate }
+  const flags = {
+    'cache-pages': config.cachePages,
+    'cache-bytes': config.cacheBytes,
+    'miss-ms': config.missMs,
+    'miss-cpu-ms': config.missCpuMs,
+    'max-inflight': config.maxInflight,
+    'stats-keys': config.statsKeys,
+    'error-rate': f.errorRate,
+    'hang-rate': f.hangRate,
+    'drop-rate': f.dropRate
+  }
   for (const [flag, value] of Object.entries(flags)) if (value !== undefined) args.push(`--${flag}=${value}`)
   return args
 }
@@ -165,7 +192,9 @@ function startChild (config, port, host) {
     else stderr = (stderr + text).slice(-4000)
   })
   const started = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new ERR_POLISTES_BAD_CONFIG(`backend ${config.id} did not report ready within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS)
+    const timer = setTimeout(() => {
+      fail(new ERR_POLISTES_BAD_CONFIG(`backend ${config.id} did not report ready within ${READY_TIMEOUT_MS} ms`))
+    }, READY_TIMEOUT_MS)
     function fail (err) {
       clearTimeout(timer)
       child.off('message', onMessage)
@@ -249,18 +278,30 @@ if (require.main === module) {
   const { runCli, yargsFor, intOption, exitOnStop } = require('./cli-support')
   const { BACKEND_FLAGS, fleetOptionsFromArgs } = require('./backend-options')
   runCli('fleet', async (argv) => {
-    const args = yargsFor(argv, 'A fleet of page backends a, b, c, … Scalar backend flags take one value for all or a comma list, one per backend.')
+    const args = yargsFor(argv, 'A fleet of page backends a, b, c, … ' +
+      'Scalar backend flags take one value for all or a comma list, one per backend.')
       .option('count', { type: 'string', default: String(DEFAULT_COUNT), describe: 'number of backends' })
-      .option('base-port', { type: 'string', default: '9101', describe: 'backend i listens on base-port + i (0 = ephemeral ports)' })
+      .option('base-port', {
+        type: 'string', default: '9101', describe: 'backend i listens on base-port + i (0 = ephemeral ports)'
+      })
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'interface to listen on' })
       .option('processes', { type: 'boolean', default: false, describe: 'one child process per backend' })
       .options(BACKEND_FLAGS)
-      .option('latency-profile', { ...BACKEND_FLAGS['latency-profile'], describe: 'one repeating latency profile for every backend, e.g. 10,15,20,400' })
-      .option('latency-profiles', { type: 'string', default: '', describe: 'one profile per backend, ";" between backends, e.g. "10,15,20,400;200;250"' })
+      .option('latency-profile', {
+        ...BACKEND_FLAGS['latency-profile'],
+        describe: 'one repeating latency profile for every backend, e.g. 10,15,20,400'
+      })
+      .option('latency-profiles', {
+        type: 'string',
+        default: '',
+        describe: 'one profile per backend, ";" between backends, e.g. "10,15,20,400;200;250"'
+      })
       .parse()
     const count = intOption('count', args.count, { min: 1, max: 1000 })
     const basePort = intOption('base-port', args['base-port'], { min: 0, max: 65535 })
-    const fleet = await startFleet({ count, basePort, host: args.host, processes: args.processes, ...fleetOptionsFromArgs(args) })
+    const fleet = await startFleet({
+      count, basePort, host: args.host, processes: args.processes, ...fleetOptionsFromArgs(args)
+    })
     for (const b of fleet.backends) console.log(`backend ${b.id} ${b.url}${b.pid ? ` pid ${b.pid}` : ''}`)
     exitOnStop(() => fleet.close())
     if (process.send) process.send({ type: 'ready', backends: fleet.backends })

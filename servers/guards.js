@@ -53,7 +53,9 @@ function checkMethod (method) {
  *   `file` the absolute file, `url` a re-encoded path that is safe to hand to node-static
  */
 function resolvePagePath (rawUrl, root) {
-  if (typeof rawUrl !== 'string' || rawUrl[0] !== '/') return { status: 400, reason: 'request target must start with /' }
+  if (typeof rawUrl !== 'string' || rawUrl[0] !== '/') {
+    return { status: 400, reason: 'request target must start with /' }
+  }
   const rawPath = rawUrl.split(/[?#]/, 1)[0]
   if (rawPath.includes('\\')) return { status: 400, reason: 'backslash in path' }
   let decoded

@@ -26,8 +26,8 @@ const { LRUCache } = require('lru-cache')
  *
  * @param {number} capacity maximum number of pages kept (integer >= 0); ignored with maxBytes
  * @param {{ maxBytes?: number }} [options] bound in bytes (integer > 0) instead of pages
- * @returns {{ lookup: (key: string, noStore?: boolean) => CachedPage|undefined, store: (key: string, page: CachedPage) => void,
- *   stats: () => PageCacheStats }}
+ * @returns {{ lookup: (key: string, noStore?: boolean) => CachedPage|undefined,
+ *   store: (key: string, page: CachedPage) => void, stats: () => PageCacheStats }}
  */
 function createPageCache (capacity, { maxBytes } = {}) {
   let hits = 0
@@ -38,8 +38,9 @@ function createPageCache (capacity, { maxBytes } = {}) {
   // 'evict' = pushed out by capacity; 'set' (overwrite) and 'delete' are not evictions.
   const dispose = (_page, _key, reason) => { if (reason === 'evict') evictions++ }
   let lru
-  if (maxBytes > 0) lru = new LRUCache({ maxSize: maxBytes, sizeCalculation: (page) => Math.max(1, page.body.length), dispose })
-  else if (capacity > 0) lru = new LRUCache({ max: capacity, dispose })
+  if (maxBytes > 0) {
+    lru = new LRUCache({ maxSize: maxBytes, sizeCalculation: (page) => Math.max(1, page.body.length), dispose })
+  } else if (capacity > 0) lru = new LRUCache({ max: capacity, dispose })
 
   return {
     /**

@@ -72,7 +72,8 @@ function renderPage (n) {
 function renderPageOfSize (n, bytes) {
   if (!Number.isInteger(bytes) || bytes < 256) throw new TypeError(`bytes must be an integer >= 256, got ${bytes}`)
   const random = mulberry32(n * 2654435761)
-  const head = `<!DOCTYPE html>\n<html lang="la">\n<head>\n<meta charset="utf-8">\n<title>Page ${n}</title>\n</head>\n<body>\n<h1>Page ${n}</h1>\n<p>\n`
+  const head = '<!DOCTYPE html>\n<html lang="la">\n<head>\n<meta charset="utf-8">\n' +
+    `<title>Page ${n}</title>\n</head>\n<body>\n<h1>Page ${n}</h1>\n<p>\n`
   const tail = '\n</p>\n</body>\n</html>\n'
   const room = bytes - head.length - tail.length
   const words = []
@@ -98,7 +99,9 @@ function renderPageOfSize (n, bytes) {
 function generatePages ({ count = 25, dir, sizes } = {}) {
   if (!Number.isInteger(count) || count < 1) throw new TypeError(`count must be a positive integer, got ${count}`)
   if (typeof dir !== 'string' || dir === '') throw new TypeError('dir is required')
-  if (sizes !== undefined && (!Array.isArray(sizes) || sizes.length !== count)) throw new TypeError(`sizes must list one size per page (${count})`)
+  if (sizes !== undefined && (!Array.isArray(sizes) || sizes.length !== count)) {
+    throw new TypeError(`sizes must list one size per page (${count})`)
+  }
   fs.mkdirSync(dir, { recursive: true })
   const written = []
   for (let n = 1; n <= count; n++) {

@@ -39,9 +39,13 @@ function bad (message) {
 function normalizePeriodic (spec) {
   if (!spec || typeof spec !== 'object') throw bad('periodic must be an object { shape, period, fast, slow }')
   const s = { duty: 0.5, phase: 0, ...spec }
-  if (!SHAPES.includes(s.shape)) throw bad(`periodic shape must be one of ${SHAPES.join(', ')}, got ${JSON.stringify(s.shape)}`)
+  if (!SHAPES.includes(s.shape)) {
+    throw bad(`periodic shape must be one of ${SHAPES.join(', ')}, got ${JSON.stringify(s.shape)}`)
+  }
   for (const name of FIELDS) {
-    if (typeof s[name] !== 'number' || !Number.isFinite(s[name]) || s[name] < 0) throw bad(`periodic ${name} must be a number >= 0, got ${JSON.stringify(s[name])}`)
+    if (typeof s[name] !== 'number' || !Number.isFinite(s[name]) || s[name] < 0) {
+      throw bad(`periodic ${name} must be a number >= 0, got ${JSON.stringify(s[name])}`)
+    }
   }
   if (s.period === 0) throw bad('periodic period must be greater than 0')
   if (s.duty > 1) throw bad(`periodic duty must be in [0, 1], got ${s.duty}`)
@@ -72,7 +76,9 @@ function parsePeriodic (text) {
   const spec = { shape: m[1] }
   for (const part of m[2].split(',')) {
     const [key, value, extra] = part.split('=').map((p) => p.trim())
-    if (!FIELDS.includes(key) || value === undefined || extra !== undefined) throw bad(`--periodic: unknown or malformed field "${part}" (fields: ${FIELDS.join(', ')})`)
+    if (!FIELDS.includes(key) || value === undefined || extra !== undefined) {
+      throw bad(`--periodic: unknown or malformed field "${part}" (fields: ${FIELDS.join(', ')})`)
+    }
     if (!/^\d+(\.\d+)?$/.test(value)) throw bad(`--periodic: ${key} must be a number >= 0, got "${value}"`)
     spec[key] = Number(value)
   }

@@ -17,7 +17,8 @@ const { EventEmitter } = require('node:events')
  */
 function serveStatic (files, pathname, req, res, callback) {
   const promise = new EventEmitter()
-  files.servePath(pathname, 200, {}, req, res, (status, headers) => files.finish(status, headers, req, res, promise, callback))
+  files.servePath(pathname, 200, {}, req, res,
+    (status, headers) => files.finish(status, headers, req, res, promise, callback))
 }
 
 module.exports = { serveStatic }

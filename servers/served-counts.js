@@ -31,7 +31,9 @@ function ownCopy (s) {
  *   `dropped`: paths pushed out by the cap since the start
  */
 function createServedCounts (cap) {
-  if (!Number.isInteger(cap) || cap < 1) throw new TypeError(`served counts: cap must be a positive integer, got ${cap}`)
+  if (!Number.isInteger(cap) || cap < 1) {
+    throw new TypeError(`served counts: cap must be a positive integer, got ${cap}`)
+  }
   /** @type {Map<string, number>} in recency order, least recently served first */
   const counts = new Map()
   let dropped = 0

@@ -62,7 +62,8 @@ const { statsAllowed } = require('./stats-token')
  * @property {object | null} periodic the periodic load (servers/periodic-load.js), null when none
  * @property {number} maxInflight limit, 0 = unlimited
  * @property {number} rejected answered 503 because of maxInflight
- * @property {number} guarded refused by the guards (400 / 403 / 405, and 404 for `/_stats` without the stats token, whatever the method); OPTIONS is not counted otherwise
+ * @property {number} guarded refused by the guards (400 / 403 / 405, and 404 for `/_stats` without
+ *   the stats token, whatever the method); OPTIONS is not counted otherwise
  * @property {{ errors: number, hangs: number, drops: number }} faults injected faults
  * @property {number} uptimeMs since createBackend
  */
@@ -78,7 +79,8 @@ const { statsAllowed } = require('./stats-token')
  * @param {number} [options.missMs=20] I/O wait (timer) paid by each miss, ms
  * @param {number} [options.missCpuMs=0] synchronous CPU work paid by each miss, ms
  * @param {number[]} [options.latencyProfile=[]] extra ms per response, cycling
- * @param {import('./periodic-load').PeriodicSpec | null} [options.periodic=null] extra ms per response by wall time (experiment B)
+ * @param {import('./periodic-load').PeriodicSpec | null} [options.periodic=null] extra ms per response
+ *   by wall time (experiment B)
  * @param {() => number} [options.now=Date.now] wall clock of the periodic load, ms
  * @param {number} [options.maxInflight=0] beyond this many in-flight page requests answer 503 (0 = unlimited)
  * @param {number} [options.statsKeys=4096] page paths counted one by one for `/_stats?keys=1`
@@ -217,7 +219,9 @@ function routeOrAnswer (b, req, res) {
   }
   if (route.key === '/_stats' && !method) {
     const body = JSON.stringify(stats(b, { keys: /[?&]keys=1(&|$)/.test(req.url) }))
-    const head = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' }
+    const head = {
+      'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store'
+    }
     reply(b, res, 200, body, head)
     return null
   }
@@ -364,7 +368,8 @@ if (require.main === module) {
   const { runCli, yargsFor, intOption, exitOnStop } = require('./cli-support')
   const { BACKEND_FLAGS, backendOptionsFromArgs } = require('./backend-options')
   runCli('static-server', async (argv) => {
-    const args = yargsFor(argv, 'One page backend: node-static + bounded page cache + emulated miss cost. With POLISTES_STATS_TOKEN set in the environment, /_stats answers only /_stats?token=<it>.')
+    const args = yargsFor(argv, 'One page backend: node-static + bounded page cache + emulated miss cost. ' +
+      'With POLISTES_STATS_TOKEN set in the environment, /_stats answers only /_stats?token=<it>.')
       .option('port', { type: 'string', default: '9101', describe: 'port (0 = ephemeral)' })
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'interface to listen on' })
       .option('id', { type: 'string', default: 'a', describe: 'backend id, sent as X-Server' })
@@ -376,7 +381,8 @@ if (require.main === module) {
     const backend = createBackend({ id: args.id, ...backendOptionsFromArgs(args), statsToken })
     const { url } = await backend.listen(port, args.host)
     const s = backend.stats()
-    console.log(`backend ${s.id} listening on ${url} (pid ${process.pid}, cache ${s.cacheBytes ? `${s.cacheBytes} bytes` : `${s.cachePages} pages`}, miss ${s.missMs} ms)`)
+    const cache = s.cacheBytes ? `${s.cacheBytes} bytes` : `${s.cachePages} pages`
+    console.log(`backend ${s.id} listening on ${url} (pid ${process.pid}, cache ${cache}, miss ${s.missMs} ms)`)
     exitOnStop(() => backend.close())
     if (process.send) process.send({ type: 'ready', id: s.id, url, port: Number(new URL(url).port) })
   })
