@@ -4,7 +4,8 @@
  * Child process holding the balancer alone, so its CPU time (`process.cpuUsage()`) is the
  * balancer's and nothing else competes in its event loop. Run with `node --cpu-prof` to profile.
  *
- * Requests: `start { backends, algo, policyOptions, keepAlive, retryOn, tryTimeoutMs, host, workers, engine, healthChecks?, balancerOptions?, accessLogFile? }` -> `{ url, port, pids }`
+ * Requests: `start { backends, algo, policyOptions, keepAlive, retryOn, tryTimeoutMs, host, workers, engine,
+ * healthChecks?, balancerOptions?, accessLogFile? }` -> `{ url, port, pids }`
  * (`balancerOptions`: more balancer options, e.g. `{ failTimeoutMs: 1000 }`, a scenario's own;
  * `healthChecks` (runs with --churn): the backends are checked actively as HAProxy checks them,
  * every second, down after 2 failures, up after 1 success, on the backends' `/_stats`)
@@ -28,8 +29,33 @@ let workers = []
 let nextId = 1
 const pending = new Map()
 
-async function start ({ backends, algo, policyOptions = {}, keepAlive = true, retryOn = [], tryTimeoutMs = null, host = '127.0.0.1', workers: n = 1, accessLogFile, engine, healthChecks = false, balancerOptions = {} }) {
-  const options = { ...(healthChecks ? { healthCheck: CHURN_HEALTH_CHECK } : {}), ...balancerOptions, backends, algo, policyOptions, port: 0, host, keepAlive, retryOn, tryTimeoutMs, engine }
+async function start ({
+  backends,
+  algo,
+  policyOptions = {},
+  keepAlive = true,
+  retryOn = [],
+  tryTimeoutMs = null,
+  host = '127.0.0.1',
+  workers: n = 1,
+  accessLogFile,
+  engine,
+  healthChecks = false,
+  balancerOptions = {}
+}) {
+  const options = {
+    ...(healthChecks ? { healthCheck: CHURN_HEALTH_CHECK } : {}),
+    ...balancerOptions,
+    backends,
+    algo,
+    policyOptions,
+    port: 0,
+    host,
+    keepAlive,
+    retryOn,
+    tryTimeoutMs,
+    engine
+  }
   if (n <= 1) {
     const { startBalancer } = require('../../src')
     if (accessLogFile) accessLog = require('../../src/observe/access-log').createAccessLog({ file: accessLogFile })

@@ -62,8 +62,14 @@ class Child {
    */
   waitFor (type, timeoutMs = 30000) {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => { done(); reject(new Error(`${this.name}: no "${type}" within ${timeoutMs} ms`)) }, timeoutMs)
-      const onExit = (code, signal) => { done(); reject(new Error(`${this.name} exited before "${type}" (code ${code}, signal ${signal})`)) }
+      const timer = setTimeout(
+        () => { done(); reject(new Error(`${this.name}: no "${type}" within ${timeoutMs} ms`)) },
+        timeoutMs
+      )
+      const onExit = (code, signal) => {
+        done()
+        reject(new Error(`${this.name} exited before "${type}" (code ${code}, signal ${signal})`))
+      }
       const off = this.on((msg) => {
         if (msg && msg.type === type) { done(); resolve(msg) }
         if (msg && msg.type === 'fatal') { done(); reject(new Error(`${this.name}: ${msg.error}`)) }

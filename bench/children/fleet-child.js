@@ -82,7 +82,8 @@ function withCarried (now, before) {
 async function fetchOne (i, keys) {
   const b = fleet.backends[i]
   const { statsPath } = require('../../servers/stats-token')
-  const s = await getJson(new URL(statsPath(fleet.statsToken, { keys }), b.url).href) // with the fleet's stats token, if it has one
+  // with the fleet's stats token, if it has one
+  const s = await getJson(new URL(statsPath(fleet.statsToken, { keys }), b.url).href)
   return withCarried(s, carried[i])
 }
 
@@ -92,7 +93,9 @@ async function stats ({ keys = false } = {}) {
 
 function checkIndex (index) {
   if (!fleet || !fleet.kill) throw new Error('churn needs a fleet of processes (fleet option processes: true)')
-  if (!Number.isInteger(index) || index < 0 || index >= fleet.backends.length) throw new Error(`no backend at index ${index}`)
+  if (!Number.isInteger(index) || index < 0 || index >= fleet.backends.length) {
+    throw new Error(`no backend at index ${index}`)
+  }
 }
 
 async function kill ({ index }) {

@@ -20,7 +20,8 @@
  * measured window is no time but that many requests sent after the learning phase: it ends when
  * the last of them is answered, and its length is measured.
  *
- * Request: `start { url, connections, rate?, load?, sources?, requests?, warmup, duration, pages, popularity, shift?, seed }` ->
+ * Request: `start { url, connections, rate?, load?, sources?, requests?, warmup, duration, pages, popularity, shift?,
+ * seed }` ->
  * `{ startedAt }`; `cpu` -> this process's CPU plus its generator's (wrk) in `process.cpuUsage()`
  * form. Pushed: `tick { bucket }` at each whole second, `done { result }` at the end.
  */
@@ -35,7 +36,18 @@ const { startWrk } = require('./load-wrk')
 const { procCpu } = require('../peers/peers')
 
 function newPhase (open = false) {
-  const phase = { requests: 0, bytes: 0, errors: 0, timeouts: 0, non2xx: 0, hits: 0, misses: 0, latencies: [], keys: {}, servers: {} }
+  const phase = {
+    requests: 0,
+    bytes: 0,
+    errors: 0,
+    timeouts: 0,
+    non2xx: 0,
+    hits: 0,
+    misses: 0,
+    latencies: [],
+    keys: {},
+    servers: {}
+  }
   if (open) phase.lags = []
   return phase
 }
@@ -82,7 +94,8 @@ function createRecorder (warmup, duration, open) {
     phaseAt: (ms) => (ms < warmup * 1000 ? rec.learning : ms < endMs ? rec.measured : null),
     /**
      * @param {number} phaseMs time deciding the phase (completion; open loop: intended send)
-     * @param {{ status: number, bytes: number, latency: number, path?: string, server?: string, cache?: string, lag?: number }} r
+     * @param {{ status: number, bytes: number, latency: number, path?: string, server?: string, cache?: string, lag?:
+     *   number }} r
      */
     add (phaseMs, r) {
       const phase = rec.phaseAt(phaseMs)
@@ -161,7 +174,10 @@ function closedLoop ({ url, connections, warmup, duration, timeout, sample, rec,
   }
   const instance = autocannon(opts, (err, result) => {
     if (err) process.send({ type: 'fatal', error: err.message })
-    resolveDone({ autocannon: result && { errors: result.errors, timeouts: result.timeouts, non2xx: result.non2xx, resets: result.resets } })
+    resolveDone({
+      autocannon: result &&
+        { errors: result.errors, timeouts: result.timeouts, non2xx: result.non2xx, resets: result.resets }
+    })
   })
   instance.on('response', (client, statusCode, resBytes, responseTime) => {
     const info = last || {}
@@ -193,8 +209,24 @@ function lanes ({ url, connections, rate, sources, requests, warmup, duration, t
   return { done: run.done.then((openLoop) => ({ openLoop })), stop: run.stop }
 }
 
-function start ({ url, connections, rate, load = 'autocannon', sources = 0, requests, warmup, duration, pages, popularity, shift = null, seed = 1, timeout = 10 }) {
-  if (requests !== undefined && (rate || load !== 'node')) throw new Error('requests needs the closed-loop node generator')
+function start ({
+  url,
+  connections,
+  rate,
+  load = 'autocannon',
+  sources = 0,
+  requests,
+  warmup,
+  duration,
+  pages,
+  popularity,
+  shift = null,
+  seed = 1,
+  timeout = 10
+}) {
+  if (requests !== undefined && (rate || load !== 'node')) {
+    throw new Error('requests needs the closed-loop node generator')
+  }
   const rank = createSampler(popularity, pages, mulberry32(seed))
   // with a shift, the ranking rotates every shift.seconds since the start of the learning phase
   const sample = shift
@@ -235,8 +267,10 @@ function start ({ url, connections, rate, load = 'autocannon', sources = 0, requ
         latency: { mean: lat.mean, p50: lat.p50, p99: lat.p99, max: lat.max }
       }
     })
-    if (requests ? generatorDone : second * 1000 >= endMs) { // a count of requests: the second in which the last was answered
-      if (load === 'autocannon' && !rate) generator.stop() // autocannon runs until stopped; the others end by themselves
+    // a count of requests: the second in which the last was answered
+    if (requests ? generatorDone : second * 1000 >= endMs) {
+      // autocannon runs until stopped; the others end by themselves
+      if (load === 'autocannon' && !rate) generator.stop()
       ticksDone()
       return
     }
@@ -250,7 +284,18 @@ function start ({ url, connections, rate, load = 'autocannon', sources = 0, requ
       ? extra
       : { learning: phaseResult(rec.learning, warmup || 1), measured: phaseResult(rec.measured, measuredSeconds) }
     const { learning, measured, ...rest } = { ...phases, ...(wrkDone ? {} : extra) }
-    process.send({ type: 'done', result: { learning, measured, seconds: second, generator: rate ? 'open-loop' : load, ...(sources ? { sources } : {}), ...(requests ? { requests } : {}), ...rest } })
+    process.send({
+      type: 'done',
+      result: {
+        learning,
+        measured,
+        seconds: second,
+        generator: rate ? 'open-loop' : load,
+        ...(sources ? { sources } : {}),
+        ...(requests ? { requests } : {}),
+        ...rest
+      }
+    })
   }, (err) => {
     process.send({ type: 'fatal', error: err.message })
   })

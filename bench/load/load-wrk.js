@@ -62,14 +62,21 @@ function parseWrkResult (stdout, seconds) {
  * The environment bench/load/wrk-pages.lua reads: pages, seed, Zipf exponent and popularity shift.
  * Uniform popularity sets exactly what it always did (BENCH_PAGES, BENCH_SEED), so the default
  * scenario's request sequence is unchanged.
- * @param {{ pages: number, popularity?: { kind: string, s?: number }, shift?: { seconds: number, step: number } | null, seed: number, t0: number }} params
+ * @param {{ pages: number, popularity?: { kind: string, s?: number }, shift?: { seconds: number, step: number } |
+ *   null, seed: number, t0: number }} params
  * @returns {Record<string, string>}
  */
 function wrkEnv ({ pages, popularity, shift, seed, t0 }) {
   const env = { BENCH_PAGES: String(pages), BENCH_SEED: String(seed) }
   if (popularity && popularity.kind === 'zipf') {
     env.BENCH_ZIPF = String(popularity.s)
-    if (shift) Object.assign(env, { BENCH_SHIFT_SECONDS: String(shift.seconds), BENCH_SHIFT_STEP: String(shift.step), BENCH_T0: String(t0) })
+    if (shift) {
+      Object.assign(env, {
+        BENCH_SHIFT_SECONDS: String(shift.seconds),
+        BENCH_SHIFT_STEP: String(shift.step),
+        BENCH_T0: String(t0)
+      })
+    }
   }
   return env
 }
@@ -84,7 +91,8 @@ function emptyPhase (seconds) {
 
 /**
  * Run the learning phase and the measured window as two wrk runs.
- * @param {{ url: string, connections: number, warmup: number, duration: number, pages: number, popularity: { kind: string, s?: number },
+ * @param {{ url: string, connections: number, warmup: number, duration: number, pages: number, popularity: { kind:
+ *   string, s?: number },
  *   shift?: { seconds: number, step: number } | null, seed?: number, timeout?: number }} params
  * @returns {{ done: Promise<{ learning: object, measured: object }>, stop: () => void, pid: () => number | undefined }}
  */
@@ -97,14 +105,19 @@ function startWrk ({ url, connections, warmup, duration, pages, popularity, shif
   const run = (seconds) => new Promise((resolve, reject) => {
     if (stopped) return reject(new Error('wrk stopped'))
     const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', `${timeout}s`, '-s', SCRIPT, url]
-    child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...wrkEnv({ pages, popularity, shift, seed, t0 }) } })
+    child = spawn(binary, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...wrkEnv({ pages, popularity, shift, seed, t0 }) }
+    })
     let out = ''
     child.stdout.on('data', (d) => { out += d })
     child.stderr.on('data', (d) => { out += d })
     child.once('error', reject)
     child.once('close', (code) => {
       child = undefined
-      if (code !== 0) return reject(new Error(`wrk exited with ${code}: ${out.trim().split('\n').slice(-2).join(' | ')}`))
+      if (code !== 0) {
+        return reject(new Error(`wrk exited with ${code}: ${out.trim().split('\n').slice(-2).join(' | ')}`))
+      }
       try { resolve(parseWrkResult(out, seconds)) } catch (err) { reject(err) }
     })
   })

@@ -39,7 +39,9 @@ function intendedTime (i, k, rate, connections) {
  * @returns {string[]}
  */
 function loopbackSources (count) {
-  if (!(Number.isInteger(count) && count >= 1 && count <= 250 * 254)) throw new Error(`source address count must be an integer in [1, ${250 * 254}], got ${count}`)
+  if (!(Number.isInteger(count) && count >= 1 && count <= 250 * 254)) {
+    throw new Error(`source address count must be an integer in [1, ${250 * 254}], got ${count}`)
+  }
   return Array.from({ length: count }, (_, i) => `127.0.${1 + Math.floor(i / 250)}.${1 + (i % 250)}`)
 }
 
@@ -78,12 +80,28 @@ function loopbackSources (count) {
  *   localAddresses[i % length] (default: the system's choice)
  * @param {number} [params.drainMs] after durationMs, how long late requests may still be sent and
  *   answered; requests still unsent then are counted as `unsent`
- * @returns {{ done: Promise<{ scheduled: number, completed: number, errors: number, timeouts: number, unsent: number, elapsedMs: number }>, stop: () => void, startedAt: number }}
+ * @returns {{ done: Promise<{ scheduled: number, completed: number, errors: number, timeouts: number, unsent: number,
+ *   elapsedMs: number }>, stop: () => void, startedAt: number }}
  */
-function runOpenLoop ({ url, rate, connections, durationMs, requests, countFromMs = 0, nextPath, onResponse = () => {}, onError = () => {}, timeoutMs = 10000, drainMs = 10000, localAddresses = [] }) {
+function runOpenLoop ({
+  url,
+  rate,
+  connections,
+  durationMs,
+  requests,
+  countFromMs = 0,
+  nextPath,
+  onResponse = () => {},
+  onError = () => {},
+  timeoutMs = 10000,
+  drainMs = 10000,
+  localAddresses = []
+}) {
   const closed = rate === undefined
   if (!closed && !(rate > 0)) throw new Error('rate must be > 0')
-  if (requests !== undefined && !(closed && Number.isInteger(requests) && requests > 0)) throw new Error('requests must be a positive integer, closed loop only')
+  if (requests !== undefined && !(closed && Number.isInteger(requests) && requests > 0)) {
+    throw new Error('requests must be a positive integer, closed loop only')
+  }
   if (!(Number.isInteger(connections) && connections > 0)) throw new Error('connections must be a positive integer')
   const origin = new URL(url).origin
   const t0 = performance.now()
@@ -104,7 +122,13 @@ function runOpenLoop ({ url, rate, connections, durationMs, requests, countFromM
   const clients = []
   async function lane (i) {
     const localAddress = localAddresses.length > 0 ? localAddresses[i % localAddresses.length] : undefined
-    const client = new Client(origin, { pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, keepAliveTimeout: 30000, ...(localAddress ? { localAddress } : {}) })
+    const client = new Client(origin, {
+      pipelining: 1,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      keepAliveTimeout: 30000,
+      ...(localAddress ? { localAddress } : {})
+    })
     clients.push(client)
     let previousDone = 0
     for (let k = 0; ; k++) {
@@ -137,7 +161,20 @@ function runOpenLoop ({ url, rate, connections, durationMs, requests, countFromM
         counts.completed++
         const server = res.headers['x-server']
         const cache = res.headers['x-cache']
-        onResponse({ connection: i, intended, sent, done, latency: done - intended, service: done - sent, lag, status: res.statusCode, bytes, path, server, cache })
+        onResponse({
+          connection: i,
+          intended,
+          sent,
+          done,
+          latency: done - intended,
+          service: done - sent,
+          lag,
+          status: res.statusCode,
+          bytes,
+          path,
+          server,
+          cache
+        })
       } catch (error) {
         previousDone = now()
         const timeout = /timeout/i.test(error.code || '') || /timeout/i.test(error.message)

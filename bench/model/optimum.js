@@ -55,14 +55,17 @@ function staticOptimum (probabilities, capacity) {
  */
 function timeAveragedOptimum (probabilities, phases) {
   const total = phases.reduce((a, p) => a + p.fraction, 0)
-  if (!(Math.abs(total - 1) < 1e-9)) throw new TypeError(`timeAveragedOptimum: phase fractions must sum to 1, got ${total}`)
+  if (!(Math.abs(total - 1) < 1e-9)) {
+    throw new TypeError(`timeAveragedOptimum: phase fractions must sum to 1, got ${total}`)
+  }
   return phases.reduce((a, p) => a + p.fraction * staticOptimum(probabilities, p.capacity), 0)
 }
 
 /**
  * Each backend's cache capacity from the bench's fleet options (servers/fleet.js): `cacheBytes`
  * (when > 0) or `cachePages`, each a scalar or one value per backend, `perBackend[i]` overriding.
- * @param {{ count?: number, cachePages?: number | number[], cacheBytes?: number | number[], perBackend?: object[] }} fleet
+ * @param {{ count?: number, cachePages?: number | number[], cacheBytes?: number | number[], perBackend?: object[] }}
+ *   fleet
  * @returns {Array<{ pages: number } | { bytes: number }>}
  */
 function fleetCapacities (fleet) {

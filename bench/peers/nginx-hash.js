@@ -97,7 +97,10 @@ const pagePaths = (n) => Array.from({ length: n }, (_, i) => `/page${i + 1}.html
 function main ({ draws = 2000, backends = DEFAULTS.fleet.count, pages = 25, cachePages = 4 } = {}) {
   const keys = pagePaths(pages)
   const servers = (ports) => ports.map((p) => `127.0.0.1:${p}`)
-  const consistentHit = (ports) => { const ring = chashRing(servers(ports)); return steadyHitRate(keys.map((k) => chashPick(ring, k)), backends, cachePages) }
+  const consistentHit = (ports) => {
+    const ring = chashRing(servers(ports))
+    return steadyHitRate(keys.map((k) => chashPick(ring, k)), backends, cachePages)
+  }
   const hist = new Map()
   let sum = 0
   for (let d = 0; d < draws; d++) {
@@ -109,10 +112,13 @@ function main ({ draws = 2000, backends = DEFAULTS.fleet.count, pages = 25, cach
   }
   const fixed = Array.from({ length: backends }, (_, i) => 9101 + i)
   console.log(`${backends} backends, ${pages} pages, ${cachePages} cached per backend; steady-state hit rate:`)
-  console.log(`hash $request_uri (over the server list): ${steadyHitRate(keys.map((k) => hashPick(backends, k)), backends, cachePages).toFixed(3)} on any ports`)
+  console.log('hash $request_uri (over the server list): ' +
+    `${steadyHitRate(keys.map((k) => hashPick(backends, k)), backends, cachePages).toFixed(3)} on any ports`)
   console.log(`hash $request_uri consistent, ports 9101..${9100 + backends}: ${consistentHit(fixed).toFixed(3)}`)
   console.log(`hash $request_uri consistent, ${draws} random ephemeral port sets: mean ${(sum / draws).toFixed(3)}`)
-  for (const [h, n] of [...hist].sort((a, b) => a[0] - b[0])) console.log(`  ${h.toFixed(2)}  ${(100 * n / draws).toFixed(1)} %`)
+  for (const [h, n] of [...hist].sort((a, b) => a[0] - b[0])) {
+    console.log(`  ${h.toFixed(2)}  ${(100 * n / draws).toFixed(1)} %`)
+  }
 }
 
 if (require.main === module) main({ draws: Number(process.argv[2]) || 2000 })

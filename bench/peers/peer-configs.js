@@ -19,7 +19,8 @@
 
 /**
  * @typedef {{ [section: string]: { [directive: string]: string | number | null } }} Tuning
- * @typedef {{ peer: 'haproxy' | 'nginx', mode: 'uri' | 'uri-consistent' | 'uri-bounded' | 'rr', describe: string, tuning?: Tuning, explicit?: boolean }} PeerArm
+ * @typedef {{ peer: 'haproxy' | 'nginx', mode: 'uri' | 'uri-consistent' | 'uri-bounded' | 'rr', describe: string,
+ *   tuning?: Tuning, explicit?: boolean }} PeerArm
  */
 
 /**
@@ -84,13 +85,22 @@ const NGINX_DEFAULTS = Object.freeze({
 /** Arms by label, in the order the bench runs them. */
 const PEER_ARMS = {
   'haproxy-uri': { peer: 'haproxy', mode: 'uri', describe: 'HAProxy balance uri, hash-type consistent' },
-  'haproxy-uri-bounded': { peer: 'haproxy', mode: 'uri-bounded', describe: 'HAProxy balance uri, hash-type consistent, hash-balance-factor 125' },
+  'haproxy-uri-bounded': {
+    peer: 'haproxy',
+    mode: 'uri-bounded',
+    describe: 'HAProxy balance uri, hash-type consistent, hash-balance-factor 125'
+  },
   'haproxy-rr': { peer: 'haproxy', mode: 'rr', describe: 'HAProxy balance roundrobin' },
   'nginx-uri': { peer: 'nginx', mode: 'uri', describe: 'nginx hash $request_uri (over the server list)' },
   'nginx-rr': { peer: 'nginx', mode: 'rr', describe: 'nginx round-robin' },
   // run only when named: the ring of nginx's `consistent` hashes each server's ip:port, and the
   // bench's backends listen on ephemeral ports, so its hit rate changes from run to run
-  'nginx-uri-consistent': { peer: 'nginx', mode: 'uri-consistent', explicit: true, describe: 'nginx hash $request_uri consistent (ring keyed by ephemeral ports)' },
+  'nginx-uri-consistent': {
+    peer: 'nginx',
+    mode: 'uri-consistent',
+    explicit: true,
+    describe: 'nginx hash $request_uri consistent (ring keyed by ephemeral ports)'
+  },
   // the tuning's baselines, run only when named (docs/benchmarks.md, "Peers at their best")
   'haproxy-uri-untuned': {
     peer: 'haproxy',
@@ -132,7 +142,9 @@ function checkCommon ({ backends, port, host, workers }) {
   if (!Array.isArray(backends) || backends.length === 0) throw new Error('a peer needs at least one backend')
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`peer port must be 1..65535, got ${port}`)
   if (typeof host !== 'string' || !host) throw new Error('peer host missing')
-  if (!Number.isInteger(workers) || workers < 1 || workers > 64) throw new Error(`peer workers must be 1..64, got ${workers}`)
+  if (!Number.isInteger(workers) || workers < 1 || workers > 64) {
+    throw new Error(`peer workers must be 1..64, got ${workers}`)
+  }
 }
 
 /** A name safe in both configuration languages. */
@@ -149,7 +161,10 @@ function serverName (backend, i) {
  */
 function applyTuning (defaults, tuning = {}) {
   for (const section of Object.keys(tuning)) {
-    if (!Object.hasOwn(defaults, section)) throw new Error(`unknown section "${section}" in peer tuning; expected one of ${Object.keys(defaults).join(', ')}`)
+    if (!Object.hasOwn(defaults, section)) {
+      throw new Error(`unknown section "${section}" in peer tuning; expected one of ` +
+        `${Object.keys(defaults).join(', ')}`)
+    }
   }
   const out = {}
   for (const [section, directives] of Object.entries(defaults)) {
@@ -172,11 +187,13 @@ function directiveLines (directives, indent, terminator = '') {
 const CHURN_HEALTH_CHECK = Object.freeze({ path: '/_stats', intervalMs: 1000, timeoutMs: 500, rise: 1, fall: 2 })
 
 /** HAProxy's server check option for CHURN_HEALTH_CHECK, plus the passive mark-down. */
-const CHURN_CHECK_LINE = ` check inter ${CHURN_HEALTH_CHECK.intervalMs / 1000}s fall ${CHURN_HEALTH_CHECK.fall} rise ${CHURN_HEALTH_CHECK.rise} observe layer4 error-limit 1 on-error mark-down`
+const CHURN_CHECK_LINE = ` check inter ${CHURN_HEALTH_CHECK.intervalMs / 1000}s fall ` +
+  `${CHURN_HEALTH_CHECK.fall} rise ${CHURN_HEALTH_CHECK.rise} observe layer4 error-limit 1 on-error mark-down`
 
 /**
  * haproxy.cfg for one arm.
- * @param {{ mode: 'uri' | 'uri-bounded' | 'rr', backends: Array<{ id?: string, url: string }>, host: string, port: number, workers?: number, tuning?: Tuning, healthChecks?: boolean }} params
+ * @param {{ mode: 'uri' | 'uri-bounded' | 'rr', backends: Array<{ id?: string, url: string }>, host: string, port:
+ *   number, workers?: number, tuning?: Tuning, healthChecks?: boolean }} params
  *   workers: threads (`nbthread`), default 1; healthChecks (runs with --churn): a TCP connect check
  *   of every server each second, and a server marked down at its first connection error (`observe
  *   layer4 error-limit 1 on-error mark-down`, the passive check nginx and polistes have), so a killed
@@ -215,18 +232,23 @@ function haproxyConfig ({ mode, backends, host, port, workers = 1, tuning, healt
  * nginx.conf for one arm, with every path nginx writes inside `dir` and no access log.
  * One worker: one process (`master_process off`). More: a master and `worker_processes N`; when the
  * bench runs as root, the workers stay root (`user`), so they can write in `dir` as the master does.
- * @param {{ mode: 'uri' | 'uri-consistent' | 'rr', backends: Array<{ url: string }>, host: string, port: number, dir: string, workers?: number, user?: string, tuning?: Tuning }} params
+ * @param {{ mode: 'uri' | 'uri-consistent' | 'rr', backends: Array<{ url: string }>, host: string, port: number, dir:
+ *   string, workers?: number, user?: string, tuning?: Tuning }} params
  * @returns {string}
  */
 function nginxConfig ({ mode, backends, host, port, dir, workers = 1, user, tuning }) {
   checkCommon({ backends, port, host, workers })
-  if (typeof dir !== 'string' || !dir.startsWith('/')) throw new Error('nginx needs an absolute directory for its files')
+  if (typeof dir !== 'string' || !dir.startsWith('/')) {
+    throw new Error('nginx needs an absolute directory for its files')
+  }
   const balance = { uri: ['hash $request_uri;'], 'uri-consistent': ['hash $request_uri consistent;'], rr: [] }[mode]
   if (!balance) throw new Error(`unknown nginx mode "${mode}"`)
   const d = applyTuning(NGINX_DEFAULTS, tuning)
   return [
     'daemon off;',
-    ...(workers === 1 ? ['master_process off;', 'worker_processes 1;'] : ['master_process on;', `worker_processes ${workers};`]),
+    ...(workers === 1
+      ? ['master_process off;', 'worker_processes 1;']
+      : ['master_process on;', `worker_processes ${workers};`]),
     ...(workers > 1 && user ? [`user ${user};`] : []),
     `pid ${dir}/nginx.pid;`,
     `error_log ${dir}/error.log warn;`,
@@ -276,10 +298,21 @@ function parsePeers (value) {
     } else if (Object.hasOwn(PEER_ARMS, name)) {
       wanted.add(name)
     } else {
-      throw new Error(`unknown peer "${name}"; expected none, ${PEERS.join(', ')} or one of ${Object.keys(PEER_ARMS).join(', ')}`)
+      throw new Error(`unknown peer "${name}"; expected none, ${PEERS.join(', ')} or one of ` +
+        `${Object.keys(PEER_ARMS).join(', ')}`)
     }
   }
   return Object.keys(PEER_ARMS).filter((label) => wanted.has(label))
 }
 
-module.exports = { PEER_ARMS, CHURN_HEALTH_CHECK, NGINX_KEEPALIVE, HAPROXY_DEFAULTS, NGINX_DEFAULTS, applyTuning, haproxyConfig, nginxConfig, parsePeers }
+module.exports = {
+  PEER_ARMS,
+  CHURN_HEALTH_CHECK,
+  NGINX_KEEPALIVE,
+  HAPROXY_DEFAULTS,
+  NGINX_DEFAULTS,
+  applyTuning,
+  haproxyConfig,
+  nginxConfig,
+  parsePeers
+}

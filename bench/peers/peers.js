@@ -130,7 +130,11 @@ function childPids (pid, { procDir = '/proc' } = {}) {
  * @returns {{ user: number, system: number, pids: number[] }} microseconds, and the pids read
  */
 function treeCpu (pid, { procDir = '/proc', ticksPerSecond = clkTck() } = {}) {
-  const read = (p, opts) => parseProcStat(fs.readFileSync(path.join(procDir, String(p), 'stat'), 'utf8'), ticksPerSecond, opts)
+  const read = (p, opts) => parseProcStat(
+    fs.readFileSync(path.join(procDir, String(p), 'stat'), 'utf8'),
+    ticksPerSecond,
+    opts
+  )
   const own = read(pid)
   const reaped = read(pid, { children: true })
   let user = own.user + reaped.user
@@ -227,7 +231,8 @@ class PeerProcess {
 
   /**
    * Write the configuration, start the peer and wait until its port accepts connections.
-   * @param {{ backends: Array<{ id?: string, url: string }>, host?: string, workers?: number, timeoutMs?: number, healthChecks?: boolean }} params
+   * @param {{ backends: Array<{ id?: string, url: string }>, host?: string, workers?: number, timeoutMs?: number,
+   *   healthChecks?: boolean }} params
    *   workers: HAProxy threads or nginx worker processes (default 1); healthChecks: HAProxy checks its
    *   servers each second (runs with --churn; nginx marks a failed server down by itself)
    * @returns {Promise<{ url: string, port: number, pid: number, version: string, config: string }>}
@@ -240,13 +245,30 @@ class PeerProcess {
     const port = await freePort(host)
     let file, args, config
     if (this.arm.peer === 'haproxy') {
-      config = haproxyConfig({ mode: this.arm.mode, backends, host, port, workers, tuning: this.arm.tuning, healthChecks })
+      config = haproxyConfig({
+        mode: this.arm.mode,
+        backends,
+        host,
+        port,
+        workers,
+        tuning: this.arm.tuning,
+        healthChecks
+      })
       file = path.join(this.dir, 'haproxy.cfg')
       args = ['-db', '-f', file]
     } else {
       // as root, nginx's workers would drop to nobody, who cannot write in the directory
       const user = process.getuid && process.getuid() === 0 ? os.userInfo().username : undefined
-      config = nginxConfig({ mode: this.arm.mode, backends, host, port, dir: this.dir, workers, user, tuning: this.arm.tuning })
+      config = nginxConfig({
+        mode: this.arm.mode,
+        backends,
+        host,
+        port,
+        dir: this.dir,
+        workers,
+        user,
+        tuning: this.arm.tuning
+      })
       file = path.join(this.dir, 'nginx.conf')
       args = ['-p', this.dir, '-e', path.join(this.dir, 'error.log'), '-c', file]
     }
@@ -264,7 +286,9 @@ class PeerProcess {
       if (spawnError) throw new Error(`${this.name}: ${spawnError.message}`)
       if (this.exited) throw new Error(`${this.name} exited at startup: ${this.errorText()}`)
       if (await canConnect(host, port)) break
-      if (Date.now() > end) throw new Error(`${this.name}: port ${port} not open within ${timeoutMs} ms: ${this.errorText()}`)
+      if (Date.now() > end) {
+        throw new Error(`${this.name}: port ${port} not open within ${timeoutMs} ms: ${this.errorText()}`)
+      }
       await new Promise((resolve) => setTimeout(resolve, 25))
     }
     return { url: `http://${host}:${port}`, port, pid: this.child.pid, version: this.version, config }

@@ -17,17 +17,30 @@ const { selectProbes } = require('./probes')
 const { ENGINES, PEER_ARMS, makeTargets, runMatrix } = require('./probe-run')
 const { describeOutcome, isResponseProbe, strictnessViolations } = require('./probe-verdict')
 
-const USAGE = 'usage: node bench/peers/probe-peers.js [--probes a,b] [--engines direct,node-http,undici,http-proxy] [--fronts fast,node] [--peers nginx,haproxy] [--timeout ms] [--markdown] [--configs] [--json]'
+const USAGE = 'usage: node bench/peers/probe-peers.js [--probes a,b] [--engines ' +
+  'direct,node-http,undici,http-proxy] [--fronts fast,node] [--peers nginx,haproxy] [--timeout ms] ' +
+  '[--markdown] [--configs] [--json]'
 
 /**
  * Parse the command line (pure).
  * @param {string[]} argv
- * @returns {{ probes: string[], engines: string[], fronts: string[], peers: string[], timeoutMs: number, markdown: boolean, configs: boolean, json: boolean, help: boolean }}
+ * @returns {{ probes: string[], engines: string[], fronts: string[], peers: string[], timeoutMs: number, markdown:
+ *   boolean, configs: boolean, json: boolean, help: boolean }}
  * @throws {Error} on an unknown option or value
  */
 function parseArgs (argv) {
   const list = (v) => String(v).split(',').map((s) => s.trim()).filter(Boolean)
-  const o = { probes: [], engines: [...ENGINES], fronts: ['fast'], peers: Object.keys(PEER_ARMS), timeoutMs: 1000, markdown: false, configs: false, json: false, help: false }
+  const o = {
+    probes: [],
+    engines: [...ENGINES],
+    fronts: ['fast'],
+    peers: Object.keys(PEER_ARMS),
+    timeoutMs: 1000,
+    markdown: false,
+    configs: false,
+    json: false,
+    help: false
+  }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     const value = () => {
@@ -45,9 +58,15 @@ function parseArgs (argv) {
     else if (a === '--help' || a === '-h') o.help = true
     else throw new Error(`unknown option ${a}`)
   }
-  for (const e of o.engines) if (!ENGINES.includes(e)) throw new Error(`unknown engine "${e}"; expected ${ENGINES.join(', ')}`)
-  for (const f of o.fronts) if (!['fast', 'node'].includes(f)) throw new Error(`unknown front "${f}"; expected fast, node`)
-  if (!Number.isInteger(o.timeoutMs) || o.timeoutMs < 100 || o.timeoutMs > 30000) throw new Error('--timeout must be 100..30000 ms')
+  for (const e of o.engines) {
+    if (!ENGINES.includes(e)) throw new Error(`unknown engine "${e}"; expected ${ENGINES.join(', ')}`)
+  }
+  for (const f of o.fronts) {
+    if (!['fast', 'node'].includes(f)) throw new Error(`unknown front "${f}"; expected fast, node`)
+  }
+  if (!Number.isInteger(o.timeoutMs) || o.timeoutMs < 100 || o.timeoutMs > 30000) {
+    throw new Error('--timeout must be 100..30000 ms')
+  }
   selectProbes(o.probes) // throws on an unknown name
   return o
 }
@@ -71,11 +90,20 @@ function formatTables (probes, results, { markdown = false } = {}) {
   for (const probe of probes) {
     const cells = results.map((r) => (r.outcomes[probe.name] ? describeOutcome(probe, r.outcomes[probe.name]) : null))
     ;(isResponseProbe(probe) ? responseRows : rows).push([probe.name, ...cells.map((c) => (c ? c.cell : 'not run'))])
-    for (const h of probe.show || []) shownRows.push([`${probe.name}: ${h}`, ...cells.map((c) => (c ? (c.shown[h] === undefined ? '(none)' : c.shown[h]) : ''))])
+    for (const h of probe.show || []) {
+      shownRows.push([
+        `${probe.name}: ${h}`,
+        ...cells.map((c) => (c ? (c.shown[h] === undefined ? '(none)' : c.shown[h]) : ''))
+      ])
+    }
   }
   const table = (head, body) => {
     if (markdown) {
-      return [`| ${head.map(esc).join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...body.map((row) => `| ${row.map(esc).join(' | ')} |`)].join('\n')
+      return [
+        `| ${head.map(esc).join(' | ')} |`,
+        `|${head.map(() => '---').join('|')}|`,
+        ...body.map((row) => `| ${row.map(esc).join(' | ')} |`)
+      ].join('\n')
     }
     const widths = head.map((_, i) => Math.max(...[head, ...body].map((row) => String(row[i]).length)))
     const line = (row) => row.map((c, i) => String(c).padEnd(widths[i])).join('  ').trimEnd()
@@ -98,7 +126,9 @@ function allViolations (probes, results) {
   for (const r of results.filter((x) => x.name.startsWith('polistes'))) {
     for (const probe of probes) {
       if (!r.outcomes[probe.name]) continue
-      const theirs = Object.fromEntries(peers.filter((p) => p.outcomes[probe.name]).map((p) => [p.name, p.outcomes[probe.name]]))
+      const theirs = Object.fromEntries(
+        peers.filter((p) => p.outcomes[probe.name]).map((p) => [p.name, p.outcomes[probe.name]])
+      )
       const violations = strictnessViolations(probe, r.outcomes[probe.name], theirs)
       if (violations.length) out.push({ target: r.name, probe: probe.name, violations })
     }
@@ -120,20 +150,42 @@ async function main (argv) {
   }
   const probes = selectProbes(options.probes)
   const { targets, missing } = makeTargets(options)
-  for (const peer of missing) console.error(`probe-peers: ${peer} not installed (apt-get install ${peer === 'nginx' ? 'nginx-light' : peer}); left out`)
+  for (const peer of missing) {
+    console.error(`probe-peers: ${peer} not installed (apt-get install ` +
+      `${peer === 'nginx' ? 'nginx-light' : peer}); left out`)
+  }
   const results = await runMatrix({ probes, targets, timeoutMs: options.timeoutMs })
   let failed = false
   for (const r of results) {
     if (r.error) { console.error(`probe-peers: ${r.name}: ${r.error}`); failed = true }
   }
   if (options.json) {
-    console.log(JSON.stringify(results.map((r) => ({ ...r, outcomes: Object.fromEntries(Object.entries(r.outcomes).map(([k, o]) => [k, { ...o, client: { ...o.client, raw: o.client.raw.toString('latin1') } }])) })), null, 2))
+    console.log(
+      JSON.stringify(
+        results.map((r) => ({
+          ...r,
+          outcomes: Object.fromEntries(
+            Object.entries(r.outcomes).map(([k, o]) => [
+              k,
+              { ...o, client: { ...o.client, raw: o.client.raw.toString('latin1') } }
+            ])
+          )
+        })),
+        null,
+        2
+      )
+    )
   } else {
-    console.log(results.map((r) => `${r.name}: ${r.version}${r.restarts ? ` (restarted ${r.restarts} times after a crash)` : ''}`).join('\n'))
+    console.log(
+      results.map((r) => `${r.name}: ` +
+        `${r.version}${r.restarts ? ` (restarted ${r.restarts} times after a crash)` : ''}`).join('\n')
+    )
     console.log('')
     console.log(formatTables(probes, results, options))
     if (options.configs) {
-      for (const r of results.filter((x) => !x.name.startsWith('polistes'))) console.log(`\n${r.name} (${r.version}):\n${r.config}`)
+      for (const r of results.filter((x) => !x.name.startsWith('polistes'))) {
+        console.log(`\n${r.name} (${r.version}):\n${r.config}`)
+      }
       for (const r of results.filter((x) => x.name.startsWith('polistes'))) console.log(`\n${r.name}: ${r.config}`)
     }
   }

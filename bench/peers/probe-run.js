@@ -29,7 +29,8 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
  * The recording upstream.
- * @returns {Promise<{ url: string, port: number, records: object[], errors: object[], setRaw: (bytes: string | null) => void, close: () => Promise<void> }>}
+ * @returns {Promise<{ url: string, port: number, records: object[], errors: object[], setRaw: (bytes: string | null)
+ *   => void, close: () => Promise<void> }>}
  */
 async function startProbeUpstream () {
   const records = []
@@ -38,7 +39,15 @@ async function startProbeUpstream () {
   const sockets = new Set()
   const track = (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)) }
   const server = http.createServer({ requireHostHeader: false, keepAliveTimeout: 60000 }, (req, res) => {
-    const record = { method: req.method, target: req.url, httpVersion: req.httpVersion, headers: req.headers, rawHeaders: req.rawHeaders, body: '', complete: false }
+    const record = {
+      method: req.method,
+      target: req.url,
+      httpVersion: req.httpVersion,
+      headers: req.headers,
+      rawHeaders: req.rawHeaders,
+      body: '',
+      complete: false
+    }
     records.push(record)
     const chunks = []
     req.on('data', (c) => chunks.push(c))
@@ -80,7 +89,16 @@ async function startProbeUpstream () {
             rawHeaders.push(l.slice(0, i).trim(), l.slice(i + 1).trim())
             headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim()
           }
-          records.push({ method, target, httpVersion: String(version).replace('HTTP/', ''), headers, rawHeaders, body: '', complete: true, raw: true })
+          records.push({
+            method,
+            target,
+            httpVersion: String(version).replace('HTTP/', ''),
+            headers,
+            rawHeaders,
+            body: '',
+            complete: true,
+            raw: true
+          })
           client.write(rawResponse)
           if (!rawResponse.startsWith('HTTP/')) client.end() // not a response: close after it
         }
@@ -146,7 +164,14 @@ function rawExchange (port, bytes, { timeoutMs = 1000 } = {}) {
 function polistesVersion () {
   const { version } = require(path.join(ROOT, 'package.json'))
   let commit = ''
-  try { commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] }).trim() } catch {}
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 5000,
+      stdio: ['ignore', 'pipe', 'ignore']
+    }).trim()
+  } catch {}
   return `polistes ${version}${commit ? ` (${commit})` : ''}`
 }
 
@@ -162,7 +187,20 @@ class PolistesTarget {
   }
 
   get args () {
-    return ['--backends', this.upstreamUrl, '--port', '0', '--engine', this.engine, '--front', this.front, '--log-format', 'json', '--log-level', 'info']
+    return [
+      '--backends',
+      this.upstreamUrl,
+      '--port',
+      '0',
+      '--engine',
+      this.engine,
+      '--front',
+      this.front,
+      '--log-format',
+      'json',
+      '--log-level',
+      'info'
+    ]
   }
 
   get config () {
@@ -172,7 +210,11 @@ class PolistesTarget {
   async start ({ upstreamUrl, timeoutMs = 20000 }) {
     this.upstreamUrl = upstreamUrl
     this.version = polistesVersion()
-    const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'polistes.js'), ...this.args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(
+      process.execPath,
+      [path.join(ROOT, 'bin', 'polistes.js'), ...this.args],
+      { stdio: ['ignore', 'pipe', 'pipe'] }
+    )
     this.child = child
     this.exited = false
     this.stderr = ''
@@ -181,7 +223,13 @@ class PolistesTarget {
     child.once('exit', () => { this.exited = true })
     let buffer = ''
     const url = await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${this.name}: not listening within ${timeoutMs} ms: ${this.stderr}`)) }, timeoutMs)
+      const timer = setTimeout(
+        () => {
+          child.kill('SIGKILL')
+          reject(new Error(`${this.name}: not listening within ${timeoutMs} ms: ${this.stderr}`))
+        },
+        timeoutMs
+      )
       child.stdout.setEncoding('utf8')
       child.stdout.on('data', (d) => {
         buffer += d
@@ -196,7 +244,10 @@ class PolistesTarget {
           }
         }
       })
-      child.once('exit', (code, signal) => { clearTimeout(timer); reject(new Error(`${this.name} exited at startup (${code ?? signal}): ${this.stderr}`)) })
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer)
+        reject(new Error(`${this.name} exited at startup (${code ?? signal}): ${this.stderr}`))
+      })
     })
     child.stdout.resume()
     this.port = Number(new URL(url).port)
@@ -235,7 +286,10 @@ class PeerTarget {
     this.process = new PeerProcess(PEER_ARMS[this.peer])
     const info = await this.process.start({ backends: [{ id: 'upstream', url: upstreamUrl }] })
     this.version = info.version
-    this.config = info.config.replaceAll(this.process.dir, '<dir>').replace(/127\.0\.0\.1:\d+/g, (s) => s === `127.0.0.1:${info.port}` ? '127.0.0.1:<port>' : '127.0.0.1:<upstream>')
+    this.config = info.config.replaceAll(this.process.dir, '<dir>').replace(
+      /127\.0\.0\.1:\d+/g,
+      (s) => s === `127.0.0.1:${info.port}` ? '127.0.0.1:<port>' : '127.0.0.1:<upstream>'
+    )
     this.port = info.port
     return info
   }
@@ -292,7 +346,11 @@ async function runProbe (target, upstream, probe, { timeoutMs = 1000, settleMs =
   }
   let crashed = !target.alive()
   if (crashed) await target.restart()
-  const victimExchange = await rawExchange(target.port, 'GET /victim HTTP/1.1\r\nHost: probe.test\r\n\r\n', { timeoutMs })
+  const victimExchange = await rawExchange(
+    target.port,
+    'GET /victim HTTP/1.1\r\nHost: probe.test\r\n\r\n',
+    { timeoutMs }
+  )
   const v = parseResponse(victimExchange.raw, { ended: victimExchange.closed })
   const victim = v.status ? { status: v.status, body: v.body ? v.body.toString('latin1') : '' } : null
   await sleep(settleMs)
@@ -311,7 +369,8 @@ async function runProbe (target, upstream, probe, { timeoutMs = 1000, settleMs =
  * Start every target in front of its own upstream, run the probes on each (targets in parallel),
  * stop everything.
  * @param {{ probes: object[], targets: Array<PolistesTarget | PeerTarget>, timeoutMs?: number }} params
- * @returns {Promise<Array<{ name: string, version: string, config: string, restarts: number, outcomes: { [probe: string]: object }, error?: string }>>}
+ * @returns {Promise<Array<{ name: string, version: string, config: string, restarts: number, outcomes: { [probe:
+ *   string]: object }, error?: string }>>}
  */
 async function runMatrix ({ probes, targets, timeoutMs = 1000 }) {
   return Promise.all(targets.map(async (target) => {

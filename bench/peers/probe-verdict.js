@@ -5,7 +5,8 @@
  * target's answer to a probe, check a forward's framing, and compare polistes with the peers.
  *
  * An outcome (bench/peers/probe-run.js builds it):
- * `{ client: { raw, closed, timedOut }, upstream: [{ method, target, httpVersion, headers, rawHeaders, body, complete }],
+ * `{ client: { raw, closed, timedOut }, upstream: [{ method, target, httpVersion, headers, rawHeaders, body, complete
+ * }],
  *    upstreamErrors: [{ code }], victim: { status, body } | null, crashed, upstreamPort }`
  * where `upstream` holds every request the upstream parsed while the probe and the victim ran (the
  * victim's `GET /victim` included) and `upstreamErrors` every request it could not parse.
@@ -16,7 +17,8 @@
  * @param {Buffer} buffer
  * @param {{ ended?: boolean, head?: boolean }} [options] ended: the connection closed (a body
  *   without a length ends there); head: the request was a HEAD
- * @returns {{ complete: boolean, statusLine?: string, status?: number, httpVersion?: string, headers?: object, framing?: 'chunked' | 'length' | 'close' | 'none', body?: Buffer, trailers?: string[] }}
+ * @returns {{ complete: boolean, statusLine?: string, status?: number, httpVersion?: string, headers?: object,
+ *   framing?: 'chunked' | 'length' | 'close' | 'none', body?: Buffer, trailers?: string[] }}
  */
 function parseResponse (buffer, { ended = false, head = false } = {}) {
   const headEnd = buffer.indexOf('\r\n\r\n')
@@ -79,7 +81,8 @@ function targets (expect) {
  * Classify one target's answer to one probe.
  * @param {object} probe
  * @param {object} outcome see the module comment
- * @returns {{ outcome: 'refused' | 'forwarded' | 'held' | 'answered', response: object, probeRequests: object[], faults: string[] }}
+ * @returns {{ outcome: 'refused' | 'forwarded' | 'held' | 'answered', response: object, probeRequests: object[],
+ *   faults: string[] }}
  *   refused: the client got a 4xx/5xx status (or a closed connection) and nothing reached the
  *   upstream; held: no answer in time and nothing forwarded; forwarded: the upstream saw something;
  *   answered (response probes): the client got a response. `faults`: what is wrong whatever the peers do.
@@ -92,7 +95,8 @@ function classify (probe, outcome) {
   const probeRequests = outcome.upstream.filter((r) => r.target !== victimTarget)
   const victims = outcome.upstream.filter((r) => r.target === victimTarget)
   if (!outcome.victim || outcome.victim.status !== 200 || outcome.victim.body !== `GET ${victimTarget}`) {
-    faults.push(`the next client's GET /victim got ${outcome.victim ? `${outcome.victim.status} ${JSON.stringify(outcome.victim.body)}` : 'no answer'}`)
+    faults.push('the next client\'s GET /victim got ' +
+      `${outcome.victim ? `${outcome.victim.status} ${JSON.stringify(outcome.victim.body)}` : 'no answer'}`)
   }
   if (victims.length > 1) faults.push(`the upstream saw GET /victim ${victims.length} times`)
 
@@ -103,7 +107,9 @@ function classify (probe, outcome) {
     } else {
       if (response.status !== c.status) faults.push(`status ${response.status}, expected ${c.status}`)
       if (!response.complete) faults.push('incomplete response')
-      if (c.body !== undefined && response.body && response.body.toString('latin1') !== c.body) faults.push(`body ${JSON.stringify(response.body.toString('latin1'))}, expected ${JSON.stringify(c.body)}`)
+      if (c.body !== undefined && response.body && response.body.toString('latin1') !== c.body) {
+        faults.push(`body ${JSON.stringify(response.body.toString('latin1'))}, expected ${JSON.stringify(c.body)}`)
+      }
       if (c.notChunked && response.framing === 'chunked') faults.push('chunked response to an HTTP/1.0 client')
       const text = (response.body || Buffer.alloc(0)).toString('latin1')
       for (const h of c.hides || []) {
@@ -111,7 +117,12 @@ function classify (probe, outcome) {
         if (text.includes(s)) faults.push(`the body reveals ${JSON.stringify(s)}`)
       }
     }
-    return { outcome: response.status ? 'answered' : outcome.client.timedOut ? 'held' : 'refused', response, probeRequests, faults }
+    return {
+      outcome: response.status ? 'answered' : outcome.client.timedOut ? 'held' : 'refused',
+      response,
+      probeRequests,
+      faults
+    }
   }
 
   const forwarded = probeRequests.length > 0 || outcome.upstreamErrors.length > 0
@@ -120,7 +131,9 @@ function classify (probe, outcome) {
     faults.push(...framingFaults(probe, probeRequests, outcome.upstreamErrors))
     return { outcome: 'forwarded', response, probeRequests, faults }
   }
-  if (response.status >= 400 || (!response.status && outcome.client.closed)) return { outcome: 'refused', response, probeRequests, faults }
+  if (response.status >= 400 || (!response.status && outcome.client.closed)) {
+    return { outcome: 'refused', response, probeRequests, faults }
+  }
   if (!response.status) return { outcome: 'held', response, probeRequests, faults }
   faults.push(`status ${response.status} while nothing reached the upstream`)
   return { outcome: 'refused', response, probeRequests, faults }
@@ -137,7 +150,10 @@ function framingFaults (probe, requests, errors) {
   const faults = []
   const e = probe.expect
   for (const err of errors) faults.push(`the upstream could not parse a request (${err.code})`)
-  if (requests.length !== 1) faults.push(`the upstream saw ${requests.length} requests: ${requests.map((r) => `${r.method} ${r.target}`).join(', ') || 'none'}`)
+  if (requests.length !== 1) {
+    faults.push(`the upstream saw ${requests.length} requests: ` +
+      `${requests.map((r) => `${r.method} ${r.target}`).join(', ') || 'none'}`)
+  }
   const r = requests[0]
   if (!r) return faults
   if (r.method !== e.method) faults.push(`method ${r.method}, expected ${e.method}`)
@@ -145,8 +161,12 @@ function framingFaults (probe, requests, errors) {
   if (!r.complete) faults.push('the upstream did not get the whole body')
   else if (r.body !== e.body) faults.push(`body ${JSON.stringify(r.body)}, expected ${JSON.stringify(e.body)}`)
   const hosts = []
-  for (let i = 0; i < r.rawHeaders.length; i += 2) if (r.rawHeaders[i].toLowerCase() === 'host') hosts.push(r.rawHeaders[i + 1])
-  if (r.httpVersion === '1.1' && hosts.length !== 1) faults.push(`an HTTP/1.1 request with ${hosts.length} Host headers`)
+  for (let i = 0; i < r.rawHeaders.length; i += 2) {
+    if (r.rawHeaders[i].toLowerCase() === 'host') hosts.push(r.rawHeaders[i + 1])
+  }
+  if (r.httpVersion === '1.1' && hosts.length !== 1) {
+    faults.push(`an HTTP/1.1 request with ${hosts.length} Host headers`)
+  }
   return faults
 }
 
@@ -167,7 +187,9 @@ function strictnessViolations (probe, polistes, peers) {
   for (const [name, outcome] of Object.entries(peers)) {
     const theirs = classify(probe, outcome)
     if ((theirs.outcome === 'refused' || theirs.outcome === 'held') && mine.outcome !== 'refused') {
-      out.push(`${name} ${theirs.outcome === 'held' ? 'holds' : 'refuses'} it (${theirs.response.statusLine || 'connection closed'}), polistes ${mine.outcome === 'held' ? 'holds it' : mine.outcome === 'forwarded' ? 'forwards it' : mine.outcome}`)
+      out.push(`${name} ${theirs.outcome === 'held' ? 'holds' : 'refuses'} it (` +
+        `${theirs.response.statusLine || 'connection closed'}), polistes ` +
+        `${mine.outcome === 'held' ? 'holds it' : mine.outcome === 'forwarded' ? 'forwards it' : mine.outcome}`)
     }
   }
   return out
@@ -179,7 +201,9 @@ function describeRequest (r) {
   if (r.httpVersion !== '1.1') bits.push(`HTTP/${r.httpVersion}`)
   if (r.headers['content-length'] !== undefined) bits.push(`CL ${r.headers['content-length']}`)
   if (r.headers['transfer-encoding'] !== undefined) bits.push(`TE ${r.headers['transfer-encoding']}`)
-  if (r.body && !(r.headers['content-length'] !== undefined && Number(r.headers['content-length']) === r.body.length)) bits.push(`body ${r.body.length} B`)
+  if (r.body && !(r.headers['content-length'] !== undefined && Number(r.headers['content-length']) === r.body.length)) {
+    bits.push(`body ${r.body.length} B`)
+  }
   return bits.join(' ')
 }
 
@@ -194,9 +218,14 @@ function describeOutcome (probe, outcome) {
   const verdict = classify(probe, outcome)
   const r = verdict.response
   let client = r.status ? String(r.status) : outcome.client.timedOut ? 'no answer' : 'closed'
-  if (!r.status && outcome.client.raw.length) client = `${JSON.stringify(outcome.client.raw.toString('latin1').slice(0, 24))} (no status line)${outcome.client.timedOut ? ', held' : ''}`
+  if (!r.status && outcome.client.raw.length) {
+    client = `${JSON.stringify(outcome.client.raw.toString('latin1').slice(0, 24))} (no status line)` +
+      `${outcome.client.timedOut ? ', held' : ''}`
+  }
   if (isResponseProbe(probe) && r.status) {
-    const body = r.body ? JSON.stringify(r.body.toString('latin1').replaceAll(String(outcome.upstreamPort), '<port>').slice(0, 32)) : ''
+    const body = r.body
+      ? JSON.stringify(r.body.toString('latin1').replaceAll(String(outcome.upstreamPort), '<port>').slice(0, 32))
+      : ''
     client += ` ${r.framing}${r.trailers && r.trailers.length ? ` +trailer ${r.trailers.join(' ')}` : ''} ${body}`
   }
   let upstream
@@ -212,7 +241,9 @@ function describeOutcome (probe, outcome) {
   for (const h of probe.show || []) shown[h] = first ? first.headers[h] : undefined
   for (const h of Object.keys(shown)) {
     if (shown[h] === '') shown[h] = '""'
-    else if (typeof shown[h] === 'string') shown[h] = shown[h].replaceAll(`127.0.0.1:${outcome.upstreamPort}`, '<upstream>')
+    else if (typeof shown[h] === 'string') {
+      shown[h] = shown[h].replaceAll(`127.0.0.1:${outcome.upstreamPort}`, '<upstream>')
+    }
   }
   const flags = []
   if (outcome.crashed) flags.push('CRASHED')

@@ -68,50 +68,132 @@ function get (name, group, title, headers, { target = `/${name}`, line, accept, 
   }
 }
 
-const CHUNKED_TRAILER_RESPONSE = raw('HTTP/1.1 200 OK', ['Content-Type: text/plain', 'Transfer-Encoding: chunked', 'Trailer: X-Foo'],
-  '5\r\nhello\r\n0\r\nX-Foo: bar\r\n\r\n')
+const CHUNKED_TRAILER_RESPONSE = raw('HTTP/1.1 200 OK', [
+  'Content-Type: text/plain', 'Transfer-Encoding: chunked', 'Trailer: X-Foo'
+],
+'5\r\nhello\r\n0\r\nX-Foo: bar\r\n\r\n')
 
 /** @type {ReadonlyArray<object>} */
 const PROBES = Object.freeze([
   // controls: what every target must forward as it is (the harness works, the comparison is not empty)
   get('control-get', 'control', 'a plain GET', [`Host: ${HOST}`]),
   post('control-post', 'control', 'a plain POST with Content-Length: 5', ['Content-Length: 5'], 'hello', 'hello'),
-  post('control-chunked', 'control', 'a plain POST with Transfer-Encoding: chunked', ['Transfer-Encoding: chunked'], chunked('hello'), 'hello'),
+  post(
+    'control-chunked',
+    'control',
+    'a plain POST with Transfer-Encoding: chunked',
+    ['Transfer-Encoding: chunked'],
+    chunked('hello'),
+    'hello'
+  ),
 
   // 1. Connection naming the framing headers: dropping them as hop-by-hop leaves the body unframed
   post('conn-content-length', 'framing', 'Connection: content-length; Content-Length: 35; body = a GET request',
     ['Connection: content-length', `Content-Length: ${SMUGGLED.length}`], SMUGGLED, SMUGGLED),
-  post('conn-close-content-length', 'framing', 'Connection: close, content-length; Content-Length: 35; body = a GET request',
-    ['Connection: close, content-length', `Content-Length: ${SMUGGLED.length}`], SMUGGLED, SMUGGLED),
+  post('conn-close-content-length', 'framing', 'Connection: close, content-length; Content-Length: 35; body ' +
+    '= a GET request',
+  ['Connection: close, content-length', `Content-Length: ${SMUGGLED.length}`], SMUGGLED, SMUGGLED),
   post('conn-transfer-encoding', 'framing', 'Connection: transfer-encoding; chunked body = a GET request',
     ['Connection: transfer-encoding', 'Transfer-Encoding: chunked'], chunked(SMUGGLED), SMUGGLED),
 
   // 5. framing headers a strict parser refuses
-  post('te-identity-chunked', 'framing', 'Transfer-Encoding: identity, chunked', ['Transfer-Encoding: identity, chunked'], chunked('hello'), 'hello'),
-  post('te-gzip-chunked', 'framing', 'Transfer-Encoding: gzip, chunked', ['Transfer-Encoding: gzip, chunked'], chunked('hello'), 'hello'),
-  post('te-chunked-gzip', 'framing', 'Transfer-Encoding: chunked, gzip (chunked not last)', ['Transfer-Encoding: chunked, gzip'], chunked('hello'), 'hello'),
-  post('cl-te', 'framing', 'Content-Length: 3 and Transfer-Encoding: chunked', ['Content-Length: 3', 'Transfer-Encoding: chunked'], chunked('hello'), 'hello'),
-  post('cl-duplicate', 'framing', 'Content-Length: 5 and Content-Length: 6', ['Content-Length: 5', 'Content-Length: 6'], 'hello!', 'hello'),
+  post(
+    'te-identity-chunked',
+    'framing',
+    'Transfer-Encoding: identity, chunked',
+    ['Transfer-Encoding: identity, chunked'],
+    chunked('hello'),
+    'hello'
+  ),
+  post(
+    'te-gzip-chunked',
+    'framing',
+    'Transfer-Encoding: gzip, chunked',
+    ['Transfer-Encoding: gzip, chunked'],
+    chunked('hello'),
+    'hello'
+  ),
+  post(
+    'te-chunked-gzip',
+    'framing',
+    'Transfer-Encoding: chunked, gzip (chunked not last)',
+    ['Transfer-Encoding: chunked, gzip'],
+    chunked('hello'),
+    'hello'
+  ),
+  post(
+    'cl-te',
+    'framing',
+    'Content-Length: 3 and Transfer-Encoding: chunked',
+    ['Content-Length: 3', 'Transfer-Encoding: chunked'],
+    chunked('hello'),
+    'hello'
+  ),
+  post(
+    'cl-duplicate',
+    'framing',
+    'Content-Length: 5 and Content-Length: 6',
+    ['Content-Length: 5', 'Content-Length: 6'],
+    'hello!',
+    'hello'
+  ),
   post('cl-plus', 'framing', 'Content-Length: +5', ['Content-Length: +5'], 'hello', 'hello'),
-  post('cl-space-before-colon', 'parsing', 'Content-Length : 5 (space before the colon)', ['Content-Length : 5'], 'hello', 'hello'),
-  get('te-header-identity-chunked', 'framing', 'TE: identity, chunked on a GET', [`Host: ${HOST}`, 'TE: identity, chunked'], { show: ['te'] }),
+  post(
+    'cl-space-before-colon',
+    'parsing',
+    'Content-Length : 5 (space before the colon)',
+    ['Content-Length : 5'],
+    'hello',
+    'hello'
+  ),
+  get(
+    'te-header-identity-chunked',
+    'framing',
+    'TE: identity, chunked on a GET',
+    [`Host: ${HOST}`, 'TE: identity, chunked'],
+    { show: ['te'] }
+  ),
 
   // 5. Host
-  get('host-duplicate', 'host', 'two Host headers (a.test, b.test)', ['Host: a.test', 'Host: b.test'], { show: ['host'] }),
+  get(
+    'host-duplicate',
+    'host',
+    'two Host headers (a.test, b.test)',
+    ['Host: a.test', 'Host: b.test'],
+    { show: ['host'] }
+  ),
   get('host-space', 'host', 'Host: a b.test', ['Host: a b.test'], { show: ['host'] }),
   get('host-at', 'host', 'Host: user@a.test', ['Host: user@a.test'], { show: ['host'] }),
   get('host-slash', 'host', 'Host: a.test/evil', ['Host: a.test/evil'], { show: ['host'] }),
   get('host-bad-port', 'host', 'Host: a.test:99999', ['Host: a.test:99999'], { show: ['host'] }),
   get('host-port-letters', 'host', 'Host: a.test:abc', ['Host: a.test:abc'], { show: ['host'] }),
   get('host-empty', 'host', 'Host: (empty value)', ['Host: '], { show: ['host'] }),
-  get('connection-host', 'host', 'Connection: host', [`Host: ${HOST}`, 'Connection: host'], { show: ['host', 'connection'] }),
-  get('http10-no-host', 'host', 'HTTP/1.0 request without Host', [], { line: 'GET /http10-no-host HTTP/1.0', show: ['host'] }),
+  get(
+    'connection-host',
+    'host',
+    'Connection: host',
+    [`Host: ${HOST}`, 'Connection: host'],
+    { show: ['host', 'connection'] }
+  ),
+  get('http10-no-host', 'host', 'HTTP/1.0 request without Host', [], {
+    line: 'GET /http10-no-host HTTP/1.0',
+    show: ['host']
+  }),
   get('absolute-form', 'host', 'GET http://other.test/absolute-form with Host: probe.test', [`Host: ${HOST}`],
     { line: 'GET http://other.test/absolute-form HTTP/1.1', accept: ['/absolute-form', 'http://other.test/absolute-form'], show: ['host'] }),
 
   // 5. header syntax
-  get('obs-fold', 'parsing', 'obs-fold: "X-Folded: a" continued on a line starting with spaces', [`Host: ${HOST}`, 'X-Folded: a', '  b'], { show: ['x-folded'] }),
-  { ...get('bare-lf', 'parsing', 'bare LF line ends', []), request: raw('GET /bare-lf HTTP/1.1', [`Host: ${HOST}`], '', '\n') },
+  get(
+    'obs-fold',
+    'parsing',
+    'obs-fold: "X-Folded: a" continued on a line starting with spaces',
+    [`Host: ${HOST}`, 'X-Folded: a', '  b'],
+    { show: ['x-folded'] }
+  ),
+  {
+    ...get('bare-lf', 'parsing', 'bare LF line ends', []),
+    request: raw('GET /bare-lf HTTP/1.1', [`Host: ${HOST}`], '', '\n')
+  },
 
   // 4. forwarding headers a client sends
   get('client-forwarded-headers', 'forwarded', 'client sends X-Forwarded-Host/-Proto/-For, Forwarded, X-Real-IP', [
@@ -121,7 +203,13 @@ const PROBES = Object.freeze([
     'X-Forwarded-For: 6.6.6.6',
     'Forwarded: for=6.6.6.6;host=evil.test;proto=https',
     'X-Real-IP: 6.6.6.6'
-  ], { show: ['host', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-for', 'x-forwarded-port', 'forwarded', 'x-real-ip', 'via'], informational: true }),
+  ], {
+    show: [
+      'host', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-for', 'x-forwarded-port', 'forwarded',
+      'x-real-ip', 'via'
+    ],
+    informational: true
+  }),
 
   // 2. responses: raw upstream bytes
   {
@@ -169,7 +257,9 @@ const PROBE_NAMES = PROBES.map((p) => p.name)
  */
 function selectProbes (names = []) {
   if (names.length === 0) return [...PROBES]
-  for (const n of names) if (!PROBE_NAMES.includes(n)) throw new Error(`unknown probe "${n}"; expected one of ${PROBE_NAMES.join(', ')}`)
+  for (const n of names) {
+    if (!PROBE_NAMES.includes(n)) throw new Error(`unknown probe "${n}"; expected one of ${PROBE_NAMES.join(', ')}`)
+  }
   return PROBES.filter((p) => names.includes(p.name))
 }
 

@@ -36,7 +36,8 @@ function hitRate (before, after) {
  * @param {BackendStats[] | undefined} before
  * @param {BackendStats[]} after
  * @param {Record<string, number>} [clientCounts] responses per X-Server seen by the client
- * @returns {Array<{ id: string, requests: number, share: number, hits: number, misses: number, hitRate: number, evictions: number, clientRequests: number }>}
+ * @returns {Array<{ id: string, requests: number, share: number, hits: number, misses: number, hitRate: number,
+ *   evictions: number, clientRequests: number }>}
  */
 function perBackend (before, after, clientCounts = {}) {
   const rows = after.map((b, i) => {

@@ -12,7 +12,10 @@ const fs = require('node:fs')
 const path = require('node:path')
 
 /** Native functions that make the system calls of socket I/O: their self time is mostly the kernel's. */
-const IO_NATIVES = new Set(['writev', 'writeBuffer', 'writeLatin1String', 'writeUtf8String', 'writeAsciiString', 'writeUcs2String', 'readStart', 'readStop', 'shutdown', 'close', 'connect'])
+const IO_NATIVES = new Set([
+  'writev', 'writeBuffer', 'writeLatin1String', 'writeUtf8String', 'writeAsciiString', 'writeUcs2String',
+  'readStart', 'readStop', 'shutdown', 'close', 'connect'
+])
 
 /**
  * The group a function falls in, for a coarse breakdown of the busy time.
@@ -38,7 +41,9 @@ function groupOf (functionName, file) {
 
 /**
  * @param {{ nodes: object[], samples: number[], timeDeltas: number[] }} profile
- * @returns {{ totalMs: number, busyMs: number, byFunction: Array<{ name: string, ms: number, share: number }>, byModule: Array<{ name: string, ms: number, share: number }>, byGroup: Array<{ name: string, ms: number, share: number }> }}
+ * @returns {{ totalMs: number, busyMs: number, byFunction: Array<{ name: string, ms: number, share: number }>,
+ *   byModule: Array<{ name: string, ms: number, share: number }>, byGroup: Array<{ name: string, ms: number, share:
+ *   number }> }}
  *   shares of the total sampled time, except byGroup's: of the busy (not idle) time
  */
 function summarizeProfile (profile) {
@@ -61,12 +66,18 @@ function summarizeProfile (profile) {
     fn.set(name, (fn.get(name) || 0) + ms)
     const m = !file
       ? callFrame.functionName || '(native)'
-      : /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1] || (file.startsWith('node:') ? file.split('/')[0] : path.relative(process.cwd(), file))
+      : /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1] ||
+        (file.startsWith('node:') ? file.split('/')[0] : path.relative(process.cwd(), file))
     mod.set(m, (mod.get(m) || 0) + ms)
-    const g = groupOf(callFrame.functionName, file && !file.startsWith('node:') ? path.relative(process.cwd(), file) : file)
+    const g = groupOf(
+      callFrame.functionName,
+      file && !file.startsWith('node:') ? path.relative(process.cwd(), file) : file
+    )
     if (g !== 'idle') group.set(g, (group.get(g) || 0) + ms)
   }
-  const sorted = (m, of = total) => [...m.entries()].sort((a, b) => b[1] - a[1]).map(([name, ms]) => ({ name, ms, share: ms / of }))
+  const sorted = (m, of = total) => [...m.entries()].sort((a, b) => b[1] - a[1]).map(
+    ([name, ms]) => ({ name, ms, share: ms / of })
+  )
   const busy = total - (mod.get('(idle)') || 0)
   return { totalMs: total, busyMs: busy, byFunction: sorted(fn), byModule: sorted(mod), byGroup: sorted(group, busy) }
 }
@@ -82,7 +93,8 @@ if (require.main === module) {
   }
   const s = summarizeProfile(JSON.parse(fs.readFileSync(file, 'utf8')))
   const line = (r) => `${(r.share * 100).toFixed(1).padStart(5)} %  ${r.ms.toFixed(0).padStart(6)} ms  ${r.name}`
-  console.log(`total sampled ${s.totalMs.toFixed(0)} ms, busy ${s.busyMs.toFixed(0)} ms\n\nby group (share of the busy time):`)
+  console.log(`total sampled ${s.totalMs.toFixed(0)} ms, busy ${s.busyMs.toFixed(0)} ms\n\nby group (share ` +
+    'of the busy time):')
   s.byGroup.forEach((r) => console.log(line(r)))
   console.log('\nby module (self time):')
   s.byModule.slice(0, top).forEach((r) => console.log(line(r)))

@@ -31,7 +31,8 @@ function servedBetween (before, after) {
  * The hottest pages of a window with the backends that served them.
  * @param {Record<string, Record<string, number>>} keys page -> backend -> requests
  * @param {{ top?: number, replicaShare?: number }} [options]
- * @returns {Array<{ page: string, requests: number, share: number, replicas: number, backends: Record<string, number> }>}
+ * @returns {Array<{ page: string, requests: number, share: number, replicas: number, backends: Record<string, number>
+ *   }>}
  *   hottest first; `share` of all requests, `replicas` backends with at least `replicaShare` of the page's
  */
 function hotPages (keys, { top = 10, replicaShare = REPLICA_SHARE } = {}) {

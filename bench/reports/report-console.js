@@ -14,8 +14,12 @@ const ms = fmt(2)
  * @returns {string}
  */
 function peerThreads (n) {
-  if (n <= 1) return 'one thread / one process each (HAProxy nbthread 1, nginx master_process off), like one polistes process; their "balancer" CPU is the peer process\'s'
-  return `HAProxy nbthread ${n} (one process), nginx a master and worker_processes ${n}, like polistes --workers ${n}; ` +
+  if (n <= 1) {
+    return 'one thread / one process each (HAProxy nbthread 1, nginx master_process off), like one polistes ' +
+      'process; their "balancer" CPU is the peer process\'s'
+  }
+  return `HAProxy nbthread ${n} (one process), nginx a master and worker_processes ${n}, like polistes ` +
+    `--workers ${n}; ` +
     'their "balancer" CPU is the sum over the peer\'s threads and processes'
 }
 
@@ -31,7 +35,11 @@ const COLUMNS = {
   max: { header: 'max ms', get: (s) => s.max, format: ms },
   hitRate: { header: 'hit rate', get: (s) => s.hitRate, format: fmt(3) },
   distance: { header: 'to optimum', get: (s) => s.distance, format: fmt(3) },
-  hotReplicas: { header: 'replicas top-3', get: (s) => [s.hot1Replicas, s.hot2Replicas, s.hot3Replicas], format: (xs) => xs.map((x) => (Number.isFinite(x) ? String(x) : '-')).join('/') },
+  hotReplicas: {
+    header: 'replicas top-3',
+    get: (s) => [s.hot1Replicas, s.hot2Replicas, s.hot3Replicas],
+    format: (xs) => xs.map((x) => (Number.isFinite(x) ? String(x) : '-')).join('/')
+  },
   specialization: { header: 'special.', get: (s) => s.specialization, format: fmt(3) },
   cpuPer10k: { header: 'cpu s/10k', get: (s) => s.cpuPer10k, format: fmt(3) },
   errors: { header: 'errors', get: (s) => s.errors + s.non2xx, format: (x) => String(x) },
@@ -74,21 +82,32 @@ function formatTable (doc, columns) {
 
   const st = doc.settings
   const title = `scenario ${doc.scenario}: ${doc.description}\n` +
-    `${st.trials} trial(s) x (${st.warmup} s learning + ${st.requests ? `${st.requests} requests` : `${st.duration} s`} measured), ${st.connections} connections, ` +
-    `${st.popularity}${st.rate ? `, open loop at ${st.rate} req/s (latency from the intended send time)` : ''}, ${st.pages} pages` +
-    `${st.pageSize ? ` (${st.pageSize} B)` : ''}, cache ${st.cacheBytes ? `${st.cacheBytes} bytes` : `${st.cachePages} pages`}, miss ${st.missMs} ms` +
-    `${st.shift ? `, ranking rotated by ${st.shift.step} every ${st.shift.seconds} s` : ''}${st.churn ? ', churn (backend a SIGKILLed a third into the window, restarted cold a third later)' : ''}` +
+    `${st.trials} trial(s) x (${st.warmup} s learning + ` +
+      `${st.requests ? `${st.requests} requests` : `${st.duration} s`} measured), ${st.connections} connections, ` +
+    `${st.popularity}${st.rate ? `, open loop at ${st.rate} req/s (latency from the intended send time)` : ''}, ` +
+      `${st.pages} pages` +
+    `${st.pageSize ? ` (${st.pageSize} B)` : ''}, cache ` +
+      `${st.cacheBytes ? `${st.cacheBytes} bytes` : `${st.cachePages} pages`}, miss ${st.missMs} ms` +
+    `${st.shift ? `, ranking rotated by ${st.shift.step} every ${st.shift.seconds} s` : ''}` +
+    `${st.churn ? ', churn (backend a SIGKILLed a third into the window, restarted cold a third later)' : ''}` +
     `, keep-alive ${st.keepAlive}; medians over trials`
   const out = [title, '', ...lines]
   const optima = [...new Set(Object.values(doc.summary).map((s) => s.optimum).filter(Number.isFinite))]
   if (optima.length) {
-    out.push('', `static optimum (the hottest pages that fit in the fleet's pooled cache${st.churn ? ', time-averaged over the churn' : ''}): ${optima.map(fmt(3)).join(', ')}; "to optimum" = optimum - hit rate`)
+    out.push(
+      '',
+      'static optimum (the hottest pages that fit in the fleet\'s pooled cache' +
+        `${st.churn ? ', time-averaged over the churn' : ''}): ${optima.map(fmt(3)).join(', ')}; "to ` +
+        'optimum" = optimum - hit rate'
+    )
   }
   const hot = Object.entries(doc.summary).filter(([, s]) => Number.isFinite(s.hot1Replicas))
   if (hot.length) {
-    out.push('replicas top-3: backends serving >= 5 % of each of the three hottest pages\' requests (backends\' own counts, median over trials)')
+    out.push('replicas top-3: backends serving >= 5 % of each of the three hottest pages\' requests ' +
+      '(backends\' own counts, median over trials)')
     for (const run of firstTrials(doc)) {
-      const pages = run.hotPages.slice(0, 3).map((h) => `${h.page} ${(h.share * 100).toFixed(1)} % on ${Object.entries(h.backends).map(([id, n]) => `${id} ${Math.round((n / h.requests) * 100)}%`).join(' ')}`)
+      const pages = run.hotPages.slice(0, 3).map((h) => `${h.page} ${(h.share * 100).toFixed(1)} % on ` +
+        `${Object.entries(h.backends).map(([id, n]) => `${id} ${Math.round((n / h.requests) * 100)}%`).join(' ')}`)
       out.push(`  ${run.algo} (trial ${run.trial}): ${pages.join('; ')}`)
     }
   }
@@ -99,7 +118,10 @@ function formatTable (doc, columns) {
   }
   const rev = doc.revision
   if (rev && rev.modified && rev.modified.length) {
-    out.push('', `measured code: ${String(rev.commit).slice(0, 7)} plus uncommitted changes to ${rev.modified.join(', ')}`)
+    out.push(
+      '',
+      `measured code: ${String(rev.commit).slice(0, 7)} plus uncommitted changes to ${rev.modified.join(', ')}`
+    )
   }
 
   const learning = Object.entries(doc.summary)
@@ -107,7 +129,8 @@ function formatTable (doc, columns) {
   if (st.warmup > 0) out.push('', `learning phase (first ${st.warmup} s): ${learning.join('; ')}`)
   const cpu = Object.entries(doc.summary)
     .map(([label, s]) => `${label} ${fmt(2)(s.cpuBalancer)}/${fmt(2)(s.cpuFleet)}/${fmt(2)(s.cpuLoad)}`)
-  out.push(`CPU cores used in the window, balancer/fleet/load: ${cpu.join('; ')} (of ${doc.machine ? doc.machine.cpus : '?'})`)
+  out.push(`CPU cores used in the window, balancer/fleet/load: ${cpu.join('; ')} (of ` +
+    `${doc.machine ? doc.machine.cpus : '?'})`)
   out.push(loadLine(doc))
   const peers = Object.entries(doc.summary).filter(([, s]) => s.peer)
   if (peers.length) {
@@ -120,7 +143,10 @@ function formatTable (doc, columns) {
     for (const t of doc.targets) {
       const mark = t.pass === undefined ? '?' : t.pass ? 'ok  ' : 'MISS'
       const what = t.ratio ? `${t.metric} ${t.algo}/${base}` : `${t.metric} ${t.algo}`
-      const bound = [t.min !== undefined ? `>= ${t.min}` : '', t.max !== undefined ? `<= ${t.max}` : ''].filter(Boolean).join(' ')
+      const bound = [
+        t.min !== undefined ? `>= ${t.min}` : '',
+        t.max !== undefined ? `<= ${t.max}` : ''
+      ].filter(Boolean).join(' ')
       const value = typeof t.value === 'number' ? String(Math.round(t.value * 1000) / 1000) : 'n/a'
       out.push(`  ${mark} ${what} = ${value} (target ${bound})`)
     }
@@ -158,7 +184,9 @@ function loadLine (doc) {
     const lagMax = Math.max(...all.map((s) => s.lagMax).filter(Number.isFinite))
     line += `; its own send lag p99 ${fmt(2)(lag)} ms, max ${fmt(2)(lagMax)} ms (medians over trials, worst arm)`
   }
-  if (generator === 'wrk') line += '; wrk cannot attribute pages to backends: specialization comes from the backends\' own per-page counts'
+  if (generator === 'wrk') {
+    line += '; wrk cannot attribute pages to backends: specialization comes from the backends\' own per-page counts'
+  }
   return line
 }
 

@@ -14,7 +14,13 @@ const H = 260
 const M = { top: 20, right: 150, bottom: 36, left: 60 }
 
 function esc (text) {
-  return String(text).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c])
+  return String(text).replace(/[&<>"']/g, (c) => ({
+    '&': '&amp;',
+    '<': '&lt;',
+    '>': '&gt;',
+    '"': '&quot;',
+    "'": '&#39;'
+  })[c])
 }
 
 function num (x, digits = 2) {
@@ -49,7 +55,9 @@ function axes (xMax, yTop, yStep, { xLabel, yLabel, yFormat = (v) => String(+v.t
   out.push(`<line x1="${M.left}" x2="${M.left}" y1="${M.top}" y2="${M.top + ih}" stroke="#333"/>`)
   out.push(`<line x1="${M.left}" x2="${M.left + iw}" y1="${M.top + ih}" y2="${M.top + ih}" stroke="#333"/>`)
   if (xLabel) out.push(`<text x="${M.left + iw / 2}" y="${H - 4}" text-anchor="middle">${esc(xLabel)}</text>`)
-  if (yLabel) out.push(`<text transform="translate(14 ${M.top + ih / 2}) rotate(-90)" text-anchor="middle">${esc(yLabel)}</text>`)
+  if (yLabel) {
+    out.push(`<text transform="translate(14 ${M.top + ih / 2}) rotate(-90)" text-anchor="middle">${esc(yLabel)}</text>`)
+  }
   return out.join('')
 }
 
@@ -77,7 +85,9 @@ function lineChart (title, series, { learning, yLabel, yMax }) {
   const labels = Object.keys(series)
   const all = labels.flatMap((l) => series[l].flat())
   const xMax = Math.max(1, ...all.map(([t]) => t))
-  const { top, step } = yMax ? { top: yMax, step: yMax / 5 } : ticks(Math.max(0, ...all.map(([, v]) => v).filter(Number.isFinite)))
+  const { top, step } = yMax
+    ? { top: yMax, step: yMax / 5 }
+    : ticks(Math.max(0, ...all.map(([, v]) => v).filter(Number.isFinite)))
   const iw = W - M.left - M.right
   const ih = H - M.top - M.bottom
   const sx = (t) => M.left + (t / xMax) * iw
@@ -85,7 +95,8 @@ function lineChart (title, series, { learning, yLabel, yMax }) {
   const parts = []
   if (learning > 0) {
     parts.push(`<rect x="${sx(0)}" y="${M.top}" width="${sx(learning) - sx(0)}" height="${ih}" fill="#f4f4f4"/>`)
-    parts.push(`<text x="${(sx(0) + sx(learning)) / 2}" y="${M.top + 12}" text-anchor="middle" fill="#888">learning</text>`)
+    parts.push(`<text x="${(sx(0) + sx(learning)) / 2}" y="${M.top + 12}" text-anchor="middle" ` +
+      'fill="#888">learning</text>')
   }
   parts.push(axes(xMax, top, step, { xLabel: 'seconds since load start', yLabel }))
   const path = (points) => points.filter(([, v]) => Number.isFinite(v))
@@ -94,7 +105,9 @@ function lineChart (title, series, { learning, yLabel, yMax }) {
     const colour = PALETTE[i % PALETTE.length]
     const trials = series[label]
     for (const points of trials) {
-      if (trials.length > 1) parts.push(`<path d="${path(points)}" fill="none" stroke="${colour}" stroke-opacity="0.25" stroke-width="1"/>`)
+      if (trials.length > 1) {
+        parts.push(`<path d="${path(points)}" fill="none" stroke="${colour}" stroke-opacity="0.25" stroke-width="1"/>`)
+      }
     }
     const byT = new Map()
     for (const points of trials) {
@@ -137,9 +150,12 @@ function barChart (title, groups, series, { yLabel, format = (v) => num(v, 1) })
       if (!Number.isFinite(v)) return
       const h = (v / top) * ih
       const x = x0 + li * bw
-      parts.push(`<rect x="${x.toFixed(1)}" y="${(M.top + ih - h).toFixed(1)}" width="${(bw - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${PALETTE[li % PALETTE.length]}"><title>${esc(`${label} ${g}: ${format(v)}`)}</title></rect>`)
+      parts.push(`<rect x="${x.toFixed(1)}" y="${(M.top + ih - h).toFixed(1)}" width="` +
+        `${(bw - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${PALETTE[li % PALETTE.length]}"><title>` +
+        `${esc(`${label} ${g}: ${format(v)}`)}</title></rect>`)
       if (labels.length * groups.length <= 16) {
-        parts.push(`<text x="${(x + bw / 2 - 1).toFixed(1)}" y="${(M.top + ih - h - 3).toFixed(1)}" text-anchor="middle" font-size="9">${esc(format(v))}</text>`)
+        parts.push(`<text x="${(x + bw / 2 - 1).toFixed(1)}" y="${(M.top + ih - h - 3).toFixed(1)}" ` +
+          `text-anchor="middle" font-size="9">${esc(format(v))}</text>`)
       }
     })
   })
@@ -156,9 +172,13 @@ function timelineSeries (doc, get) {
 }
 
 function summaryTable (doc) {
-  const head = ['algo', 'req/s', 'x base', 'mean ms', 'p50', 'p90', 'p95', 'p99', 'p99.9', 'max', 'hit rate', 'special.', 'proxy cpu s/10k', 'load cpu', 'errors']
+  const head = [
+    'algo', 'req/s', 'x base', 'mean ms', 'p50', 'p90', 'p95', 'p99', 'p99.9', 'max', 'hit rate', 'special.',
+    'proxy cpu s/10k', 'load cpu', 'errors'
+  ]
   const rows = Object.entries(doc.summary).map(([label, s]) => [
-    label, num(s.rps, 1), num(s.vsBaseline.rps), num(s.mean), num(s.p50), num(s.p90), num(s.p95), num(s.p99), num(s.p999), num(s.max),
+    label, num(s.rps, 1), num(s.vsBaseline.rps), num(s.mean), num(s.p50), num(s.p90), num(s.p95), num(s.p99),
+    num(s.p999), num(s.max),
     num(s.hitRate, 3), num(s.specialization, 3), num(s.cpuPer10k, 3), num(s.cpuLoad, 2), String(s.errors + s.non2xx)
   ])
   return `<table><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${
@@ -166,9 +186,13 @@ function summaryTable (doc) {
 }
 
 function runsTable (doc) {
-  const head = ['algo', 'trial', 'req/s', 'mean', 'p99', 'hit rate', 'special.', 'cpu s/10k', 'errors', 'learning req/s', 'learning hit']
-  const rows = doc.runs.map((r) => [r.algo, r.trial, num(r.rps, 1), num(r.latency.mean), num(r.latency.p99), num(r.hitRate, 3),
-    num(r.specialization, 3), num(r.cpuPer10k, 3), r.errors + r.non2xx, num(r.learning.rps, 1), num(r.learning.hitRate, 3)])
+  const head = [
+    'algo', 'trial', 'req/s', 'mean', 'p99', 'hit rate', 'special.', 'cpu s/10k', 'errors', 'learning req/s',
+    'learning hit'
+  ]
+  const rows = doc.runs.map((r) => [r.algo, r.trial, num(r.rps, 1), num(r.latency.mean), num(r.latency.p99),
+    num(r.hitRate, 3), num(r.specialization, 3), num(r.cpuPer10k, 3), r.errors + r.non2xx, num(r.learning.rps, 1),
+    num(r.learning.hitRate, 3)])
   return `<table><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${
     rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`
 }
@@ -196,7 +220,10 @@ function formatHtml (doc) {
     })
   }
   const targets = (doc.targets || []).map((t) =>
-    `<li class="${t.pass === false ? 'miss' : 'ok'}">${t.pass === undefined ? '?' : t.pass ? 'ok' : 'MISS'}: ${esc(t.metric)} ${esc(t.algo)}${t.ratio ? `/${esc(doc.settings.baseline)}` : ''} = ${esc(num(t.value, 3))} (target ${t.min !== undefined ? `&ge; ${t.min}` : ''}${t.max !== undefined ? ` &le; ${t.max}` : ''})</li>`).join('')
+    `<li class="${t.pass === false ? 'miss' : 'ok'}">` +
+      `${t.pass === undefined ? '?' : t.pass ? 'ok' : 'MISS'}: ${esc(t.metric)} ` +
+      `${esc(t.algo)}${t.ratio ? `/${esc(doc.settings.baseline)}` : ''} = ${esc(num(t.value, 3))} (target ` +
+      `${t.min !== undefined ? `&ge; ${t.min}` : ''}${t.max !== undefined ? ` &le; ${t.max}` : ''})</li>`).join('')
 
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>polistes bench: ${esc(doc.scenario)}</title>
@@ -207,21 +234,48 @@ th:first-child,td:first-child{text-align:left}figure{margin:1.5em 0}figcaption{f
 .miss{color:#b00}.ok{color:#070}code{background:#f4f4f4;padding:1px 4px}
 </style></head><body>
 <h1>polistes bench: ${esc(doc.scenario)}</h1>
-<p>${esc(doc.description)}. ${doc.settings.trials} trial(s) per algorithm, each on a fresh fleet (cold caches) and balancer:
-${doc.settings.warmup} s learning phase, then ${doc.settings.requests ? `${doc.settings.requests} requests` : `${doc.settings.duration} s`} measured. ${doc.settings.connections} connections,
-${esc(doc.settings.popularity)} page popularity over ${doc.settings.pages} pages${doc.settings.rate ? `, open loop at ${doc.settings.rate} req/s (latency from the intended send time)` : ', closed loop'},
+<p>${esc(doc.description)}. ${doc.settings.trials} trial(s) per algorithm, each on a fresh fleet (cold caches) ` +
+  `and balancer:
+${doc.settings.warmup} s learning phase, then ${doc.settings.requests
+? `${doc.settings.requests} requests`
+: `${doc.settings.duration} s`} measured. ${doc.settings.connections} connections,
+${esc(doc.settings.popularity)} page popularity over ${doc.settings.pages} pages${doc.settings.rate
+? `, open loop at ${doc.settings.rate} req/s (latency from the intended send time)`
+: ', closed loop'},
 load from ${esc(doc.settings.load || 'autocannon')} (its CPU share per arm: column "load cpu", in cores).
-${(doc.settings.peers || []).length ? `Peers ${esc(doc.settings.peers.join(', '))} in front of the same fresh fleet: ${esc(peerThreads(doc.settings.peerWorkers || 1))}.` : ''}
-Node ${esc(doc.machine.node)}, ${doc.machine.cpus} CPU(s), load average at the end ${esc(doc.machine.loadavg.join(' '))}. ${esc(doc.startedAt)}.</p>
+${(doc.settings.peers || []).length
+? `Peers ${esc(doc.settings.peers.join(', '))} in front of the same fresh fleet: ` +
+  `${esc(peerThreads(doc.settings.peerWorkers || 1))}.`
+: ''}
+Node ${esc(doc.machine.node)}, ${doc.machine.cpus} CPU(s), load average at the end ` +
+  `${esc(doc.machine.loadavg.join(' '))}. ${esc(doc.startedAt)}.</p>
 <h2>Summary (medians over trials, measured window)</h2>
 ${summaryTable(doc)}
 ${targets ? `<ul>${targets}</ul>` : ''}
-${lineChart('Throughput per second (req/s); bold: mean over trials, faint: each trial', timelineSeries(doc, (p) => p.rps), { learning, yLabel: 'req/s' })}
-${lineChart('Hit rate per second (backends\' /_stats)', timelineSeries(doc, (p) => p.hitRate), { learning, yLabel: 'hit rate', yMax: 1 })}
+${lineChart(
+  'Throughput per second (req/s); bold: mean over trials, faint: each trial',
+  timelineSeries(doc, (p) => p.rps),
+  { learning, yLabel: 'req/s' }
+)}
+${lineChart(
+  'Hit rate per second (backends\' /_stats)',
+  timelineSeries(doc, (p) => p.hitRate),
+  { learning, yLabel: 'hit rate', yMax: 1 }
+)}
 ${lineChart('p99 latency per second (ms)', timelineSeries(doc, (p) => p.latency.p99), { learning, yLabel: 'ms' })}
 ${barChart('Latency percentiles in the measured window (ms, medians over trials)', pct, latency, { yLabel: 'ms' })}
-${barChart('Share of requests per backend in the measured window (%)', backendIds, shares, { yLabel: '%', format: (v) => num(v, 0) })}
-${barChart('Hit rate per backend in the measured window (mean over trials)', backendIds, backendHit, { yLabel: 'hit rate', format: (v) => num(v, 2) })}
+${barChart(
+  'Share of requests per backend in the measured window (%)',
+  backendIds,
+  shares,
+  { yLabel: '%', format: (v) => num(v, 0) }
+)}
+${barChart(
+  'Hit rate per backend in the measured window (mean over trials)',
+  backendIds,
+  backendHit,
+  { yLabel: 'hit rate', format: (v) => num(v, 2) }
+)}
 <h2>Runs</h2>
 ${runsTable(doc)}
 <p>How to read: the learning phase (shaded) is when the policy is still finding its specialists; the

@@ -63,7 +63,8 @@ function median (values) {
 /**
  * Summary of latency samples in milliseconds, sub-millisecond resolution.
  * @param {ArrayLike<number>} samples latencies (any order; copied, not mutated)
- * @returns {{ count: number, mean: number, p50: number, p90: number, p95: number, p99: number, max: number, min: number, stdev: number }}
+ * @returns {{ count: number, mean: number, p50: number, p90: number, p95: number, p99: number, max: number, min:
+ *   number, stdev: number }}
  */
 function summarize (samples) {
   const sorted = Float64Array.from(samples).sort()

@@ -108,7 +108,9 @@ function revision () {
   const cwd = path.join(__dirname, '..', '..')
   const git = (args) => execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
   try {
-    const modified = git(['status', '--porcelain', '--', 'src', 'servers']).split('\n').filter(Boolean).map((l) => l.slice(3))
+    const modified = git(['status', '--porcelain', '--', 'src', 'servers']).split('\n')
+      .filter(Boolean)
+      .map((l) => l.slice(3))
     return { commit: git(['rev-parse', 'HEAD']).trim(), modified }
   } catch {
     return { commit: null, modified: [] }
@@ -129,7 +131,8 @@ function buildDocument (settings, runs, { startedAt, finishedAt }) {
     startedAt: startedAt.toISOString(),
     finishedAt: finishedAt.toISOString(),
     settings: {
-      plan: settings.plan || 'full', // 'quick': the scenario's quick default; 'full': its whole matrix (or a scenario without a quick plan)
+      // 'quick': the scenario's quick default; 'full': its whole matrix (or a scenario without a quick plan)
+      plan: settings.plan || 'full',
       algos: settings.arms.map((a) => a.label),
       baseline: settings.baseline,
       trials: settings.trials,
@@ -157,7 +160,13 @@ function buildDocument (settings, runs, { startedAt, finishedAt }) {
       fleet: settings.fleet
     },
     revision: revision(),
-    machine: { node: process.version, platform: `${os.platform()} ${os.arch()}`, cpus: os.cpus().length, cpuModel: os.cpus()[0] && os.cpus()[0].model, loadavg: os.loadavg().map((x) => round(x, 2)) },
+    machine: {
+      node: process.version,
+      platform: `${os.platform()} ${os.arch()}`,
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0] && os.cpus()[0].model,
+      loadavg: os.loadavg().map((x) => round(x, 2))
+    },
     runs,
     summary,
     targets: checkTargets(settings.targets, summary)

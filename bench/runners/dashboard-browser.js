@@ -63,7 +63,8 @@ async function launchBrowser ({ width = 1400, height = 900, timeoutMs = 30000 } 
  * Start `polistes` (bin/polistes.js) in a child process on 127.0.0.1 and wait for its URL.
  * @param {string[]} args extra flags; `--port 0` unless a port is given
  * @param {{ timeoutMs?: number }} [options]
- * @returns {Promise<{ url: string, port: number, child: import('node:child_process').ChildProcess, stop: () => Promise<void> }>}
+ * @returns {Promise<{ url: string, port: number, child: import('node:child_process').ChildProcess, stop: () =>
+ *   Promise<void> }>}
  */
 async function startCli (args = [], { timeoutMs = 15000 } = {}) {
   const all = ['--log-format', 'json', ...(args.includes('--port') ? [] : ['--port', '0']), ...args]
@@ -73,7 +74,10 @@ async function startCli (args = [], { timeoutMs = 15000 } = {}) {
   child.stdout.on('data', (d) => { out += d })
   child.stderr.on('data', (d) => { err += d })
   const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`polistes did not start within ${timeoutMs} ms: ${err}`)) }, timeoutMs)
+    const timer = setTimeout(
+      () => { child.kill('SIGKILL'); reject(new Error(`polistes did not start within ${timeoutMs} ms: ${err}`)) },
+      timeoutMs
+    )
     const onData = () => {
       const m = /"url":"(http:\/\/[^"]+)"/.exec(out)
       if (m) { clearTimeout(timer); child.stdout.off('data', onData); child.off('exit', onExit); resolve(m[1]) }
@@ -111,7 +115,12 @@ async function driveLoad (url, { seconds, connections = 6, pages = 25, seed = 1 
   const end = Date.now() + seconds * 1000
   const result = { requests: 0, errors: 0, statuses: {} }
   const one = () => new Promise((resolve) => {
-    const req = http.get({ host: hostname, port, path: `/page${1 + Math.floor(random() * pages)}.html`, agent }, (res) => {
+    const req = http.get({
+      host: hostname,
+      port,
+      path: `/page${1 + Math.floor(random() * pages)}.html`,
+      agent
+    }, (res) => {
       res.resume()
       res.on('end', () => {
         result.requests++
@@ -147,8 +156,11 @@ async function openDashboard (context, url, { minFrames = 2, minSeconds = 2, tim
 
 /** Wait until the page's dashboard has `minFrames` frames and `minSeconds` seconds of data. */
 async function waitForFrames (page, { minFrames = 1, minSeconds = 0, timeoutMs = 15000 } = {}) {
-  await page.waitForFunction(([f, s]) => window.polistes && window.polistes.frames >= f && window.polistes.t.length >= s,
-    [minFrames, minSeconds], { timeout: timeoutMs, polling: 100 })
+  await page.waitForFunction(
+    ([f, s]) => window.polistes && window.polistes.frames >= f && window.polistes.t.length >= s,
+    [minFrames, minSeconds],
+    { timeout: timeoutMs, polling: 100 }
+  )
 }
 
 /**
@@ -172,7 +184,11 @@ function readDashboard (page) {
         painted: painted / (canvas.width * canvas.height)
       }
     }
-    const cells = [...document.querySelectorAll('#heat td.cell')].map((td) => ({ page: td.dataset.page, upstream: td.dataset.upstream, share: Number(td.dataset.share) }))
+    const cells = [...document.querySelectorAll('#heat td.cell')].map((td) => ({
+      page: td.dataset.page,
+      upstream: td.dataset.upstream,
+      share: Number(td.dataset.share)
+    }))
     return {
       frames: s.frames,
       status: document.getElementById('status').dataset.state,
@@ -185,4 +201,13 @@ function readDashboard (page) {
   })
 }
 
-module.exports = { CHROMIUM, chromiumPath, launchBrowser, startCli, driveLoad, openDashboard, waitForFrames, readDashboard }
+module.exports = {
+  CHROMIUM,
+  chromiumPath,
+  launchBrowser,
+  startCli,
+  driveLoad,
+  openDashboard,
+  waitForFrames,
+  readDashboard
+}

@@ -33,7 +33,9 @@ async function main (argv) {
     .parse()
   if (args.help) return
   for (const name of ['before', 'after', 'connections']) {
-    if (!(Number.isFinite(args[name]) && args[name] > 0)) throw new ERR_POLISTES_BAD_OPTION(`--${name} must be a positive number`)
+    if (!(Number.isFinite(args[name]) && args[name] > 0)) {
+      throw new ERR_POLISTES_BAD_OPTION(`--${name} must be a positive number`)
+    }
   }
 
   const fleet = await startFleet({ basePort: 0, processes: true }) // the default fleet
@@ -45,7 +47,12 @@ async function main (argv) {
   let cli = null
   let browser = null
   try {
-    cli = await startCli(['--algo', args.algo, '--backends', fleet.backends.map((b) => `${b.url}#id=${b.id}`).join(',')])
+    cli = await startCli([
+      '--algo',
+      args.algo,
+      '--backends',
+      fleet.backends.map((b) => `${b.url}#id=${b.id}`).join(',')
+    ])
     browser = await launchBrowser({ width: 1400, height: 900 })
     const load = driveLoad(cli.url, { seconds: args.before, connections: args.connections })
     const page = await openDashboard(browser.context, cli.url, { minFrames: 1, minSeconds: 0 })
@@ -56,12 +63,14 @@ async function main (argv) {
       process.stdout.write(`killed backend ${victim.id} (pid ${victim.pid})\n`)
     }
     const second = await driveLoad(cli.url, { seconds: args.after, connections: args.connections, seed: 2 })
-    process.stdout.write(`${second.requests} requests in ${args.after} s (${second.errors} errors, statuses ${JSON.stringify(second.statuses)})\n`)
+    process.stdout.write(`${second.requests} requests in ${args.after} s (${second.errors} errors, statuses ` +
+      `${JSON.stringify(second.statuses)})\n`)
     await page.waitForTimeout(1200) // one more frame
     const shown = await readDashboard(page)
     fs.mkdirSync(path.dirname(args.out), { recursive: true })
     await page.screenshot({ path: args.out, fullPage: true })
-    process.stdout.write(`${args.out}: ${shown.frames} frames, ${shown.pages.length} pages x ${shown.upstreams.length} backends\n`)
+    process.stdout.write(`${args.out}: ${shown.frames} frames, ${shown.pages.length} pages x ` +
+      `${shown.upstreams.length} backends\n`)
   } finally {
     if (browser) await browser.close()
     if (cli) await cli.stop()

@@ -77,7 +77,8 @@ function request ()
 end
 function done (summary, latency, requests)
   local e = summary.errors
-  io.write(string.format('WRK_JSON {"requests":%d,"durationUs":%d,"connectErrors":%d,"readErrors":%d,"writeErrors":%d,"timeouts":%d,"non2xx":%d,"p50":%d,"p90":%d,"p99":%d,"mean":%f,"max":%d}\\n',
+  io.write(string.format('WRK_JSON {"requests":%d,"durationUs":%d,"connectErrors":%d,` +
+  `"readErrors":%d,"writeErrors":%d,"timeouts":%d,"non2xx":%d,"p50":%d,"p90":%d,"p99":%d,"mean":%f,"max":%d}\\n',
     summary.requests, summary.duration, e.connect, e.read, e.write, e.timeout, e.status,
     latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.mean, latency.max))
 end
@@ -109,7 +110,8 @@ function peerLabel (arm) {
 /**
  * What an arm runs: a polistes engine (`engine`), the Node floor (`relay`) or a peer (`peer`).
  * @param {string} arm
- * @returns {{ kind: 'engine', engine: string, front?: string, dir?: string } | { kind: 'relay', mode: string } | { kind: 'peer', label: string }}
+ * @returns {{ kind: 'engine', engine: string, front?: string, dir?: string } | { kind: 'relay', mode: string } | {
+ *   kind: 'peer', label: string }}
  */
 function armKind (arm) {
   const label = peerLabel(arm)
@@ -137,19 +139,32 @@ function usage (message) {
 
 /**
  * @param {string[]} argv
- * @returns {{ engines: string[], algo: string, rounds: number, duration: number, warmup: number, connections: number, cachePages: number, profile?: string, json?: string }}
+ * @returns {{ engines: string[], algo: string, rounds: number, duration: number, warmup: number, connections: number,
+ *   cachePages: number, profile?: string, json?: string }}
  */
 function parseArgs (argv) {
-  const o = { engines: [DEFAULT_ENGINE], algo: 'wasp', rounds: 3, duration: 15, warmup: 5, connections: 32, cachePages: 4 }
+  const o = {
+    engines: [DEFAULT_ENGINE],
+    algo: 'wasp',
+    rounds: 3,
+    duration: 15,
+    warmup: 5,
+    connections: 32,
+    cachePages: 4
+  }
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]
     const value = argv[i + 1]
     if (flag === '--help' || flag === '-h') {
       console.log([
-        'npm run bench:engine -- [--engines direct,direct:node,undici,direct@DIR,relay,nginx,haproxy] [--algo wasp] [--rounds 3] [--duration 15] [--warmup 5] [--connections 32] [--cache-pages 4] [--profile DIR] [--json FILE]',
-        `  arms: ${ARMS.join(', ')}; ENGINE:FRONT (fronts: ${FRONTS.join(', ')}); ENGINE@DIR (another polistes checkout)`,
+        'npm run bench:engine -- [--engines direct,direct:node,undici,direct@DIR,relay,nginx,haproxy] ' +
+          '[--algo wasp] [--rounds 3] [--duration 15] [--warmup 5] [--connections 32] [--cache-pages 4] ' +
+          '[--profile DIR] [--json FILE]',
+        `  arms: ${ARMS.join(', ')}; ENGINE:FRONT (fronts: ${FRONTS.join(', ')}); ENGINE@DIR (another ` +
+          'polistes checkout)',
         `  relay: the Node floor, bytes relayed per connection without parsing (relay:${RELAY_MODES.join(', relay:')})`,
-        `  nginx, haproxy: the bench's ${PEER_SHORT.nginx} and ${PEER_SHORT.haproxy} peers; any arm of bench/peers/peer-configs.js: ${Object.keys(PEER_ARMS).join(', ')}`
+        `  nginx, haproxy: the bench's ${PEER_SHORT.nginx} and ${PEER_SHORT.haproxy} peers; any arm of ` +
+          `bench/peers/peer-configs.js: ${Object.keys(PEER_ARMS).join(', ')}`
       ].join('\n'))
       process.exit(0)
     }
@@ -161,11 +176,15 @@ function parseArgs (argv) {
     else if (key === 'profile' || key === 'json') o[key] = path.resolve(value)
     else if (['rounds', 'duration', 'warmup', 'connections'].includes(key)) {
       const n = Number(value)
-      if (!Number.isInteger(n) || n < (key === 'warmup' ? 0 : 1)) usage(`--${key} must be a ${key === 'warmup' ? 'non-negative' : 'positive'} integer, got "${value}"`)
+      if (!Number.isInteger(n) || n < (key === 'warmup' ? 0 : 1)) {
+        usage(`--${key} must be a ${key === 'warmup' ? 'non-negative' : 'positive'} integer, got "${value}"`)
+      }
       o[key] = n
     } else if (key === 'cache-pages') {
       const n = Number(value)
-      if (!/^\d+$/.test(value) || n > PAGES) usage(`--cache-pages must be an integer from 0 to ${PAGES}, got "${value}"`)
+      if (!/^\d+$/.test(value) || n > PAGES) {
+        usage(`--cache-pages must be an integer from 0 to ${PAGES}, got "${value}"`)
+      }
       o.cachePages = n
     } else usage(`unknown option ${flag}`)
   }
@@ -174,17 +193,27 @@ function parseArgs (argv) {
     const kind = armKind(arm)
     if (kind.kind === 'peer') continue
     if (kind.kind === 'relay') {
-      if (!RELAY_MODES.includes(kind.mode)) usage(`unknown relay mode "${kind.mode}" in "${arm}"; expected one of: ${RELAY_MODES.join(', ')}`)
+      if (!RELAY_MODES.includes(kind.mode)) {
+        usage(`unknown relay mode "${kind.mode}" in "${arm}"; expected one of: ${RELAY_MODES.join(', ')}`)
+      }
       continue
     }
     const { engine, front, dir } = kind
     if (!ENGINES.includes(engine)) {
       const peer = peerLabel(engine) !== undefined
-      if (peer || engine === RELAY) usage(`"${arm}": ${peer ? 'a peer arm takes no front nor @DIR' : 'the relay takes no @DIR'}`)
-      usage(`unknown engine "${engine}"; expected one of: ${ARMS.join(', ')} (or a peer arm: ${Object.keys(PEER_ARMS).join(', ')})`)
+      if (peer || engine === RELAY) {
+        usage(`"${arm}": ${peer ? 'a peer arm takes no front nor @DIR' : 'the relay takes no @DIR'}`)
+      }
+      usage(`unknown engine "${engine}"; expected one of: ${ARMS.join(', ')} (or a peer arm: ` +
+        `${Object.keys(PEER_ARMS).join(', ')})`)
     }
-    if (front !== undefined && !FRONTS.includes(front)) usage(`unknown front "${front}" in "${arm}"; expected one of: ${FRONTS.join(', ')}`)
-    if (dir !== undefined && !fs.existsSync(balancerChildIn(dir))) usage(`"${arm}": no polistes checkout in "${dir}" (no bench/children/balancer-child.js, nor bench/balancer-child.js)`)
+    if (front !== undefined && !FRONTS.includes(front)) {
+      usage(`unknown front "${front}" in "${arm}"; expected one of: ${FRONTS.join(', ')}`)
+    }
+    if (dir !== undefined && !fs.existsSync(balancerChildIn(dir))) {
+      usage(`"${arm}": no polistes checkout in "${dir}" (no bench/children/balancer-child.js, nor ` +
+        'bench/balancer-child.js)')
+    }
   }
   if (!policyNames().includes(o.algo)) usage(`unknown algorithm "${o.algo}"`)
   return o
@@ -234,7 +263,11 @@ function proxyOf (arm, o, tag, backends) {
   const execArgv = []
   if (o.profile) {
     fs.mkdirSync(o.profile, { recursive: true })
-    execArgv.push('--cpu-prof', `--cpu-prof-dir=${o.profile}`, `--cpu-prof-name=${kind.kind === 'relay' ? 'relay' : 'balancer'}-${arm.replace(/[:@/]/g, '-')}-${tag}.cpuprofile`)
+    execArgv.push(
+      '--cpu-prof',
+      `--cpu-prof-dir=${o.profile}`,
+      `--cpu-prof-name=${kind.kind === 'relay' ? 'relay' : 'balancer'}-${arm.replace(/[:@/]/g, '-')}-${tag}.cpuprofile`
+    )
   }
   if (kind.kind === 'relay') {
     return {
@@ -244,7 +277,10 @@ function proxyOf (arm, o, tag, backends) {
   }
   const { engine, front, dir } = kind
   return {
-    proxy: new Child(dir === undefined ? path.join(__dirname, '..', 'children', 'balancer-child.js') : balancerChildIn(dir), { name: 'balancer child', execArgv }),
+    proxy: new Child(
+      dir === undefined ? path.join(__dirname, '..', 'children', 'balancer-child.js') : balancerChildIn(dir),
+      { name: 'balancer child', execArgv }
+    ),
     payload: { backends, algo: o.algo, host: HOST, engine, balancerOptions: front ? { front } : {} }
   }
 }
@@ -270,16 +306,28 @@ async function runOnce (arm, o, script, tag) {
   const fleet = new Child(path.join(__dirname, '..', 'children', 'fleet-child.js'), { name: 'fleet child' })
   let proxy = null
   try {
-    const { backends } = await fleet.request('start', { fleet: { ...FLEET, cachePages: o.cachePages }, pages: PAGES, host: HOST })
+    const { backends } = await fleet.request('start', {
+      fleet: { ...FLEET, cachePages: o.cachePages },
+      pages: PAGES,
+      host: HOST
+    })
     const made = proxyOf(arm, o, tag, backends.map((b) => ({ id: b.id, url: b.url })))
     proxy = made.proxy
     const { url } = await proxy.request('start', made.payload)
     if (o.warmup > 0) await wrk(url, { seconds: o.warmup, connections: o.connections, script })
-    const [stats0, cpu0, fleetCpu0] = await Promise.all([fleet.request('stats'), proxy.request('cpu'), fleet.request('cpu')])
+    const [stats0, cpu0, fleetCpu0] = await Promise.all([
+      fleet.request('stats'),
+      proxy.request('cpu'),
+      fleet.request('cpu')
+    ])
     const wrkCpu0 = reapedCpu()
     const w = await wrk(url, { seconds: o.duration, connections: o.connections, script })
     const wrkCpu1 = reapedCpu()
-    const [stats1, cpu1, fleetCpu1] = await Promise.all([fleet.request('stats'), proxy.request('cpu'), fleet.request('cpu')])
+    const [stats1, cpu1, fleetCpu1] = await Promise.all([
+      fleet.request('stats'),
+      proxy.request('cpu'),
+      fleet.request('cpu')
+    ])
     const seconds = w.durationUs / 1e6
     return {
       engine: arm,
@@ -338,7 +386,8 @@ function missingPrograms (arms) {
   }
   const missing = [...programs].filter((p) => !findBinary(p))
   if (missing.length === 0) return null
-  return `not installed: ${missing.join(', ')} (install: ${missing.map((p) => INSTALL[p] || `apt-get install ${p}`).join('; ')})`
+  return `not installed: ${missing.join(', ')} (install: ` +
+    `${missing.map((p) => INSTALL[p] || `apt-get install ${p}`).join('; ')})`
 }
 
 const fmt = (x, d) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a')
@@ -352,30 +401,50 @@ async function main () {
   fs.writeFileSync(script, WRK_SCRIPT)
   const runs = []
   try {
-    console.log(`node ${process.version}, ${os.cpus().length} CPUs; algo ${o.algo}; ${o.rounds} rounds x [${o.engines.join(', ')}]; ` +
-      `wrk -t1 -c${o.connections}, ${o.warmup} s warm-up + ${o.duration} s measured; fleet ${FLEET.count} x ${o.cachePages}-page caches, ${PAGES} pages, ${FLEET.missMs} ms miss`)
+    console.log(`node ${process.version}, ${os.cpus().length} CPUs; algo ${o.algo}; ${o.rounds} rounds x [` +
+      `${o.engines.join(', ')}]; ` +
+      `wrk -t1 -c${o.connections}, ${o.warmup} s warm-up + ${o.duration} s measured; fleet ${FLEET.count} x ` +
+        `${o.cachePages}-page caches, ${PAGES} pages, ${FLEET.missMs} ms miss`)
     for (let r = 0; r < o.rounds; r++) {
       const k = r % o.engines.length
       const order = o.engines.slice(k).concat(o.engines.slice(0, k))
       for (const engine of order) {
         const run = await runOnce(engine, o, script, `r${r + 1}-${process.pid}`)
         runs.push({ round: r + 1, ...run })
-        console.log(`  round ${r + 1} ${engine.padEnd(14)} ${fmt(run.cpuPer10k, 3)} CPU-s/10k (user ${fmt(run.userPer10k, 3)} sys ${fmt(run.systemPer10k, 3)})  ${fmt(run.rps, 0)} req/s  ` +
-          `hit ${fmt(run.hitRate, 3)}  p50 ${fmt(run.p50, 2)} ms  p99 ${fmt(run.p99, 2)} ms  balancer CPU ${fmt(run.balancerCpuShare * 100, 0)} %  wrk CPU ${fmt(run.wrkCpuShare * 100, 0)} %  errors ${run.errors + run.non2xx}`)
+        console.log(`  round ${r + 1} ${engine.padEnd(14)} ${fmt(run.cpuPer10k, 3)} CPU-s/10k (user ` +
+          `${fmt(run.userPer10k, 3)} sys ${fmt(run.systemPer10k, 3)})  ${fmt(run.rps, 0)} req/s  ` +
+          `hit ${fmt(run.hitRate, 3)}  p50 ${fmt(run.p50, 2)} ms  p99 ${fmt(run.p99, 2)} ms  balancer CPU ` +
+            `${fmt(run.balancerCpuShare * 100, 0)} %  wrk CPU ${fmt(run.wrkCpuShare * 100, 0)} %  errors ` +
+            `${run.errors + run.non2xx}`)
       }
     }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
   }
-  console.log('\n| engine | runs | CPU-s / 10k req (median) | user | system | req/s (median) | hit rate | p50 ms | p99 ms | balancer CPU | wrk CPU | errors |')
+  console.log('\n| engine | runs | CPU-s / 10k req (median) | user | system | req/s (median) | hit rate | ' +
+    'p50 ms | p99 ms | balancer CPU | wrk CPU | errors |')
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|')
   const summary = {}
   for (const engine of o.engines) {
     const mine = runs.filter((x) => x.engine === engine)
     const m = (k) => median(mine.map((x) => x[k]))
-    summary[engine] = { runs: mine.length, cpuPer10k: m('cpuPer10k'), userPer10k: m('userPer10k'), systemPer10k: m('systemPer10k'), rps: m('rps'), hitRate: m('hitRate'), p50: m('p50'), p99: m('p99'), balancerCpuShare: m('balancerCpuShare'), wrkCpuShare: m('wrkCpuShare') }
+    summary[engine] = {
+      runs: mine.length,
+      cpuPer10k: m('cpuPer10k'),
+      userPer10k: m('userPer10k'),
+      systemPer10k: m('systemPer10k'),
+      rps: m('rps'),
+      hitRate: m('hitRate'),
+      p50: m('p50'),
+      p99: m('p99'),
+      balancerCpuShare: m('balancerCpuShare'),
+      wrkCpuShare: m('wrkCpuShare')
+    }
     const s = summary[engine]
-    console.log(`| ${engine} | ${s.runs} | ${fmt(s.cpuPer10k, 3)} | ${fmt(s.userPer10k, 3)} | ${fmt(s.systemPer10k, 3)} | ${fmt(s.rps, 0)} | ${fmt(s.hitRate, 3)} | ${fmt(s.p50, 2)} | ${fmt(s.p99, 2)} | ${fmt(s.balancerCpuShare * 100, 0)} % | ${fmt(s.wrkCpuShare * 100, 0)} % | ${mine.reduce((a, x) => a + x.errors + x.non2xx, 0)} |`)
+    console.log(`| ${engine} | ${s.runs} | ${fmt(s.cpuPer10k, 3)} | ${fmt(s.userPer10k, 3)} | ` +
+      `${fmt(s.systemPer10k, 3)} | ${fmt(s.rps, 0)} | ${fmt(s.hitRate, 3)} | ${fmt(s.p50, 2)} | ` +
+      `${fmt(s.p99, 2)} | ${fmt(s.balancerCpuShare * 100, 0)} % | ${fmt(s.wrkCpuShare * 100, 0)} % | ` +
+      `${mine.reduce((a, x) => a + x.errors + x.non2xx, 0)} |`)
   }
   const ratios = ratioLines(o.engines, summary)
   if (ratios.length > 0) console.log(`\n${ratios.join('\n')}`)

@@ -63,15 +63,24 @@ function treeRss (pid) {
  * @returns {Promise<{ child: import('node:child_process').ChildProcess, url: string }>}
  */
 function startPolistes () {
-  const child = spawn(process.execPath, [BIN, '--port', '0', '--fleet-base-port', '0', '--log-format', 'json'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(
+    process.execPath,
+    [BIN, '--port', '0', '--fleet-base-port', '0', '--log-format', 'json'],
+    { stdio: ['ignore', 'pipe', 'pipe'] }
+  )
   let stderr = ''
   let pending = ''
   child.stderr.setEncoding('utf8')
   child.stderr.on('data', (text) => { stderr = (stderr + text).slice(-4000) })
   child.stdout.setEncoding('utf8')
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`polistes did not listen within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS)
-    const onExit = (code, signal) => fail(new Error(`polistes exited (${signal || code}) before listening: ${stderr.trim().split('\n').pop() || ''}`))
+    const timer = setTimeout(
+      () => fail(new Error(`polistes did not listen within ${START_TIMEOUT_MS} ms`)),
+      START_TIMEOUT_MS
+    )
+    const onExit = (code, signal) => fail(
+      new Error(`polistes exited (${signal || code}) before listening: ${stderr.trim().split('\n').pop() || ''}`)
+    )
     function fail (err) {
       clearTimeout(timer)
       child.off('exit', onExit)
@@ -130,7 +139,8 @@ const mib = (kib) => (kib / 1024).toFixed(1)
  * One run: a fresh polistes, `urls` distinct URLs of about `urlBytes` each, in steps.
  * @param {{ urls: number, step: number, connections: number }} o
  * @param {number} urlBytes
- * @returns {Promise<Array<{ sent: number, own: number, children: number, peak: number, seconds: number, statuses: Record<string, number> }>>}
+ * @returns {Promise<Array<{ sent: number, own: number, children: number, peak: number, seconds: number, statuses:
+ *   Record<string, number> }>>}
  */
 async function runOne (o, urlBytes) {
   const { child, url } = await startPolistes()
@@ -161,7 +171,14 @@ async function runOne (o, urlBytes) {
       errors += result.errors
       await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
       const r = treeRss(child.pid)
-      rows.push({ sent: to, ...r, peak: Math.max(peak, r.own + r.children), seconds, statuses: { ...statuses }, errors })
+      rows.push({
+        sent: to,
+        ...r,
+        peak: Math.max(peak, r.own + r.children),
+        seconds,
+        statuses: { ...statuses },
+        errors
+      })
     }
     const stats = await getJson(`${url}/_polistes/stats`)
     const state = stats && stats.policy && stats.policy.state
@@ -191,18 +208,26 @@ async function runProcessSection (o) {
     process.stderr.write('bench:memory: --process reads the RSS from /proc (Linux)\n')
     process.exit(2)
   }
-  console.log(`node ${process.version}; npm start (bin/polistes.js, defaults, embedded fleet of ${DEFAULTS.fleet.count}, ports chosen by the system); ${o.urls.toLocaleString('en')} distinct URLs per run, ${o.connections} keep-alive connections, from another process`)
+  console.log(`node ${process.version}; npm start (bin/polistes.js, defaults, embedded fleet of ` +
+    `${DEFAULTS.fleet.count}, ports chosen by the system); ${o.urls.toLocaleString('en')} distinct URLs per ` +
+    `run, ${o.connections} keep-alive connections, from another process`)
   for (const urlBytes of o.urlBytes) {
     const rows = await runOne(o, urlBytes)
     const last = rows[rows.length - 1]
-    console.log(`\nURLs of ${urlBytes} bytes (3 in 4 answered 404, 1 in 4 a page with a distinct query string); RSS in MiB`)
+    console.log(`\nURLs of ${urlBytes} bytes (3 in 4 answered 404, 1 in 4 a page with a distinct query ` +
+      'string); RSS in MiB')
     console.log('| URLs sent | polistes | its children | total | step peak | step s |')
     console.log('| ---: | ---: | ---: | ---: | ---: | ---: |')
     for (const r of rows) {
-      console.log(`| ${r.sent.toLocaleString('en')} | ${mib(r.own)} | ${r.count > 0 ? mib(r.children) : '-'} | ${mib(r.own + r.children)} | ${mib(r.peak)} | ${r.seconds ? r.seconds.toFixed(1) : '-'} |`)
+      console.log(`| ${r.sent.toLocaleString('en')} | ${mib(r.own)} | ` +
+        `${r.count > 0 ? mib(r.children) : '-'} | ${mib(r.own + r.children)} | ${mib(r.peak)} | ` +
+        `${r.seconds ? r.seconds.toFixed(1) : '-'} |`)
     }
     const grow = rows.length > 2 ? (last.own + last.children) - (rows[1].own + rows[1].children) : 0
-    console.log(`statuses ${JSON.stringify(last.statuses)}, errors ${last.errors}; from ${rows[1].sent.toLocaleString('en')} to ${last.sent.toLocaleString('en')} URLs: ${grow >= 0 ? '+' : ''}${mib(grow)} MiB; wasp keys held ${rows.waspKeys}; GET /_stats through the balancer: ${rows.backendStats}`)
+    console.log(`statuses ${JSON.stringify(last.statuses)}, errors ${last.errors}; from ` +
+      `${rows[1].sent.toLocaleString('en')} to ${last.sent.toLocaleString('en')} URLs: ` +
+      `${grow >= 0 ? '+' : ''}${mib(grow)} MiB; wasp keys held ${rows.waspKeys}; GET /_stats through the ` +
+      `balancer: ${rows.backendStats}`)
   }
 }
 

@@ -36,11 +36,20 @@ function usage (message) {
 }
 
 const KEYS_USAGE = 'npm run bench:memory -- [--keys 100000] [--baseline 1000] [--max-keys 10000]'
-const PROCESS_USAGE = 'npm run bench:memory -- --process [--urls 100000] [--step 20000] [--url-bytes 4096,32] [--connections 32]'
+const PROCESS_USAGE = 'npm run bench:memory -- --process [--urls 100000] [--step 20000] [--url-bytes ' +
+  '4096,32] [--connections 32]'
 
 /** Integer options of each section: flag -> [name, min, max]. */
-const KEYS_FLAGS = { '--keys': ['keys', 1, 10_000_000], '--baseline': ['baseline', 1, 10_000_000], '--max-keys': ['maxKeys', 1, 10_000_000] }
-const PROCESS_FLAGS = { '--urls': ['urls', 1, 10_000_000], '--step': ['step', 1, 10_000_000], '--connections': ['connections', 1, 1024] }
+const KEYS_FLAGS = {
+  '--keys': ['keys', 1, 10_000_000],
+  '--baseline': ['baseline', 1, 10_000_000],
+  '--max-keys': ['maxKeys', 1, 10_000_000]
+}
+const PROCESS_FLAGS = {
+  '--urls': ['urls', 1, 10_000_000],
+  '--step': ['step', 1, 10_000_000],
+  '--connections': ['connections', 1, 1024]
+}
 
 /**
  * @param {string[]} argv
@@ -63,14 +72,19 @@ function parseArgs (argv) {
     const value = rest[i + 1]
     if (processMode && flag === '--url-bytes') {
       const list = String(value).split(',').map(Number)
-      if (value === undefined || list.some((n) => !Number.isInteger(n) || n < 8 || n > 8192)) usage(`--url-bytes must be a comma list of integers from 8 to 8192, got "${value}"`)
+      if (value === undefined || list.some((n) => !Number.isInteger(n) || n < 8 || n > 8192)) {
+        usage(`--url-bytes must be a comma list of integers from 8 to 8192, got "${value}"`)
+      }
       o.urlBytes = list
       continue
     }
     if (!flags[flag]) usage(`unknown option "${flag}"${processMode ? ' with --process' : ''}`)
     const [name, min, max] = flags[flag]
     const n = Number(value)
-    if (!Number.isInteger(n) || n < min || n > max) usage(`${flag} must be an integer from ${min.toLocaleString('en')} to ${max.toLocaleString('en')}, got "${value}"`)
+    if (!Number.isInteger(n) || n < min || n > max) {
+      usage(`${flag} must be an integer from ${min.toLocaleString('en')} to ${max.toLocaleString('en')}, ` +
+        `got "${value}"`)
+    }
     o[name] = n
   }
   if (o.mode === 'keys' && o.baseline >= o.keys) usage('--baseline must be below --keys')
@@ -134,9 +148,12 @@ async function main () {
     await load(lb.url, o.baseline, o.keys)
     const after = heapAfterGc()
     const snapshot = lb.stats().policy.state
-    console.log(`node ${process.version}; wasp maxKeys ${o.maxKeys}; ${o.keys - o.baseline} more distinct keys in ${((Date.now() - started) / 1000).toFixed(1)} s`)
-    console.log(`heap after gc: ${(before / 1048576).toFixed(2)} MiB after ${o.baseline} keys, ${(after / 1048576).toFixed(2)} MiB after ${o.keys}: +${((after - before) / 1048576).toFixed(2)} MiB`)
-    console.log(`wasp keys held: ${snapshot && snapshot.keys !== undefined ? snapshot.keys : 'n/a'}; requests served: ${lb.stats().responses}`)
+    console.log(`node ${process.version}; wasp maxKeys ${o.maxKeys}; ${o.keys - o.baseline} more distinct ` +
+      `keys in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+    console.log(`heap after gc: ${(before / 1048576).toFixed(2)} MiB after ${o.baseline} keys, ` +
+      `${(after / 1048576).toFixed(2)} MiB after ${o.keys}: +${((after - before) / 1048576).toFixed(2)} MiB`)
+    console.log(`wasp keys held: ${snapshot && snapshot.keys !== undefined ? snapshot.keys : 'n/a'}; ` +
+      `requests served: ${lb.stats().responses}`)
   } finally {
     await lb.close({ graceMs: 100 })
     for (const s of upstreams) s.close()

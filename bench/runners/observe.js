@@ -62,7 +62,12 @@ function measureRecord () {
   const random = mulberry32(3)
   const calls = Array.from({ length: 4096 }, () => {
     const hit = random() < 0.9
-    return [String.fromCharCode(97 + Math.floor(random() * UPSTREAMS)), `/page${1 + Math.floor(random() * PAGES)}.html`, hit ? 0.4 : 22, hit ? 'HIT' : 'MISS']
+    return [
+      String.fromCharCode(97 + Math.floor(random() * UPSTREAMS)),
+      `/page${1 + Math.floor(random() * PAGES)}.html`,
+      hit ? 0.4 : 22,
+      hit ? 'HIT' : 'MISS'
+    ]
   })
   const batch = 500000
   const samples = []
@@ -93,7 +98,18 @@ async function measureAccessLog () {
   const cpu0 = process.cpuUsage()
   for (let i = 0; i < lines; i += batch) {
     const t0 = process.hrtime.bigint()
-    for (let j = 0; j < batch; j++) log.write({ method: 'GET', path: '/page7.html', status: 200, upstream: 'c', attempts: 1, ms: 0.6183, cache: 'HIT', bytes: 62211 })
+    for (let j = 0; j < batch; j++) {
+      log.write({
+        method: 'GET',
+        path: '/page7.html',
+        status: 200,
+        upstream: 'c',
+        attempts: 1,
+        ms: 0.6183,
+        cache: 'HIT',
+        bytes: 62211
+      })
+    }
     loopNs += process.hrtime.bigint() - t0
     await new Promise(setImmediate)
   }
@@ -101,7 +117,11 @@ async function measureAccessLog () {
   const cpu = process.cpuUsage(cpu0)
   const bytes = fs.statSync(file).size
   fs.rmSync(dir, { recursive: true, force: true })
-  return { loopNsPerLine: Number(loopNs) / lines, cpuNsPerLine: ((cpu.user + cpu.system) * 1000) / lines, bytesPerLine: bytes / lines }
+  return {
+    loopNsPerLine: Number(loopNs) / lines,
+    cpuNsPerLine: ((cpu.user + cpu.system) * 1000) / lines,
+    bytesPerLine: bytes / lines
+  }
 }
 
 /** ms and bytes of one /_polistes/metrics render and one dashboard frame (7 upstreams, 25 pages, wasp). */
@@ -140,7 +160,10 @@ async function endToEnd ({ rounds, seconds, rate, connections }) {
     for (let r = 0; r < rounds; r++) {
       for (const mode of r % 2 === 0 ? ['off', 'file'] : ['file', 'off']) {
         const fleet = new Child(path.join(__dirname, '..', 'children', 'fleet-child.js'), { name: 'fleet child' })
-        const balancer = new Child(path.join(__dirname, '..', 'children', 'balancer-child.js'), { name: 'balancer child' })
+        const balancer = new Child(
+          path.join(__dirname, '..', 'children', 'balancer-child.js'),
+          { name: 'balancer child' }
+        )
         const load = new Child(path.join(__dirname, '..', 'load', 'load-child.js'), { name: 'load child' })
         try {
           const { backends } = await fleet.request('start', { fleet: { count: UPSTREAMS }, pages: PAGES })
@@ -148,18 +171,44 @@ async function endToEnd ({ rounds, seconds, rate, connections }) {
           const { url } = await balancer.request('start', { backends, algo: 'wasp', accessLogFile })
           // an untimed second first, so the JIT has settled before the measured span
           const done = load.waitFor('done', (seconds + 70) * 1000)
-          await load.request('start', { url, connections, rate, warmup: 1, duration: seconds, pages: PAGES, popularity: { kind: 'uniform' }, seed: r + 1 })
+          await load.request('start', {
+            url,
+            connections,
+            rate,
+            warmup: 1,
+            duration: seconds,
+            pages: PAGES,
+            popularity: { kind: 'uniform' },
+            seed: r + 1
+          })
           const ticks = []
-          const off = load.on((msg) => { if (msg.type === 'tick') ticks.push(balancer.request('cpu').then((cpu) => ({ second: msg.bucket.second, cpu, requests: msg.bucket.requests }))) })
+          const off = load.on((msg) => {
+            if (msg.type === 'tick') {
+              ticks.push(
+                balancer.request('cpu').then((cpu) => ({
+                  second: msg.bucket.second,
+                  cpu,
+                  requests: msg.bucket.requests
+                }))
+              )
+            }
+          })
           const { result } = await done
           off()
           const snaps = await Promise.all(ticks)
           const first = snaps.find((s) => s.second === 1)
           const last = snaps.find((s) => s.second === 1 + seconds)
           if (!first || !last) throw new Error('missing CPU snapshots')
-          const requests = snaps.filter((s) => s.second > 1 && s.second <= 1 + seconds).reduce((a, s) => a + s.requests, 0)
+          const requests = snaps.filter((s) => s.second > 1 && s.second <= 1 + seconds).reduce(
+            (a, s) => a + s.requests,
+            0
+          )
           const us = (last.cpu.user + last.cpu.system) - (first.cpu.user + first.cpu.system)
-          results[mode].push({ usPerRequest: us / requests, requests, errors: result.measured.errors + result.measured.non2xx })
+          results[mode].push({
+            usPerRequest: us / requests,
+            requests,
+            errors: result.measured.errors + result.measured.non2xx
+          })
         } finally {
           await Promise.all([load.close(), balancer.close(), fleet.close()])
         }
@@ -171,7 +220,16 @@ async function endToEnd ({ rounds, seconds, rate, connections }) {
   }
   const off = median(results.off.map((x) => x.usPerRequest))
   const on = median(results.file.map((x) => x.usPerRequest))
-  return { rate, seconds, rounds, connections, offUsPerRequest: off, fileUsPerRequest: on, deltaUs: on - off, runs: results }
+  return {
+    rate,
+    seconds,
+    rounds,
+    connections,
+    offUsPerRequest: off,
+    fileUsPerRequest: on,
+    deltaUs: on - off,
+    runs: results
+  }
 }
 
 function parse (argv) {
@@ -191,7 +249,9 @@ async function main (argv) {
   const args = parse(argv)
   if (args.help) return
   for (const name of ['rounds', 'seconds', 'rate', 'connections']) {
-    if (!(Number.isInteger(args[name]) && args[name] > 0)) throw new ERR_POLISTES_BAD_OPTION(`--${name} must be a positive integer, got ${args[name]}`)
+    if (!(Number.isInteger(args[name]) && args[name] > 0)) {
+      throw new ERR_POLISTES_BAD_OPTION(`--${name} must be a positive integer, got ${args[name]}`)
+    }
   }
   const out = { node: process.version, cpus: os.cpus().length, loadavg: os.loadavg().map((x) => +x.toFixed(2)) }
   out.recordNs = measureRecord()
@@ -201,12 +261,18 @@ async function main (argv) {
   if (args.json) return console.log(JSON.stringify(out, null, 2))
   console.log(`node ${out.node}, ${out.cpus} CPU(s), load ${out.loadavg.join(' ')}`)
   console.log(`telemetry.record():      ${out.recordNs.toFixed(0)} ns per request`)
-  console.log(`access log to a file:    ${out.accessLog.loopNsPerLine.toFixed(0)} ns on the event loop, ${out.accessLog.cpuNsPerLine.toFixed(0)} ns of process CPU per line (${out.accessLog.bytesPerLine.toFixed(0)} bytes)`)
-  console.log(`/_polistes/metrics:      ${out.scrape.scrapeMs.toFixed(2)} ms, ${out.scrape.scrapeBytes} bytes (${out.scrape.polistesSeries} polistes_* series; ${UPSTREAMS} upstreams, ${PAGES} pages, wasp)`)
-  console.log(`dashboard frame (SSE):   ${out.scrape.frameMs.toFixed(2)} ms, ${out.scrape.frameBytes} bytes (full history)`)
+  console.log(`access log to a file:    ${out.accessLog.loopNsPerLine.toFixed(0)} ns on the event loop, ` +
+    `${out.accessLog.cpuNsPerLine.toFixed(0)} ns of process CPU per line (` +
+    `${out.accessLog.bytesPerLine.toFixed(0)} bytes)`)
+  console.log(`/_polistes/metrics:      ${out.scrape.scrapeMs.toFixed(2)} ms, ${out.scrape.scrapeBytes} ` +
+    `bytes (${out.scrape.polistesSeries} polistes_* series; ${UPSTREAMS} upstreams, ${PAGES} pages, wasp)`)
+  console.log(`dashboard frame (SSE):   ${out.scrape.frameMs.toFixed(2)} ms, ${out.scrape.frameBytes} bytes ` +
+    '(full history)')
   if (out.endToEnd) {
     const e = out.endToEnd
-    console.log(`balancer CPU per request at ${e.rate} req/s (${e.rounds} x ${e.seconds} s each, medians): access log off ${e.offUsPerRequest.toFixed(1)} µs, to a file ${e.fileUsPerRequest.toFixed(1)} µs (${e.deltaUs >= 0 ? '+' : ''}${e.deltaUs.toFixed(1)} µs)`)
+    console.log(`balancer CPU per request at ${e.rate} req/s (${e.rounds} x ${e.seconds} s each, medians): ` +
+      `access log off ${e.offUsPerRequest.toFixed(1)} µs, to a file ${e.fileUsPerRequest.toFixed(1)} µs (` +
+      `${e.deltaUs >= 0 ? '+' : ''}${e.deltaUs.toFixed(1)} µs)`)
     console.log(`  runs off:  ${e.runs.off.map((x) => x.usPerRequest.toFixed(1)).join(', ')}`)
     console.log(`  runs file: ${e.runs.file.map((x) => x.usPerRequest.toFixed(1)).join(', ')}`)
   }

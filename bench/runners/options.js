@@ -34,37 +34,128 @@ function parser (argv) {
     .scriptName('npm run bench --')
     .usage('$0 [options]\n\nCompare routing algorithms on a fresh fleet and balancer per run.')
     .option('scenario', { type: 'string', default: 'cache', describe: `one of: ${scenarioNames().join(', ')}` })
-    .option('full', { type: 'boolean', default: false, describe: 'the scenario\'s full matrix instead of its quick default (cache: round-robin, chash-bounded, wasp and every installed peer arm, 3 trials of 5 s + 20 s, about 10.5 min; quick: round-robin, wasp and nginx-uri, 3 trials of 5 s + 7 s, about 2 min)' })
+    .option('full', {
+      type: 'boolean',
+      default: false,
+      describe: 'the scenario\'s full matrix instead of its quick default (cache: round-robin, ' +
+        'chash-bounded, wasp and every installed peer arm, 3 trials of 5 s + 20 s, about 10.5 min; quick: ' +
+        'round-robin, wasp and nginx-uri, 3 trials of 5 s + 7 s, about 2 min)'
+    })
     .option('algos', { type: 'string', describe: 'comma-separated algorithms (default: the scenario\'s)' })
-    .option('trials', { type: 'number', defaultDescription: `${FULL_PLAN.trials} (quick plan: the scenario's)`, describe: 'runs per algorithm, alternating' })
-    .option('duration', { type: 'number', defaultDescription: `${FULL_PLAN.duration} (quick plan: the scenario's)`, describe: 'measured window, seconds' })
-    .option('warmup', { type: 'number', defaultDescription: `${FULL_PLAN.warmup} (quick plan: the scenario's)`, describe: 'learning phase before the window, seconds' })
-    .option('jit-warmup', { type: 'number', default: 3, describe: 'untimed process warm-up before the first trial, seconds (0: none)' })
+    .option('trials', {
+      type: 'number',
+      defaultDescription: `${FULL_PLAN.trials} (quick plan: the scenario's)`,
+      describe: 'runs per algorithm, alternating'
+    })
+    .option('duration', {
+      type: 'number',
+      defaultDescription: `${FULL_PLAN.duration} (quick plan: the scenario's)`,
+      describe: 'measured window, seconds'
+    })
+    .option('warmup', {
+      type: 'number',
+      defaultDescription: `${FULL_PLAN.warmup} (quick plan: the scenario's)`,
+      describe: 'learning phase before the window, seconds'
+    })
+    .option('jit-warmup', {
+      type: 'number',
+      default: 3,
+      describe: 'untimed process warm-up before the first trial, seconds (0: none)'
+    })
     .option('connections', { type: 'number', describe: 'concurrent client connections (default: the scenario\'s, 32)' })
-    .option('pages', { type: 'number', describe: 'distinct pages, 1 to 100000, generated at start from --seed into a temporary directory (default: the scenario\'s, 25)' })
+    .option('pages', {
+      type: 'number',
+      describe: 'distinct pages, 1 to 100000, generated at start from --seed into a temporary directory ' +
+        '(default: the scenario\'s, 25)'
+    })
     .option('cache-pages', { type: 'number', describe: 'pages each backend caches (default: the scenario\'s, 4)' })
-    .option('cache-bytes', { type: 'string', describe: 'bound each backend\'s cache in bytes instead of pages, e.g. 1.5m (LRU by size)' })
-    .option('page-size', { type: 'string', describe: 'page sizes: fixed:BYTES | lognormal:MEDIAN,SIGMA | uniform:MIN,MAX, drawn from --seed (default: the scenario\'s; the cache scenario: the ~60 KB lorem pages)' })
+    .option('cache-bytes', {
+      type: 'string',
+      describe: 'bound each backend\'s cache in bytes instead of pages, e.g. 1.5m (LRU by size)'
+    })
+    .option('page-size', {
+      type: 'string',
+      describe: 'page sizes: fixed:BYTES | lognormal:MEDIAN,SIGMA | uniform:MIN,MAX, drawn from --seed ' +
+        '(default: the scenario\'s; the cache scenario: the ~60 KB lorem pages)'
+    })
     .option('miss-ms', { type: 'number', describe: 'emulated cost of a cache miss, ms (default 20)' })
     .option('popularity', { type: 'string', describe: 'uniform | zipf:<s> (default: the scenario\'s, uniform)' })
-    .option('shift', { type: 'string', describe: 'SECONDS[,STEP]: the popularity ranking rotates by STEP places (default a tenth of the pages) every SECONDS (needs zipf)' })
-    .option('churn', { type: 'boolean', describe: 'SIGKILL one backend (a) a third into the measured window and restart it, cold, a third later (backends run as processes)' })
-    .option('rate', { type: 'number', describe: 'open loop: requests/s at fixed intended send times, spread over the connections; latency counted from the intended time (default: closed loop, as fast as possible)' })
-    .option('load', { type: 'string', default: 'auto', describe: 'closed-loop load generator: autocannon | wrk | node | auto (wrk when peers run and wrk is installed; node with --sources)' })
-    .option('sources', { type: 'number', describe: 'spread the connections over this many loopback source addresses 127.0.1.1, 127.0.1.2, ... (Linux), so the balancer sees many clients (Node generator; default: the scenario\'s, else one)' })
-    .option('retry-on', { type: 'string', describe: 'the balancer retries these upstream statuses (and timeout) elsewhere (its --retry-on), e.g. 503,timeout (default: the scenario\'s arms, else none)' })
-    .option('try-timeout', { type: 'number', describe: 'the balancer\'s --try-timeout on every arm: ms an attempt may wait for its response head (default: the scenario\'s arms, else none)' })
-    .option('requests', { type: 'number', describe: 'closed loop (node generator): measure this many requests after the learning phase instead of --duration seconds, as ApacheBench -n; 0: --duration (default: the scenario\'s, else 0)' })
-    .option('peers', { type: 'string', describe: 'HAProxy/nginx arms in front of the same fleet: none, or haproxy,nginx and/or arm names (default: the scenario\'s peers found on PATH; the cache scenario\'s quick plan: nginx-uri)' })
+    .option('shift', {
+      type: 'string',
+      describe: 'SECONDS[,STEP]: the popularity ranking rotates by STEP places (default a tenth of the ' +
+        'pages) every SECONDS (needs zipf)'
+    })
+    .option('churn', {
+      type: 'boolean',
+      describe: 'SIGKILL one backend (a) a third into the measured window and restart it, cold, a third ' +
+        'later (backends run as processes)'
+    })
+    .option('rate', {
+      type: 'number',
+      describe: 'open loop: requests/s at fixed intended send times, spread over the connections; latency ' +
+        'counted from the intended time (default: closed loop, as fast as possible)'
+    })
+    .option('load', {
+      type: 'string',
+      default: 'auto',
+      describe: 'closed-loop load generator: autocannon | wrk | node | auto (wrk when peers run and wrk is ' +
+        'installed; node with --sources)'
+    })
+    .option('sources', {
+      type: 'number',
+      describe: 'spread the connections over this many loopback source addresses 127.0.1.1, 127.0.1.2, ... ' +
+        '(Linux), so the balancer sees many clients (Node generator; default: the scenario\'s, else one)'
+    })
+    .option('retry-on', {
+      type: 'string',
+      describe: 'the balancer retries these upstream statuses (and timeout) elsewhere (its --retry-on), ' +
+        'e.g. 503,timeout (default: the scenario\'s arms, else none)'
+    })
+    .option('try-timeout', {
+      type: 'number',
+      describe: 'the balancer\'s --try-timeout on every arm: ms an attempt may wait for its response head ' +
+        '(default: the scenario\'s arms, else none)'
+    })
+    .option('requests', {
+      type: 'number',
+      describe: 'closed loop (node generator): measure this many requests after the learning phase instead ' +
+        'of --duration seconds, as ApacheBench -n; 0: --duration (default: the scenario\'s, else 0)'
+    })
+    .option('peers', {
+      type: 'string',
+      describe: 'HAProxy/nginx arms in front of the same fleet: none, or haproxy,nginx and/or arm names ' +
+        '(default: the scenario\'s peers found on PATH; the cache scenario\'s quick plan: nginx-uri)'
+    })
     .option('keep-alive', { type: 'boolean', describe: 'balancer-to-backend keep-alive; --no-keep-alive turns it off' })
-    .option('engine', { type: 'string', default: DEFAULT_ENGINE, describe: `balancer proxy engine: ${ENGINES.join(', ')}` })
+    .option('engine', {
+      type: 'string',
+      default: DEFAULT_ENGINE,
+      describe: `balancer proxy engine: ${ENGINES.join(', ')}`
+    })
     .option('policy-options', { type: 'string', describe: 'JSON object passed to the policy, e.g. \'{"xi":10}\'' })
-    .option('workers', { type: 'number', default: 1, describe: 'balancer processes on one port (node:cluster, like polistes --workers); CPU is summed over them' })
-    .option('peer-workers', { type: 'number', describe: 'HAProxy threads (nbthread) and nginx worker processes (worker_processes) of the peer arms; CPU is summed over them (default: --workers)' })
+    .option('workers', {
+      type: 'number',
+      default: 1,
+      describe: 'balancer processes on one port (node:cluster, like polistes --workers); CPU is summed over them'
+    })
+    .option('peer-workers', {
+      type: 'number',
+      describe: 'HAProxy threads (nbthread) and nginx worker processes (worker_processes) of the peer arms; ' +
+        'CPU is summed over them (default: --workers)'
+    })
     .option('seed', { type: 'number', default: 1, describe: 'seed of the page sequence' })
     .option('out', { type: 'string', describe: 'JSON result path (default bench/results/<timestamp>-<scenario>.json)' })
-    .option('results-dir', { type: 'string', default: RESULTS_DIR, defaultDescription: 'bench/results', describe: 'where JSON, CSV and HTML go' })
-    .option('profile', { type: 'boolean', default: false, describe: 'write a V8 CPU profile of each balancer child (node --cpu-prof) to <results-dir>/profiles' })
+    .option('results-dir', {
+      type: 'string',
+      default: RESULTS_DIR,
+      defaultDescription: 'bench/results',
+      describe: 'where JSON, CSV and HTML go'
+    })
+    .option('profile', {
+      type: 'boolean',
+      default: false,
+      describe: 'write a V8 CPU profile of each balancer child (node --cpu-prof) to <results-dir>/profiles'
+    })
     .option('quiet', { type: 'boolean', default: false, describe: 'no progress line' })
     .strict()
     .help()
@@ -82,13 +173,17 @@ const OPEN_LOOP_COLUMNS = ['rps', 'p50', 'p90', 'p99', 'p999', 'max', 'hitRate',
  * installed.
  */
 function loadGenerator (value, { rate, sources, peers, popularity, notes }) {
-  if (!['auto', 'autocannon', 'wrk', 'node'].includes(value)) throw bad(`--load must be auto, autocannon, wrk or node, got "${value}"`)
+  if (!['auto', 'autocannon', 'wrk', 'node'].includes(value)) {
+    throw bad(`--load must be auto, autocannon, wrk or node, got "${value}"`)
+  }
   if (rate) {
     if (value === 'wrk') throw bad('--rate runs the open-loop generator (Node); --load wrk is closed loop only')
     return 'open-loop'
   }
   if (sources > 1) {
-    if (value !== 'auto' && value !== 'node') throw bad(`--sources needs the Node generator (--load node or auto), not ${value}`)
+    if (value !== 'auto' && value !== 'node') {
+      throw bad(`--sources needs the Node generator (--load node or auto), not ${value}`)
+    }
     return 'node'
   }
   if (value === 'node') return 'node'
@@ -99,7 +194,8 @@ function loadGenerator (value, { rate, sources, peers, popularity, notes }) {
   }
   if (value === 'auto' && peers && wrkOk) {
     if (findBinary('wrk')) return 'wrk'
-    notes.push('note: wrk not found on PATH, autocannon drives the load and may lack headroom at the peers\' rates (install: apt-get install wrk)')
+    notes.push('note: wrk not found on PATH, autocannon drives the load and may lack headroom at the ' +
+      'peers\' rates (install: apt-get install wrk)')
   }
   return 'autocannon'
 }
@@ -172,19 +268,35 @@ function parseOptions (argv) {
     'page-size': args['page-size'],
     shift: args.shift,
     churn: args.churn ?? scenario.churn
-  }, { pages: scenario.pages, popularity: scenario.popularity, pageSize: scenario.pageSize, cachePages: scenario.fleet.cachePages, minPages: 1, minCachePages: 0, upstreams: scenario.fleet.count })
+  }, {
+    pages: scenario.pages,
+    popularity: scenario.popularity,
+    pageSize: scenario.pageSize,
+    cachePages: scenario.fleet.cachePages,
+    minPages: 1,
+    minCachePages: 0,
+    upstreams: scenario.fleet.count
+  })
   const { pages, popularity } = workload
   const cachePages = workload.cachePages ?? scenario.fleet.cachePages
   const missMs = number(args['miss-ms'] ?? scenario.fleet.missMs, 'miss-ms', { min: 0 })
   const rateArg = args.rate ?? scenario.rate
-  const rate = rateArg === undefined ? undefined : number(rateArg, 'rate', { min: 0, exclusiveMin: true, integer: true })
+  const rate = rateArg === undefined
+    ? undefined
+    : number(rateArg, 'rate', { min: 0, exclusiveMin: true, integer: true })
   const sources = number(args.sources ?? scenario.sources ?? 1, 'sources', { min: 1, max: 250 * 254, integer: true })
   const retryOn = args['retry-on'] === undefined ? undefined : statusList(args['retry-on'])
-  const tryTimeoutMs = args['try-timeout'] === undefined ? undefined : number(args['try-timeout'], 'try-timeout', { min: 0, exclusiveMin: true, integer: true })
+  const tryTimeoutMs = args['try-timeout'] === undefined
+    ? undefined
+    : number(args['try-timeout'], 'try-timeout', { min: 0, exclusiveMin: true, integer: true })
   const requestsArg = args.requests ?? scenario.requests
-  const requests = requestsArg === undefined || requestsArg === 0 ? undefined : number(requestsArg, 'requests', { min: 1, integer: true })
+  const requests = requestsArg === undefined || requestsArg === 0
+    ? undefined
+    : number(requestsArg, 'requests', { min: 1, integer: true })
   const seed = number(args.seed, 'seed', { integer: true })
-  if (!ENGINES.includes(args.engine)) throw bad(`unknown --engine "${args.engine}"; expected one of: ${ENGINES.join(', ')}`)
+  if (!ENGINES.includes(args.engine)) {
+    throw bad(`unknown --engine "${args.engine}"; expected one of: ${ENGINES.join(', ')}`)
+  }
   const workers = number(args.workers, 'workers', { min: 1, integer: true })
   if (workers > 64) throw bad(`--workers must be at most 64, got ${workers}`)
   const peerWorkers = number(args['peer-workers'] ?? workers, 'peer-workers', { min: 1, max: 64, integer: true })
@@ -205,22 +317,49 @@ function parseOptions (argv) {
   const arms = []
   if (scenario.arms && args.algos === undefined && retryOn === undefined && tryTimeoutMs === undefined) {
     // the scenario's own arms: an algorithm with its balancer or load settings (retry-on, try timeout, sources)
-    for (const arm of scenario.arms) arms.push({ keepAlive: keepAliveVariants[0], engine: args.engine, label: armLabel(arm), ...arm })
+    for (const arm of scenario.arms) {
+      arms.push({ keepAlive: keepAliveVariants[0], engine: args.engine, label: armLabel(arm), ...arm })
+    }
   } else {
     for (const algo of algos) {
       for (const keepAlive of keepAliveVariants) {
         const label = keepAliveVariants.length > 1 && !keepAlive ? `${algo} (no-ka)` : algo
-        arms.push({ label, algo, keepAlive, engine: args.engine, ...(retryOn ? { retryOn } : {}), ...(tryTimeoutMs ? { tryTimeoutMs } : {}) })
+        arms.push({
+          label,
+          algo,
+          keepAlive,
+          engine: args.engine,
+          ...(retryOn ? { retryOn } : {}),
+          ...(tryTimeoutMs ? { tryTimeoutMs } : {})
+        })
       }
     }
   }
   const notes = []
   for (const label of peerArms(args.peers, plan, notes, { quick: Boolean(quick) })) {
-    arms.push({ label, algo: label, keepAlive: true, peer: PEER_ARMS[label].peer, mode: PEER_ARMS[label].mode, workers: peerWorkers })
+    arms.push({
+      label,
+      algo: label,
+      keepAlive: true,
+      peer: PEER_ARMS[label].peer,
+      mode: PEER_ARMS[label].mode,
+      workers: peerWorkers
+    })
   }
-  const load = loadGenerator(args.load, { rate, sources: Math.max(sources, ...arms.map((a) => a.sources || 0)), peers: arms.some((a) => a.peer), popularity, notes })
-  if (requests !== undefined && workload.churn) throw bad('--churn kills a backend a third into a window of --duration seconds; it cannot be timed in --requests')
-  if (requests !== undefined && load !== 'node') throw bad(`--requests counts requests of the closed-loop Node generator (--load node, or --sources); this run uses ${load}`)
+  const load = loadGenerator(args.load, {
+    rate,
+    sources: Math.max(sources, ...arms.map((a) => a.sources || 0)),
+    peers: arms.some((a) => a.peer),
+    popularity,
+    notes
+  })
+  if (requests !== undefined && workload.churn) {
+    throw bad('--churn kills a backend a third into a window of --duration seconds; it cannot be timed in --requests')
+  }
+  if (requests !== undefined && load !== 'node') {
+    throw bad('--requests counts requests of the closed-loop Node generator (--load node, or --sources); ' +
+      `this run uses ${load}`)
+  }
   const baseline = algos.includes(scenario.baseline) ? scenario.baseline : algos[0]
 
   // Per-backend overrides in the scenario win over the global cache size and miss cost, as
@@ -289,7 +428,9 @@ function armLabel (arm) {
 /** `--retry-on 503,timeout` → [503, 'timeout']. */
 function statusList (value) {
   const parts = String(value).split(',').map((s) => s.trim())
-  if (!parts.every((p) => /^5\d\d$/.test(p) || p === 'timeout')) throw bad(`--retry-on must be a comma list of 5xx statuses and/or timeout, e.g. 503,timeout, got "${value}"`)
+  if (!parts.every((p) => /^5\d\d$/.test(p) || p === 'timeout')) {
+    throw bad(`--retry-on must be a comma list of 5xx statuses and/or timeout, e.g. 503,timeout, got "${value}"`)
+  }
   return parts.map((p) => (p === 'timeout' ? p : Number(p)))
 }
 
@@ -315,10 +456,16 @@ function peerArms (value, plan, notes, { quick = false, find = findBinary } = {}
       if (quick) {
         notes.push(found
           ? `peer: ${name}, the best peer of the README's headline (--full runs every installed peer arm)`
-          : `peer: none, ${program} not found on PATH, so no ${name} arm (install: ${INSTALL[program]}; --peers none hides this note)`)
+          : `peer: none, ${program} not found on PATH, so no ${name} arm (install: ${INSTALL[program]}; ` +
+            '--peers none hides this note)')
       } else if (!found) {
-        if (program !== name) notes.push(`note: ${program} not found on PATH, ${name} is left out (install: ${INSTALL[program]}; --peers none hides this note)`)
-        else notes.push(`note: ${name} not found on PATH, its arms are left out (install: ${INSTALL[name]}; --peers none hides this note)`)
+        if (program !== name) {
+          notes.push(`note: ${program} not found on PATH, ${name} is left out (install: ` +
+            `${INSTALL[program]}; --peers none hides this note)`)
+        } else {
+          notes.push(`note: ${name} not found on PATH, its arms are left out (install: ${INSTALL[name]}; ` +
+            '--peers none hides this note)')
+        }
       }
     }
     return labels

@@ -54,7 +54,11 @@ function expectedRunSeconds (planned, done = []) {
 function remainingSeconds ({ left, planned, done = [], elapsed = 0, second }) {
   if (left <= 0) return 0
   const each = expectedRunSeconds(planned, done)
-  const current = Math.max(0, each - elapsed, Number.isFinite(planned) && Number.isFinite(second) ? planned - second : 0)
+  const current = Math.max(
+    0,
+    each - elapsed,
+    Number.isFinite(planned) && Number.isFinite(second) ? planned - second : 0
+  )
   return current + (left - 1) * each
 }
 
@@ -84,7 +88,8 @@ function formatDuration (seconds) {
 
 /**
  * The line printed before the first run: arms, trials, seconds per run and the expected total.
- * @param {{ plan?: string, arms: Array<{ label: string }>, trials: number, warmup: number, duration: number, requests?: number, jitWarmup: number }} settings
+ * @param {{ plan?: string, arms: Array<{ label: string }>, trials: number, warmup: number, duration: number,
+ *   requests?: number, jitWarmup: number }} settings
  * @returns {string}
  */
 function formatPlan (settings) {
@@ -93,10 +98,19 @@ function formatPlan (settings) {
   const window = settings.requests ? `${settings.requests} requests` : `${settings.duration} s`
   const total = planSeconds({ runs, planned, jitWarmup: settings.jitWarmup })
   return `plan${settings.plan === 'quick' ? ' (quick; --full runs the whole matrix)' : ''}: ` +
-    `${settings.arms.map((a) => a.label).join(', ')} x ${settings.trials} trial${settings.trials === 1 ? '' : 's'} = ${runs} run${runs === 1 ? '' : 's'} ` +
+    `${settings.arms.map((a) => a.label).join(', ')} x ${settings.trials} trial` +
+      `${settings.trials === 1 ? '' : 's'} = ${runs} run${runs === 1 ? '' : 's'} ` +
     `of ${settings.warmup} s learning + ${window} measured` +
     `${settings.jitWarmup > 0 ? `, after a ${settings.jitWarmup} s warm-up` : ''}: ` +
     (Number.isFinite(total) ? `about ${formatDuration(total)}` : 'length unknown until a run has measured its requests')
 }
 
-module.exports = { DEFAULT_OVERHEAD_SECONDS, runLoadSeconds, expectedRunSeconds, remainingSeconds, planSeconds, formatDuration, formatPlan }
+module.exports = {
+  DEFAULT_OVERHEAD_SECONDS,
+  runLoadSeconds,
+  expectedRunSeconds,
+  remainingSeconds,
+  planSeconds,
+  formatDuration,
+  formatPlan
+}

@@ -72,7 +72,8 @@ async function bench (settings, { stdout = process.stdout, stderr = process.stde
   const runs = []
   const total = settings.trials * settings.arms.length
   const planned = runLoadSeconds(settings)
-  const eta = (left, elapsed, second) => `ETA ${formatDuration(remainingSeconds({ left, planned, done, elapsed, second }))}`
+  const eta = (left, elapsed, second) => 'ETA ' +
+    `${formatDuration(remainingSeconds({ left, planned, done, elapsed, second }))}`
   for (let t = 0; t < settings.trials; t++) {
     for (const arm of rotation(settings.arms, t)) {
       const index = runs.length + 1
@@ -82,12 +83,19 @@ async function bench (settings, { stdout = process.stdout, stderr = process.stde
         trial: t + 1,
         settings,
         profileDir,
-        onProgress: (p) => progress.tick({ ...p, trials: settings.trials, index, runs: total, eta: eta(total - runs.length, since(start), p.second) })
+        onProgress: (p) => progress.tick({
+          ...p,
+          trials: settings.trials,
+          index,
+          runs: total,
+          eta: eta(total - runs.length, since(start), p.second)
+        })
       })
       done.push({ wall: since(start), planned })
       runs.push(run)
       progress.line(`[${index}/${total}] ${arm.label} trial ${t + 1}: ${run.rps} req/s, mean ${run.latency.mean} ms, ` +
-        `p99 ${run.latency.p99} ms, hit rate ${run.hitRate}, specialization ${run.specialization}, errors ${run.errors + run.non2xx}` +
+        `p99 ${run.latency.p99} ms, hit rate ${run.hitRate}, specialization ${run.specialization}, errors ` +
+          `${run.errors + run.non2xx}` +
         (index < total ? `, ${eta(total - index)}` : ''))
     }
   }
@@ -103,7 +111,8 @@ async function bench (settings, { stdout = process.stdout, stderr = process.stde
   fs.writeFileSync(paths.html, formatHtml(doc))
 
   stdout.write('\n' + formatTable(doc, settings.columns) + '\n\n')
-  stdout.write(`JSON ${path.relative(process.cwd(), paths.json)}\nCSV  ${path.relative(process.cwd(), paths.csv)}\nHTML ${path.relative(process.cwd(), paths.html)}\n`)
+  stdout.write(`JSON ${path.relative(process.cwd(), paths.json)}\nCSV  ` +
+    `${path.relative(process.cwd(), paths.csv)}\nHTML ${path.relative(process.cwd(), paths.html)}\n`)
   if (profileDir) stdout.write(`CPU profiles of the balancer in ${path.relative(process.cwd(), profileDir)}\n`)
   return { doc, paths }
 }

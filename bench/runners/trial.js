@@ -243,7 +243,8 @@ function runRecord ({ arm, trial, settings, started, driven }) {
     ...(churn ? { churn: churnFields(churn, started.backends) } : {}),
     ...cpuFields(start, last, seconds, m),
     load: loadFields(result, m),
-    // { '/page1.html': { a: 812, c: 3 }, ... } measured window: the client's X-Server counts, or (wrk) the backends' own
+    // { '/page1.html': { a: 812, c: 3 }, ... } measured window: the client's X-Server counts,
+    // or (wrk) the backends' own
     perKey: keys,
     learning: learningFields(result.learning, warmup, snaps[0], start),
     balancer: metrics.balancerCounts(driven.lbStats),

@@ -3,8 +3,9 @@
 /**
  * Page sizes of a workload: every page the same size (`fixed:BYTES`), drawn from a lognormal
  * distribution (`lognormal:MEDIAN,SIGMA`), the usual model of web object sizes (most pages small, a
- * few large), or uniformly between two sizes (`uniform:MIN,MAX`, e.g. issue 18's 20-80 KB). Sizes are drawn from a seed, so a workload is the same on every run, and clipped to
- * [MIN_BYTES, MAX_BYTES]. Pure functions, no I/O.
+ * few large), or uniformly between two sizes (`uniform:MIN,MAX`, e.g. issue 18's 20-80 KB). Sizes
+ * are drawn from a seed, so a workload is the same on every run, and clipped to [MIN_BYTES,
+ * MAX_BYTES]. Pure functions, no I/O.
  */
 
 const { ERR_POLISTES_BAD_OPTION } = require('../../src/common/errors')
@@ -13,7 +14,10 @@ const { mulberry32 } = require('../../src/common/prng')
 const MIN_BYTES = 256
 const MAX_BYTES = 16 * 1024 * 1024
 
-/** @typedef {{ kind: 'fixed', bytes: number } | { kind: 'lognormal', median: number, sigma: number } | { kind: 'uniform', min: number, max: number }} PageSizes */
+/**
+ * @typedef {{ kind: 'fixed', bytes: number } | { kind: 'lognormal', median: number, sigma: number } |
+ *   { kind: 'uniform', min: number, max: number }} PageSizes
+ */
 
 /** "64k" -> 65536, "1.5m" -> 1572864, "900" -> 900; NaN when not a size. */
 function parseBytes (text) {
@@ -41,7 +45,9 @@ function parsePageSizes (text) {
   if (m) {
     const median = parseBytes(m[1])
     const sigma = Number(m[2])
-    if (median >= MIN_BYTES && median <= MAX_BYTES && sigma > 0 && sigma <= 3) return { kind: 'lognormal', median, sigma }
+    if (median >= MIN_BYTES && median <= MAX_BYTES && sigma > 0 && sigma <= 3) {
+      return { kind: 'lognormal', median, sigma }
+    }
   }
   m = /^uniform:([^,]+),([^,]+)$/.exec(value)
   if (m) {
@@ -49,7 +55,8 @@ function parsePageSizes (text) {
     const max = parseBytes(m[2])
     if (min >= MIN_BYTES && max <= MAX_BYTES && min <= max) return { kind: 'uniform', min, max }
   }
-  throw new ERR_POLISTES_BAD_OPTION(`--page-size must be "fixed:BYTES", "lognormal:MEDIAN,SIGMA" or "uniform:MIN,MAX" with sizes of ${MIN_BYTES} B to 16m, ` +
+  throw new ERR_POLISTES_BAD_OPTION('--page-size must be "fixed:BYTES", "lognormal:MEDIAN,SIGMA" or ' +
+    `"uniform:MIN,MAX" with sizes of ${MIN_BYTES} B to 16m, ` +
     `0 < SIGMA <= 3 and MIN <= MAX (e.g. fixed:62000, lognormal:40k,1, uniform:20k,80k), got "${text}"`)
 }
 

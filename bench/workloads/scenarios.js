@@ -48,7 +48,14 @@ const CACHE_ALGOS = ['round-robin', 'chash-bounded', 'wasp']
  * @returns {object} the scenario
  */
 function scenario (fields) {
-  return { pages: LOREM_PAGES, popularity: 'uniform', baseline: 'round-robin', keepAliveVariants: [true], targets: [], ...fields }
+  return {
+    pages: LOREM_PAGES,
+    popularity: 'uniform',
+    baseline: 'round-robin',
+    keepAliveVariants: [true],
+    targets: [],
+    ...fields
+  }
 }
 
 /** @type {Record<string, object>} */
@@ -78,7 +85,8 @@ const scenarios = {
   // each, so --churn can SIGKILL one) caching 24 pages each. The hottest page takes 17 % of the
   // requests, more than one backend's seventh: it needs replicas.
   zipf: scenario({
-    description: `issue 18: Zipf(1) over 200 pages of 20-80 KB, ${CACHE_FLEET.count} backends (processes) caching 12 % of the pages each (24 of 200), 20 ms per miss`,
+    description: `issue 18: Zipf(1) over 200 pages of 20-80 KB, ${CACHE_FLEET.count} backends (processes) ` +
+      'caching 12 % of the pages each (24 of 200), 20 ms per miss',
     pages: 200,
     popularity: 'zipf:1',
     pageSize: 'uniform:20k,80k',
@@ -133,7 +141,8 @@ const scenarios = {
   // limit, open-loop load at 50 req/s. b's pattern runs half a period after a's, so one server
   // always has room (in step, no policy and no retry could help while both are slow).
   periodic: scenario({
-    description: 'two backends, square-wave service time (period 6 s: 3 s at 3000 ms, 3 s at 20 ms, b half a period after a), max 40 in flight (503 beyond), 50 req/s open loop',
+    description: 'two backends, square-wave service time (period 6 s: 3 s at 3000 ms, 3 s at 20 ms, b half ' +
+      'a period after a), max 40 in flight (503 beyond), 50 req/s open loop',
     fleet: {
       count: 2,
       ...NO_CACHE_EFFECT,
@@ -157,7 +166,9 @@ const scenarios = {
       { algo: 'latency-weighted', retryOn: [503] },
       // a request caught on the server that just turned slow is given up after 250 ms (12x the
       // fast phase) and sent to the other one
-      ...['random', 'round-robin', 'least-connections', 'p2c-peak-ewma', 'ewma', 'latency-weighted'].map((algo) => ({ algo, retryOn: [503, 'timeout'], tryTimeoutMs: 250 }))
+      ...['random', 'round-robin', 'least-connections', 'p2c-peak-ewma', 'ewma', 'latency-weighted'].map(
+        (algo) => ({ algo, retryOn: [503, 'timeout'], tryTimeoutMs: 250 })
+      )
     ],
     // passive health suited to a 3 s slow phase: a server ejected by a timed-out attempt is left
     // out for 1 s, not the default 5 s (most of a period, by when it is fast and the other slow)
@@ -171,7 +182,8 @@ const scenarios = {
   // (127.0.1.1 ...), so ip-hash sees 1,000 clients; the one-address arm is D's situation
   // (ApacheBench on one machine).
   'many-clients': scenario({
-    description: 'ten backends (no cache effect), 1,000 connections from 1,000 loopback addresses, closed loop, 100,000 requests',
+    description: 'ten backends (no cache effect), 1,000 connections from 1,000 loopback addresses, closed ' +
+      'loop, 100,000 requests',
     fleet: { count: 10, ...NO_CACHE_EFFECT },
     connections: 1000,
     sources: 1000,
@@ -192,7 +204,8 @@ const scenarios = {
   // docs/experiments.md, E as it was run: the same 7 backends and 25 pages, but no page cache of
   // their own and no miss cost (every request read from the OS page cache, shared by all).
   'cache-off': scenario({
-    description: `E as it was run: ${CACHE_FLEET.count} backends without page caches (every request from the OS page cache), 25 pages`,
+    description: `E as it was run: ${CACHE_FLEET.count} backends without page caches (every request from ` +
+      'the OS page cache), 25 pages',
     fleet: { ...CACHE_FLEET, cachePages: 0, missMs: 0 },
     connections: 32,
     algos: ['round-robin', 'wasp'],
@@ -203,7 +216,8 @@ const scenarios = {
   // Regions of unequal size (3 eu, 2 us, 1 asia), as a deployment grows: with equal sizes
   // equal-regions would be round-robin under another name.
   regions: scenario({
-    description: 'six backends in three regions of unequal size, added latency eu 300 (x3), us 350 (x2), asia 550 ms (x1)',
+    description: 'six backends in three regions of unequal size, added latency eu 300 (x3), us 350 (x2), ' +
+      'asia 550 ms (x1)',
     fleet: {
       count: 6,
       ...NO_CACHE_EFFECT,
