@@ -103,8 +103,7 @@ class PolicyRouter {
    * @param {string} [method]
    * @param {Set<object>} [tried] members not to pick (the attempts of this request that failed)
    * @returns {{ member: { id: string, origin: string }, end: (statusCode?: number, cache?: string, error?: string) =>
-   * void } | null}
-   *   null when no upstream is left; `end` reports the outcome to the policy, once (later calls are
+   *   void } | null} null when no upstream is left; `end` reports the outcome to the policy, once (later calls are
    *   ignored). An `error` with no `statusCode` is a connection-level failure, counted for passive
    *   health; any status clears the member's record.
    */

@@ -30,8 +30,8 @@ const { parseStickyCookie } = require('../proxy/sticky-cookie')
  * - `flag`: `{ name, group, type, alias?, parse? }` (src/run/cli-options.js), or none: config file only;
  * - `doc`: one line, the flag's --help text.
  * @typedef {{ key: string, default?: unknown, check?: (value: unknown, key: string) => void, reload: 'live' |
- * 'restart',
- *   balancer: boolean, flag?: { name: string, group: string, type: 'string' | 'number' | 'boolean', alias?: string,
+ *   'restart', balancer: boolean, flag?: { name: string, group: string, type: 'string' | 'number' | 'boolean', alias?:
+ *   string,
  *   parse?: string }, doc: string }} OptionEntry
  */
 

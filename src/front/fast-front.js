@@ -42,8 +42,7 @@ const HANDOFF = null
  * @param {number} maxHeaderSize
  * @param {HeaderNames} [names] the connection's header names so far (src/common/header-names.js)
  * @returns {{ method: string, url: string, headers: Record<string, string>, close: boolean, next: number } | 'partial'
- * | null}
- *   'partial': no whole head yet; null: not simple (hand the connection to node:http)
+ *   | null} 'partial': no whole head yet; null: not simple (hand the connection to node:http)
  */
 function parseSimpleRequest (buf, start, maxHeaderSize, names = new HeaderNames()) {
   const stop = buf.indexOf(HEAD_END, start)

@@ -44,8 +44,8 @@ const ANSWERS = {
  *
  * @param {(req: http.IncomingMessage, res: http.ServerResponse) => void} handler
  * @param {FrontLimits & { tls?: { cert: Buffer, key: Buffer } | null, fast?: { accepts: (url: string) => boolean,
- * closing: () => boolean } | null, requireHost?: boolean }} options
- *   `requireHost: false`: an HTTP/1.1 request without Host reaches the handler, which must refuse it
+ *   closing: () => boolean } | null, requireHost?: boolean }} options `requireHost: false`: an HTTP/1.1 request without
+ *   Host reaches the handler, which must refuse it
  *   itself (the balancer's request checks do, and then forward nothing pipelined behind it)
  * @returns {http.Server | https.Server}
  */

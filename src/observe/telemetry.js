@@ -286,8 +286,7 @@ class Telemetry {
    * filling, so it is left out).
    * @param {number} [fromSec] first second wanted (unix seconds); default: the whole window
    * @returns {{ t: number[], rps: number[], hitRate: Array<number | null>, p50: Array<number | null>, p99: Array<number
-   * | null>,
-   *   upstreams: Array<{ id: string, rps: number[], hitRate: Array<number | null> }> }}
+   *   | null>, upstreams: Array<{ id: string, rps: number[], hitRate: Array<number | null> }> }}
    *   hit rates are hits / (hits + misses) of that second, null when no response carried X-Cache;
    *   percentiles in ms, null for a second without requests
    */

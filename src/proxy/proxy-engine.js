@@ -47,8 +47,8 @@ const ENGINES = Object.freeze(engineNames())
  * @typedef {object} ProxyEngine
  * @property {(req: import('http').IncomingMessage, res: import('http').ServerResponse, upstream: { target: URL },
  *   handlers: AttemptHandlers, options?: { replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean
- * }) => { abort: () => void }} forward
- *   forward one attempt of `req` to `upstream`. Bodiless retries pass `replay: true`: the client's
+ *   }) => { abort: () => void }} forward forward one attempt of `req` to `upstream`. Bodiless retries pass `replay:
+ *   true`: the client's
  *   request stream has been consumed, so an empty body is sent instead. `hold`: response statuses
  *   offered to `handlers.discard` before anything reaches the client (retry on 503). `noStore`: the
  *   request goes out with `Cache-Control: no-store` (RFC 9111 §5.2.1.5), appended to the client's

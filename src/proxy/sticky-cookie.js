@@ -107,8 +107,8 @@ function setCookieValue (o, token) {
  * The sticky cookie of one balancer.
  * @param {unknown} option the `stickyCookie` option
  * @returns {null | { name: string, tokenOf: (id: string) => string, requested: (headers: object) => string | undefined,
- * header: (id: string) => string }}
- *   `requested`: the token a request's cookie holds; `header`: the Set-Cookie value for an upstream
+ *   header: (id: string) => string }} `requested`: the token a request's cookie holds; `header`: the Set-Cookie value
+ *   for an upstream
  */
 function createSticky (option) {
   const o = parseStickyCookie(option)

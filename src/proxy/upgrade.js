@@ -31,8 +31,7 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trail
  * @param {Buffer} head bytes the client sent after the request head
  * @param {URL} target upstream origin
  * @param {{ timeoutMs: number, ca?: Buffer | null, trusted?: boolean } & TunnelHandlers} options `timeoutMs` bounds the
- * wait for the
- *   upstream's answer, not the tunnel's life; `ca`: trusted CAs of an https upstream (default: Node's
+ *   wait for the upstream's answer, not the tunnel's life; `ca`: trusted CAs of an https upstream (default: Node's
  *   roots), verified against the name in its URL as the proxy engine does; `trusted`: the client's
  *   peer is a trusted proxy, whose forwarding headers are kept (default: replaced by ours)
  */

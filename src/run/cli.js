@@ -102,8 +102,7 @@ function parseArgs (argv) {
  * @param {string[]} argv
  * @param {{ startFleet?: StartFleet }} [options] without `startFleet`, backends are required
  * @returns {Promise<{ balancer: import('../balancer').Balancer, reload: (reason: string) => { ok: boolean } } |
- * undefined>}
- *   `reload` is what SIGHUP calls (undefined after --help / --version)
+ *   undefined>} `reload` is what SIGHUP calls (undefined after --help / --version)
  */
 async function main (argv, { startFleet } = {}) {
   const parsed = parseArgs(argv)

@@ -7,8 +7,7 @@ const { readConfigFile, resolveConfig } = require('../config/config')
 /**
  * The CLI's hot reload: read the config file again, merge the command-line flags (they still win),
  * validate with the one validation (src/config/config.js, from the option table src/config/options.js), and apply the
- * result to the
- * running balancer (`balancer.reconfigure`). An invalid config is refused with one log line and the
+ * result to the running balancer (`balancer.reconfigure`). An invalid config is refused with one log line and the
  * old one keeps serving. Triggered by SIGHUP and, with `--watch`, by a change of the file.
  */
 

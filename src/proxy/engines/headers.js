@@ -12,8 +12,7 @@ const { CLIENT_FORWARDING } = require('../forwarded')
  *
  * Request: hop-by-hop headers (RFC 9110 §7.6.1: Connection, the headers it names, Keep-Alive,
  * Proxy-Connection, Upgrade, TE) stay on the client's hop, Via gets `1.1 polistes` appended, as does Expect (Node
- * answered the client's
- * `100-continue` already) and Trailer (no request trailers are forwarded, and node:http throws on
+ * answered the client's `100-continue` already) and Trailer (no request trailers are forwarded, and node:http throws on
  * a Trailer header of a message that is not chunked). Forwarding headers (src/proxy/forwarded.js): from a
  * peer that is not a trusted proxy the client's X-Forwarded-*, Forwarded and X-Real-IP are dropped and
  * ours sent (X-Forwarded-For: the peer, -Host: Host, -Proto: our listener's scheme, -Port: the port
@@ -86,8 +85,7 @@ function connectionNames (value, always) {
  *
  * @param {import('http').IncomingMessage} req the client's request (its `headers`: lower-case, duplicates joined)
  * @param {{ keepTransferEncoding: boolean, close: boolean, authority?: string, noStore?: boolean, trusted?: boolean }}
- * options
- *   `keepTransferEncoding`: announce a chunked body with `Transfer-Encoding: chunked` (the engine
+ *   options `keepTransferEncoding`: announce a chunked body with `Transfer-Encoding: chunked` (the engine
  *   chunk-encodes it; false for undici, which announces it itself); a body of known length always
  *   gets its `Content-Length`, from the length Node's parser read, never the client's text;
  *   `close`: add `Connection: close`;

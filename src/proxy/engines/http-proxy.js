@@ -134,8 +134,7 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
    * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }} [options] `hold`: response
-   * statuses offered to
-   *   `handlers.discard` before anything reaches the client (retry on 503); `noStore`: send
+   *   statuses offered to `handlers.discard` before anything reaches the client (retry on 503); `noStore`: send
    *   `Cache-Control: no-store` (appended to the client's Cache-Control); `trusted`: the client's peer
    *   is a trusted proxy (its forwarding headers are kept)
    * @returns {{ abort: () => void }} abort the upstream request (client went away)

@@ -11,8 +11,7 @@
  * - framing by RFC 9112 §6.3: no body for HEAD, 1xx, 204 and 304; Transfer-Encoding ending in
  *   `chunked` means chunked; Transfer-Encoding otherwise means the body runs to the connection's end;
  *   Content-Length is one run of digits; a 101 (no upgrade is ever asked on these connections); Content-Length with
- * Transfer-Encoding, two Content-Length
- *   headers, a bad chunk size or a chunk not followed by CRLF: refused;
+ *   Transfer-Encoding, two Content-Length headers, a bad chunk size or a chunk not followed by CRLF: refused;
  * - a head larger than `maxHeaderSize` bytes (Node's 16 KiB default): refused.
  *
  * The common case costs one `indexOf` for the end of the head, one latin1 decode of it, and

@@ -58,8 +58,8 @@ function createUndiciEngine ({ keepAlive, timeoutMs, lookup }) {
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
    * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }} [options] `hold`: response
-   * statuses offered
-   *   to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control: no-store`;
+   *   statuses offered to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control:
+   *   no-store`;
    *   `trusted`: the client's peer is a trusted proxy (its forwarding headers are kept)
    * @returns {{ abort: () => void }}
    */
