@@ -231,10 +231,7 @@ class Balancer {
       intervalMs: ms,
       lookup: this.injectedLookup,
       onChange: (hostname, addresses, previous) => this.addressesChanged(hostname, addresses, previous),
-      onError: (
-        hostname,
-        err
-      ) => this.logger.warn(
+      onError: (hostname, err) => this.logger.warn(
         { hostname, err: err.message },
         `backend host ${hostname} did not resolve; its last addresses stay`
       )
@@ -417,10 +414,8 @@ class Balancer {
    * taken there only).
    */
   handleAdmin (req, res, onAdminListener) {
-    if (!this.adminRouter.handle(
-      req,
-      res
-    ) && !this.backendsAdmin(req, res, onAdminListener) && !this.admin.handle(req, res)) {
+    if (!this.adminRouter.handle(req, res) && !this.backendsAdmin(req, res, onAdminListener) &&
+      !this.admin.handle(req, res)) {
       this.reply(res, 404, 'not-found', 'not found')
     }
   }

@@ -67,10 +67,9 @@ function reconfigure (balancer, o) {
     trustedProxies
   } = o
   // host and port (and the other settings a reload cannot change) are checked only when given
-  validateOptions(Object.fromEntries([
-    ...RELOADABLE,
-    ...RESTART_ONLY
-  ].filter((key) => o[key] !== undefined).map((key) => [key, o[key]])))
+  validateOptions(Object.fromEntries(
+    [...RELOADABLE, ...RESTART_ONLY].filter((key) => o[key] !== undefined).map((key) => [key, o[key]])
+  ))
   const trust = createTrust(trustedProxies)
   const keyOf = compileRoutingKey(o.routingKey)
   const stickyChanged = !sameJson(o.stickyCookie, cur.stickyCookie)
@@ -143,11 +142,7 @@ function reconfigure (balancer, o) {
   if (balancer.resolver !== null) balancer.resolver.sync(pool.all().map((u) => u.target))
   const engine = renewEngine
     ? createProxyEngine({
-      keepAlive,
-      timeoutMs,
-      engine: cur.engine,
-      upstreamCa: balancer.upstreamCa,
-      lookup: balancer.lookup
+      keepAlive, timeoutMs, engine: cur.engine, upstreamCa: balancer.upstreamCa, lookup: balancer.lookup
     })
     : null
   if (engine) {

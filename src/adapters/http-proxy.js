@@ -45,12 +45,7 @@ function withPolicy (proxy, upstreams, options = {}) {
     proxy.web(req, res, { toProxy: true, ...webOptions, target: targetOf(ticket.member) }, (err, ...rest) => {
       ticket.end(undefined, undefined, err.message)
       const failed = !res.headersSent && !res.destroyed && canRetry(req)
-        ? nextTry(
-          router,
-          tried,
-          ticket.member,
-          retries
-        )
+        ? nextTry(router, tried, ticket.member, retries)
         : null
       if (failed !== null) return attempt(req, res, webOptions, callback, failed)
       if (callback) return callback(err, ...rest)

@@ -120,11 +120,7 @@ class PolicyDispatcher extends Dispatcher {
       return true
     }
     const wrapped = typeof handler.onRequestStart === 'function'
-      ? new ControllerFeedback(
-        handler,
-        ticket.end,
-        retry
-      )
+      ? new ControllerFeedback(handler, ticket.end, retry)
       : new CallbackFeedback(handler, ticket.end, retry)
     return this.pools.get(ticket.member.origin).dispatch(opts, wrapped)
   }

@@ -97,11 +97,9 @@ async function main (argv) {
   const counts = await convert(input, process.stdout)
   const where = file || 'stdin'
   if (counts.rows === 0) {
-    throw new ERR_POLISTES_BAD_OPTION('no access-log line in ' +
-      `${where}${counts.notJson
-? ` (${counts.notJson} line(s) are not JSON: log with --log-format json or ` +
-        '--access-log-file)'
-: ''}`)
+    throw new ERR_POLISTES_BAD_OPTION(`no access-log line in ${where}` + (counts.notJson
+      ? ` (${counts.notJson} line(s) are not JSON: log with --log-format json or --access-log-file)`
+      : ''))
   }
   if (counts.notJson > 0) {
     process.stderr.write(`log-to-csv: ${counts.notJson} line(s) of ${where} are not JSON and were left out\n`)

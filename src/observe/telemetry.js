@@ -27,24 +27,7 @@ const { HotKeys } = require('./hot-keys')
 
 /** Upper bounds (ms) of the since-start latency histogram; +Inf is implied. */
 const LATENCY_BUCKETS_MS = Object.freeze([
-  0.25,
-  0.5,
-  1,
-  2,
-  3,
-  5,
-  10,
-  20,
-  30,
-  50,
-  75,
-  100,
-  250,
-  500,
-  1000,
-  2500,
-  5000,
-  10000
+  0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 50, 75, 100, 250, 500, 1000, 2500, 5000, 10000
 ])
 /** Status classes: index 0..4 for 1xx..5xx, 5 for anything else (0: no status). */
 const STATUS_CLASSES = Object.freeze(['1xx', '2xx', '3xx', '4xx', '5xx', 'other'])

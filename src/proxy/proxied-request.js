@@ -136,12 +136,7 @@ class ProxiedRequest {
     const lb = this.lb
     const current = this.current
     lb.observe(
-      this.req,
-      this.res,
-      this.ctx.key,
-      current,
-      this.tried.length,
-      lb.now() - this.t0,
+      this.req, this.res, this.ctx.key, current, this.tried.length, lb.now() - this.t0,
       this.req.socket.bytesWritten - this.bytes0
     )
     if (!current || current.done) return
@@ -180,11 +175,7 @@ class ProxiedRequest {
     let policy = lb.policy
     // a valid sticky cookie decides the first attempt; a retry goes where the policy says
     let upstream = tried.length === 0 && this.stickyToken !== undefined
-      ? stickyUpstream(
-        lb.pool,
-        this.sticky,
-        this.stickyToken
-      )
+      ? stickyUpstream(lb.pool, this.sticky, this.stickyToken)
       : null
     if (upstream !== null) policy = STICKY_POLICY
     else upstream = policy.pick(candidates, ctx)

@@ -162,11 +162,7 @@ function insertCookieOnHead (res, state) {
       headers = ['Set-Cookie', cookie]
     }
     return message === undefined
-      ? writeHead.call(
-        this,
-        statusCode,
-        headers
-      )
+      ? writeHead.call(this, statusCode, headers)
       : writeHead.call(this, statusCode, message, headers)
   }
   const relayed = res.writeRelayedHead

@@ -33,9 +33,9 @@ const cluster = require('./cluster')
 function parseArgs (argv) {
   const bare = missingValue(argv)
   if (bare) {
-    throw new ERR_POLISTES_BAD_OPTION(`${bare.typed === bare.flag
-    ? bare.flag
-    : `${bare.typed} (${bare.flag})`} needs a value`)
+    throw new ERR_POLISTES_BAD_OPTION(
+      `${bare.typed === bare.flag ? bare.flag : `${bare.typed} (${bare.flag})`} needs a value`
+    )
   }
   let args = yargs(argv)
     .scriptName('polistes')
@@ -43,13 +43,9 @@ function parseArgs (argv) {
       'backends.')
     .parserConfiguration({ 'camel-case-expansion': false, 'dot-notation': false }) // one name per flag, as typed
     .updateStrings({ 'Argument: %s, Given: %s, Choices: %s': '--%s: got %s; expected one of: %s' })
-  for (const {
-    flag,
-    key,
-    group,
-    parse,
-    ...settings
-  } of OPTIONS) args = args.option(flag, { ...settings, group: GROUPS[group] })
+  for (const { flag, key, group, parse, ...settings } of OPTIONS) {
+    args = args.option(flag, { ...settings, group: GROUPS[group] })
+  }
   for (const [command, description] of EXAMPLES) args = args.example(command, description)
   args = args
     .help()
@@ -58,10 +54,9 @@ function parseArgs (argv) {
     .epilogue(`Every setting with its default and config-file key: docs/configuration.md (${DOCS_FILE})`)
     .exitProcess(false)
     .fail((message, err) => {
-      throw new ERR_POLISTES_BAD_OPTION(String(err ? err.message : message).replace(
-        /^Invalid values:/,
-        ''
-      ).trim().replace(/\s*\n\s*/g, ' '))
+      throw new ERR_POLISTES_BAD_OPTION(
+        String(err ? err.message : message).replace(/^Invalid values:/, '').trim().replace(/\s*\n\s*/g, ' ')
+      )
     })
     .wrap(Math.min(110, process.stdout.columns || 110))
   const argvParsed = args.parse()
@@ -170,10 +165,7 @@ async function main (argv, { startFleet } = {}) {
       `${adminBase}/_polistes/stats`)
   }
 
-  const {
-    reload,
-    current
-  } = createReloader({
+  const { reload, current } = createReloader({
     balancer,
     configFile: parsed.configFile,
     flags: parsed.flags,

@@ -28,10 +28,7 @@ const FLEET_HEALTH_PATH = '/_stats'
 function balancerOptions (config, fleet) {
   if (config.backends || !fleet) return config
   const healthCheck = config.healthCheck.path === null
-    ? {
-        ...config.healthCheck,
-        path: fleet.statsPath || FLEET_HEALTH_PATH
-      }
+    ? { ...config.healthCheck, path: fleet.statsPath || FLEET_HEALTH_PATH }
     : config.healthCheck
   return { ...config, healthCheck, backends: fleet.backends.map((b) => ({ id: b.id, url: b.url })) }
 }
@@ -60,10 +57,9 @@ function createReloader ({ balancer, configFile, flags, config, fleet = null, ba
     try {
       next = prepare(resolveConfig(flags, configFile ? readConfigFile(configFile) : {}))
       // backends a cluster primary handed over (embedded fleet) stay what they are
-      result = balancer.reconfigure(balancerOptions(
-        next.backends || fleet || !backends ? next : { ...next, backends },
-        fleet
-      ))
+      result = balancer.reconfigure(
+        balancerOptions(next.backends || fleet || !backends ? next : { ...next, backends }, fleet)
+      )
     } catch (err) {
       logger.error(
         { reason, code: err.code },

@@ -9,16 +9,7 @@
   const Plot = window.uPlot
   const WINDOW_S = 300
   const PALETTE = [
-    '#4e79a7',
-    '#f28e2b',
-    '#e15759',
-    '#76b7b2',
-    '#59a14f',
-    '#edc948',
-    '#b07aa1',
-    '#ff9da7',
-    '#9c755f',
-    '#bab0ac'
+    '#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'
   ]
   const colour = (i) => PALETTE[i % PALETTE.length]
 
@@ -39,9 +30,8 @@
   window.polistes = state
 
   const $ = (id) => document.getElementById(id)
-  const fmtMs = (v) => (v == null
-    ? '-'
-    : v < 1 ? `${v.toFixed(2)} ms` : v < 10 ? `${v.toFixed(1)} ms` : `${Math.round(v)} ms`)
+  const fmtMs = (v) =>
+    (v == null ? '-' : v < 1 ? `${v.toFixed(2)} ms` : v < 10 ? `${v.toFixed(1)} ms` : `${Math.round(v)} ms`)
   const fmtPct = (v) => (v == null ? '-' : `${(v * 100).toFixed(1)} %`)
 
   function width (el) {
@@ -52,14 +42,10 @@
   function buildCharts () {
     for (const c of Object.values(state.charts)) c.destroy()
     const time = { label: '', stroke: '#6b7385', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#eef0f3' } }
-    const axisY = (
-      label,
-      values
-    ) => ({ label, stroke: '#6b7385', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#eef0f3' }, size: 56, values })
-    const perBackend = (fmt) => state.ids.map((
-      id,
-      i
-    ) => ({ label: id, stroke: colour(i), width: 1.6, spanGaps: true, value: (u, v) => fmt(v) }))
+    const axisY = (label, values) =>
+      ({ label, stroke: '#6b7385', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#eef0f3' }, size: 56, values })
+    const perBackend = (fmt) =>
+      state.ids.map((id, i) => ({ label: id, stroke: colour(i), width: 1.6, spanGaps: true, value: (u, v) => fmt(v) }))
     const el = $('chart-rps')
     const common = { height: 190, cursor: { points: { size: 5 } }, legend: { live: false } }
     state.charts.rps = new Plot({
@@ -135,14 +121,9 @@
     })
     const extra = state.t.length - WINDOW_S
     if (extra > 0) {
-      for (const a of [
-        state.t,
-        state.p50,
-        state.p99,
-        state.hitAll,
-        ...state.rps.values(),
-        ...state.hit.values()
-      ]) a.splice(0, extra)
+      for (const a of [state.t, state.p50, state.p99, state.hitAll, ...state.rps.values(), ...state.hit.values()]) {
+        a.splice(0, extra)
+      }
     }
     state.ids = ids
     return changed
@@ -203,11 +184,9 @@
     if (key !== state.heatKey) {
       state.heatKey = key
       const head = ['<tr><th></th>']
-      heat.upstreams.forEach((
-        id,
-        j
-      ) => head.push(`<th data-upstream="${esc(id)}"><span class="sw" ` +
-        `style="background:${colour(j)}"></span>${esc(id)}</th>`))
+      heat.upstreams.forEach((id, j) => head.push(
+        `<th data-upstream="${esc(id)}"><span class="sw" style="background:${colour(j)}"></span>${esc(id)}</th>`
+      ))
       table.tHead.innerHTML = head.join('') + '</tr>'
       table.tBodies[0].innerHTML = heat.pages.map((page) => `<tr><th>${esc(page)}</th>${
         heat.upstreams.map((id) => `<td class="cell" data-page="${esc(page)}" ` +
@@ -283,10 +262,7 @@
 
   window.addEventListener('resize', () => {
     for (const [name, chart] of Object.entries(state.charts)) {
-      chart.setSize({
-        width: width($(`chart-${name}`)),
-        height: 190
-      })
+      chart.setSize({ width: width($(`chart-${name}`)), height: 190 })
     }
   })
   connect()

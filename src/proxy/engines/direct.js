@@ -72,16 +72,7 @@ function createDirectEngine ({ keepAlive, timeoutMs, ca = null, idleTimeoutMs = 
     const noStore = options !== undefined && options.noStore === true
     const trusted = options !== undefined && options.trusted === true
     const exchange = new Exchange(
-      req,
-      res,
-      originFor(upstream),
-      handlers,
-      replay,
-      hold,
-      keepAlive,
-      timeoutMs,
-      noStore,
-      trusted
+      req, res, originFor(upstream), handlers, replay, hold, keepAlive, timeoutMs, noStore, trusted
     )
     exchange.start()
     return exchange
@@ -210,12 +201,7 @@ class Exchange {
     try {
       // the fast front takes the head as it is, without checking each name for framing again
       if (this.res.writeRelayedHead !== undefined) {
-        this.res.writeRelayedHead(
-          statusCode,
-          statusMessage,
-          head.raw,
-          head.headers
-        )
+        this.res.writeRelayedHead(statusCode, statusMessage, head.raw, head.headers)
       } else this.res.writeHead(statusCode, statusMessage, head.raw)
     } catch (err) {
       // a head the client's response refuses (node:http's writeHead throws on what it cannot send):

@@ -51,12 +51,7 @@ const FRAMING = new Set(['host', 'content-length', 'transfer-encoding'])
 
 /** Response headers never passed to the client (trailer: see above). */
 const RESPONSE_DROPPED = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'upgrade',
-  'transfer-encoding',
-  'trailer'
+  'connection', 'keep-alive', 'proxy-connection', 'upgrade', 'transfer-encoding', 'trailer'
 ])
 
 /**

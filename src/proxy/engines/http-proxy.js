@@ -89,10 +89,8 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
       return attempt.invalid(new Error(`upstream sent status ${proxyRes.statusCode} as a final response`))
     }
     stripHopByHopResponse(proxyRes.headers)
-    if (attempt.hold && attempt.hold.has(proxyRes.statusCode) && attempt.handlers.discard(
-      proxyRes.statusCode,
-      proxyRes.headers
-    )) {
+    if (attempt.hold && attempt.hold.has(proxyRes.statusCode) &&
+      attempt.handlers.discard(proxyRes.statusCode, proxyRes.headers)) {
       attempt.ended = true
       proxyRes.resume() // read and drop the body: the upstream connection stays usable
       return

@@ -24,10 +24,8 @@ function createUndiciEngine ({ keepAlive, timeoutMs, lookup }) {
   // undici's own connector, with the interim heads an upstream sends unasked cut off each
   // connection (undici destroys it on a `100 Continue`: src/proxy/engines/interim-responses.js)
   const connector = buildConnector(lookup ? { timeout: timeoutMs, lookup } : { timeout: timeoutMs })
-  const connect = (
-    options,
-    callback
-  ) => connector(options, (err, socket) => callback(err, err ? socket : dropInterimHeads(socket)))
+  const connect = (options, callback) =>
+    connector(options, (err, socket) => callback(err, err ? socket : dropInterimHeads(socket)))
   /** @type {Map<string, Pool>} by origin */
   const pools = new Map()
   /** @type {WeakMap<object, Pool>} */

@@ -223,11 +223,7 @@ class Origin {
           ...this.resolve
         })
         : net.connect(this.resolve === null
-          ? {
-              host: this.host,
-              port: this.port,
-              onread
-            }
+          ? { host: this.host, port: this.port, onread }
           : { host: this.host, port: this.port, onread, ...this.resolve })
       socket.setTimeout(this.timeoutMs)
       return socket
