@@ -39,7 +39,8 @@ const { BALANCER_KEYS, settingsOf } = require('./config/options')
 /** Marks a client connection whose request was refused by src/proxy/request-checks.js. */
 const kRefused = Symbol('polistes.refused')
 
-/** @typedef {import('./index').BalancerOptions} BalancerOptions the options, each described in src/index.d.ts and in the option table (src/config/options.js) */
+/** @typedef {import('./index').BalancerOptions} BalancerOptions the options, each described in src/index.d.ts and in
+ * the option table (src/config/options.js) */
 
 /**
  * Create a balancer (not yet listening).
@@ -66,9 +67,9 @@ class Balancer {
   constructor (options) {
     const o = withDefaults(options)
     const {
-      backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs,
-      slowStartMs, admin = true, telemetry = createTelemetry(), accessLog = null, engine, logger = silentLogger(),
-      random = Math.random, now = () => performance.now()
+      backends, algo, policyOptions, policy, port, host, keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails,
+      failTimeoutMs, slowStartMs, admin = true, telemetry = createTelemetry(), accessLog = null, engine,
+      logger = silentLogger(), random = Math.random, now = () => performance.now()
     } = o
     validateOptions(Object.fromEntries(BALANCER_KEYS.map((key) => [key, o[key]])))
     const specs = parseBackends(backends)
@@ -101,11 +102,19 @@ class Balancer {
     this.pool = new Pool(specs, { maxFails, failTimeoutMs, slowStartMs, now, random })
     for (const u of this.pool.all()) telemetry.upstream(u.id) // columns in pool order
     this.policy = policy || createPolicy(algo, policyOptions, { random, now })
-    const limits = { maxConnections: o.maxConnections, headersTimeoutMs: o.headersTimeoutMs, requestTimeoutMs: o.requestTimeoutMs, keepAliveTimeoutMs: o.keepAliveTimeoutMs, maxHeaderSize: o.maxHeaderSize }
+    const limits = {
+      maxConnections: o.maxConnections,
+      headersTimeoutMs: o.headersTimeoutMs,
+      requestTimeoutMs: o.requestTimeoutMs,
+      keepAliveTimeoutMs: o.keepAliveTimeoutMs,
+      maxHeaderSize: o.maxHeaderSize
+    }
     const tls = o.tlsCert ? readServerTls(o.tlsCert, o.tlsKey) : null
     /** trusted CAs of https upstreams (PEM), kept for engines made by a reload and for WebSocket tunnels */
     this.upstreamCa = o.upstreamCa ? readCa(o.upstreamCa) : null
-    if (o.lookup !== undefined && typeof o.lookup !== 'function') throw new TypeError('lookup must be a function like node:dns lookup')
+    if (o.lookup !== undefined && typeof o.lookup !== 'function') {
+      throw new TypeError('lookup must be a function like node:dns lookup')
+    }
     /** the injected lookup (tests), or undefined: node:dns */
     this.injectedLookup = o.lookup
     /** @type {Resolver | null} backend host names looked up again every `resolveMs` */
@@ -222,7 +231,10 @@ class Balancer {
       intervalMs: ms,
       lookup: this.injectedLookup,
       onChange: (hostname, addresses, previous) => this.addressesChanged(hostname, addresses, previous),
-      onError: (hostname, err) => this.logger.warn({ hostname, err: err.message }, `backend host ${hostname} did not resolve; its last addresses stay`)
+      onError: (hostname, err) => this.logger.warn(
+        { hostname, err: err.message },
+        `backend host ${hostname} did not resolve; its last addresses stay`
+      )
     })
     this.lookup = this.resolver.lookup
     if (this.url !== undefined && !this.closing) {
@@ -239,7 +251,11 @@ class Balancer {
       ids.push(u.id)
       if (typeof this.engine.retire === 'function') this.engine.retire(u)
     }
-    this.logger.info({ hostname, addresses, previous, upstreams: ids }, `backend host ${hostname} now resolves to ${addresses.join(', ')} (was ${previous.join(', ')}): pooled connections renewed`)
+    this.logger.info(
+      { hostname, addresses, previous, upstreams: ids },
+      `backend host ${hostname} now resolves to ${addresses.join(', ')} (was ${previous.join(', ')}): pooled ` +
+        'connections renewed'
+    )
   }
 
   /**
@@ -283,7 +299,8 @@ class Balancer {
     return this._closed
   }
 
-  /** @returns {object} the process id (which worker, with --workers), counters, upstreams and the policy's snapshot, as plain JSON */
+  /** @returns {object} the process id (which worker, with --workers), counters, upstreams and the policy's snapshot, as
+   * plain JSON */
   stats () {
     const t = this.now()
     return {
@@ -316,7 +333,9 @@ class Balancer {
       if (this.adminServer) return this.reply(res, 404, 'not-found', 'not found')
       if (this.mountAdmin) return this.handleAdmin(req, res, false)
     }
-    if (req.url[0] !== '/') return this.reply(res, 400, 'request-target', 'only origin-form request targets (/path) are served')
+    if (req.url[0] !== '/') {
+      return this.reply(res, 400, 'request-target', 'only origin-form request targets (/path) are served')
+    }
     this.counters.requests++
     if (declaresTooLarge(req, this.maxBodySize)) {
       this.counters.bodyTooLarge++
@@ -395,7 +414,10 @@ class Balancer {
    * taken there only).
    */
   handleAdmin (req, res, onAdminListener) {
-    if (!this.adminRouter.handle(req, res) && !this.backendsAdmin(req, res, onAdminListener) && !this.admin.handle(req, res)) this.reply(res, 404, 'not-found', 'not found')
+    if (!this.adminRouter.handle(req, res) && !this.backendsAdmin(req, res, onAdminListener) &&
+      !this.admin.handle(req, res)) {
+      this.reply(res, 404, 'not-found', 'not found')
+    }
   }
 
   /**

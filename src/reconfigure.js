@@ -52,9 +52,24 @@ function checkSettingsFor (balancer, upstream) {
 function reconfigure (balancer, o) {
   const cur = balancer.settings
   // 1. everything that can throw
-  const { keepAlive, timeoutMs, tryTimeoutMs, retries, retryOn, maxFails, failTimeoutMs, slowStartMs, policyOptions, maxBodySize, maxEventStreams, trustedProxies } = o
+  const {
+    keepAlive,
+    timeoutMs,
+    tryTimeoutMs,
+    retries,
+    retryOn,
+    maxFails,
+    failTimeoutMs,
+    slowStartMs,
+    policyOptions,
+    maxBodySize,
+    maxEventStreams,
+    trustedProxies
+  } = o
   // host and port (and the other settings a reload cannot change) are checked only when given
-  validateOptions(Object.fromEntries([...RELOADABLE, ...RESTART_ONLY].filter((key) => o[key] !== undefined).map((key) => [key, o[key]])))
+  validateOptions(Object.fromEntries(
+    [...RELOADABLE, ...RESTART_ONLY].filter((key) => o[key] !== undefined).map((key) => [key, o[key]])
+  ))
   const trust = createTrust(trustedProxies)
   const keyOf = compileRoutingKey(o.routingKey)
   const stickyChanged = !sameJson(o.stickyCookie, cur.stickyCookie)
@@ -83,7 +98,8 @@ function reconfigure (balancer, o) {
   if (policy || configurePolicy) changed.push('policyOptions')
   const resolveMs = o.resolveMs
   // resolution turned on or off: the engine's connections take another lookup
-  const renewEngine = keepAlive !== cur.keepAlive || timeoutMs !== cur.timeoutMs || (resolveMs === null) !== (cur.resolveMs === null)
+  const renewEngine = keepAlive !== cur.keepAlive || timeoutMs !== cur.timeoutMs ||
+    (resolveMs === null) !== (cur.resolveMs === null)
 
   // 2. apply: nothing below throws
   const { pool } = balancer
@@ -124,7 +140,11 @@ function reconfigure (balancer, o) {
   if (policy) balancer.policy = policy
   balancer.setResolveMs(resolveMs)
   if (balancer.resolver !== null) balancer.resolver.sync(pool.all().map((u) => u.target))
-  const engine = renewEngine ? createProxyEngine({ keepAlive, timeoutMs, engine: cur.engine, upstreamCa: balancer.upstreamCa, lookup: balancer.lookup }) : null
+  const engine = renewEngine
+    ? createProxyEngine({
+      keepAlive, timeoutMs, engine: cur.engine, upstreamCa: balancer.upstreamCa, lookup: balancer.lookup
+    })
+    : null
   if (engine) {
     const old = balancer.engine
     balancer.engine = engine

@@ -15,7 +15,8 @@ const { PolicyRouter, headerValue, withRouter } = require('./policy-router')
  *
  * @param {Array<string | { url: string, id?: string, weight?: number }>} upstreams origins
  * @param {object} [options] those of src/adapters/policy-router.js (`policy`, default 'wasp', ...)
- * @returns {{ upstream: string, replyOptions: { getUpstream: Function, onResponse: Function, onError: Function }, policyRouter: PolicyRouter }}
+ * @returns {{ upstream: string, replyOptions: { getUpstream: Function, onResponse: Function, onError: Function },
+ * policyRouter: PolicyRouter }}
  */
 function policyProxyOptions (upstreams, options) {
   const router = new PolicyRouter(upstreams, options)
@@ -39,7 +40,10 @@ function policyProxyOptions (upstreams, options) {
           const status = res.statusCode
           const cache = headerValue(res.headers['x-cache'])
           res.stream.once('end', () => ticket.end(status, cache))
-          res.stream.once('close', () => ticket.end(status, cache, res.stream.readableEnded ? undefined : 'upstream closed the response early'))
+          res.stream.once(
+            'close',
+            () => ticket.end(status, cache, res.stream.readableEnded ? undefined : 'upstream closed the response early')
+          )
         }
         reply.send(res.stream)
       },

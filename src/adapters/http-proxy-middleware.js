@@ -16,7 +16,8 @@ const { endWith, badGateway } = require('./http-proxy')
  *
  * @param {Array<string | { url: string, id?: string, weight?: number }>} upstreams origins
  * @param {object} [options] those of src/adapters/policy-router.js (`policy`, default 'wasp', ...)
- * @returns {{ target: string, router: (req: object) => string, on: { proxyRes: Function, error: Function }, policyRouter: PolicyRouter }}
+ * @returns {{ target: string, router: (req: object) => string, on: { proxyRes: Function, error: Function },
+ * policyRouter: PolicyRouter }}
  */
 function policyRouting (upstreams, options) {
   const router = new PolicyRouter(upstreams, options)

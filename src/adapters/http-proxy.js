@@ -18,7 +18,8 @@ const { canRetry } = require('../proxy/retry-rules')
  * @param {Array<string | { url: string, id?: string, weight?: number }>} upstreams origins
  * @param {object} [options] those of src/adapters/policy-router.js: `policy` (default 'wasp'),
  *   `policyOptions`, `routingKey`, `random`, `now`, `maxFails`, `failTimeoutMs`; and `retries` (default 2)
- * @returns {{ router: PolicyRouter, web: (req: import('http').IncomingMessage, res: import('http').ServerResponse, options?: object, callback?: (err: Error, req: object, res: object) => void) => void }}
+ * @returns {{ router: PolicyRouter, web: (req: import('http').IncomingMessage, res: import('http').ServerResponse,
+ * options?: object, callback?: (err: Error, req: object, res: object) => void) => void }}
  */
 function withPolicy (proxy, upstreams, options = {}) {
   const { retries = DEFAULTS.retries, ...routerOptions } = options
@@ -43,7 +44,9 @@ function withPolicy (proxy, upstreams, options = {}) {
     // http-proxy 1.18 runs both through the deprecated url.parse() (DEP0169)
     proxy.web(req, res, { toProxy: true, ...webOptions, target: targetOf(ticket.member) }, (err, ...rest) => {
       ticket.end(undefined, undefined, err.message)
-      const failed = !res.headersSent && !res.destroyed && canRetry(req) ? nextTry(router, tried, ticket.member, retries) : null
+      const failed = !res.headersSent && !res.destroyed && canRetry(req)
+        ? nextTry(router, tried, ticket.member, retries)
+        : null
       if (failed !== null) return attempt(req, res, webOptions, callback, failed)
       if (callback) return callback(err, ...rest)
       badGateway(res)
@@ -66,7 +69,10 @@ function endWith (ticket, upstreamRes) {
   const status = upstreamRes.statusCode
   const cache = headerValue(upstreamRes.headers['x-cache'])
   upstreamRes.once('end', () => ticket.end(status, cache))
-  upstreamRes.once('close', () => ticket.end(status, cache, upstreamRes.complete ? undefined : 'upstream closed the response early'))
+  upstreamRes.once(
+    'close',
+    () => ticket.end(status, cache, upstreamRes.complete ? undefined : 'upstream closed the response early')
+  )
 }
 
 function unavailable (res) {

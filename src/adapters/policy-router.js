@@ -27,12 +27,26 @@ class PolicyRouter {
    * @param {number} [options.maxFails=1] connection-level failures in a row that leave an upstream out
    * @param {number} [options.failTimeoutMs=5000] how long it is left out
    */
-  constructor (upstreams, { policy = 'wasp', policyOptions = {}, routingKey = pathKey, random = Math.random, now = () => performance.now(), maxFails = DEFAULTS.maxFails, failTimeoutMs = DEFAULTS.failTimeoutMs } = {}) {
-    if (!Array.isArray(upstreams) || upstreams.length === 0) throw new ERR_POLISTES_BAD_OPTION('a policy router needs at least one upstream URL')
-    if (typeof routingKey !== 'function') throw new ERR_POLISTES_BAD_OPTION('routingKey must be a function of the request path')
+  constructor (upstreams, {
+    policy = 'wasp',
+    policyOptions = {},
+    routingKey = pathKey,
+    random = Math.random,
+    now = () => performance.now(),
+    maxFails = DEFAULTS.maxFails,
+    failTimeoutMs = DEFAULTS.failTimeoutMs
+  } = {}) {
+    if (!Array.isArray(upstreams) || upstreams.length === 0) {
+      throw new ERR_POLISTES_BAD_OPTION('a policy router needs at least one upstream URL')
+    }
+    if (typeof routingKey !== 'function') {
+      throw new ERR_POLISTES_BAD_OPTION('routingKey must be a function of the request path')
+    }
     validateOptions({ maxFails, failTimeoutMs })
     this.policy = typeof policy === 'string' ? createPolicy(policy, policyOptions, { random, now }) : policy
-    if (!this.policy || typeof this.policy.pick !== 'function') throw new ERR_POLISTES_BAD_OPTION('policy must be a policy name or an object with pick()')
+    if (!this.policy || typeof this.policy.pick !== 'function') {
+      throw new ERR_POLISTES_BAD_OPTION('policy must be a policy name or an object with pick()')
+    }
     this.routingKey = routingKey
     this.now = now
     this.pool = new Pool([], { maxFails, failTimeoutMs, now, random })
@@ -57,10 +71,14 @@ class PolicyRouter {
     } catch {
       origin = ''
     }
-    if (!/^https?:\/\//.test(origin)) throw new ERR_POLISTES_BAD_OPTION(`upstream must be an http(s) URL, got ${JSON.stringify(spec.url)}`)
+    if (!/^https?:\/\//.test(origin)) {
+      throw new ERR_POLISTES_BAD_OPTION(`upstream must be an http(s) URL, got ${JSON.stringify(spec.url)}`)
+    }
     if (this.members.some((m) => m.origin === origin)) return null
     const id = spec.id || origin
-    if (this.pool.get(id) !== undefined) throw new ERR_POLISTES_BAD_OPTION(`duplicate upstream id ${JSON.stringify(id)}`)
+    if (this.pool.get(id) !== undefined) {
+      throw new ERR_POLISTES_BAD_OPTION(`duplicate upstream id ${JSON.stringify(id)}`)
+    }
     const member = this.pool.add({ id, url: origin, weight: spec.weight })
     member.origin = origin
     return member
@@ -84,8 +102,8 @@ class PolicyRouter {
    * @param {string} path the request target (its query string is not part of the default key)
    * @param {string} [method]
    * @param {Set<object>} [tried] members not to pick (the attempts of this request that failed)
-   * @returns {{ member: { id: string, origin: string }, end: (statusCode?: number, cache?: string, error?: string) => void } | null}
-   *   null when no upstream is left; `end` reports the outcome to the policy, once (later calls are
+   * @returns {{ member: { id: string, origin: string }, end: (statusCode?: number, cache?: string, error?: string) =>
+   *   void } | null} null when no upstream is left; `end` reports the outcome to the policy, once (later calls are
    *   ignored). An `error` with no `statusCode` is a connection-level failure, counted for passive
    *   health; any status clears the member's record.
    */

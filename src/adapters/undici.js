@@ -119,7 +119,9 @@ class PolicyDispatcher extends Dispatcher {
       this.attempt(opts, handler, path, failed)
       return true
     }
-    const wrapped = typeof handler.onRequestStart === 'function' ? new ControllerFeedback(handler, ticket.end, retry) : new CallbackFeedback(handler, ticket.end, retry)
+    const wrapped = typeof handler.onRequestStart === 'function'
+      ? new ControllerFeedback(handler, ticket.end, retry)
+      : new CallbackFeedback(handler, ticket.end, retry)
     return this.pools.get(ticket.member.origin).dispatch(opts, wrapped)
   }
 
@@ -269,7 +271,9 @@ function createPolicyDispatcher (upstreams, options) {
  * @returns {{ base: string, undici: PolicyDispatcher }}
  */
 function replyFromOptions (dispatcher, options = {}) {
-  if (!(dispatcher instanceof PolicyDispatcher)) throw new ERR_POLISTES_BAD_OPTION('replyFromOptions takes a PolicyDispatcher')
+  if (!(dispatcher instanceof PolicyDispatcher)) {
+    throw new ERR_POLISTES_BAD_OPTION('replyFromOptions takes a PolicyDispatcher')
+  }
   return { base: dispatcher.upstreams[0], ...options, undici: dispatcher }
 }
 

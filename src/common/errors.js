@@ -78,7 +78,8 @@ const ERR_POLISTES_NO_BACKENDS = createError('ERR_POLISTES_NO_BACKENDS',
 const ERR_POLISTES_MISSING_PACKAGE = createError('ERR_POLISTES_MISSING_PACKAGE',
   (names, feature, ranges = {}) => {
     const specs = names.map((name) => ranges[name] ? `${name}@${JSON.stringify(ranges[name])}` : name)
-    return `${feature} needs the package${names.length > 1 ? 's' : ''} ${names.join(' and ')}, not installed: npm install ${specs.join(' ')}`
+    return `${feature} needs the package${names.length > 1 ? 's' : ''} ${names.join(' and ')}, not installed: npm ` +
+      `install ${specs.join(' ')}`
   },
   'a feature needs an optional package that is not installed')
 

@@ -13,11 +13,18 @@ const { isInstalled, requireOptional } = require('./optional-package')
  *   by default, pretty on a TTY when pino-pretty is installed
  * @returns {import('pino').Logger}
  */
-function createLogger ({ level = 'info', pretty = process.stdout.isTTY === true && isInstalled('pino-pretty'), destination } = {}) {
+function createLogger ({
+  level = 'info',
+  pretty = process.stdout.isTTY === true && isInstalled('pino-pretty'),
+  destination
+} = {}) {
   if (destination) return pino({ level, base: undefined }, destination)
   if (pretty) {
     const pinoPretty = requireOptional('pino-pretty', '--log-format pretty')
-    return pino({ level, base: undefined }, pinoPretty({ colorize: true, sync: true, ignore: 'pid,hostname', translateTime: 'SYS:HH:MM:ss.l' }))
+    return pino(
+      { level, base: undefined },
+      pinoPretty({ colorize: true, sync: true, ignore: 'pid,hostname', translateTime: 'SYS:HH:MM:ss.l' })
+    )
   }
   return pino({ level, base: undefined })
 }

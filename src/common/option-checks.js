@@ -42,7 +42,9 @@ function onOption (key, fn) {
  * @param {number} max inclusive
  */
 function checkInteger (name, value, min, max) {
-  if (!(Number.isInteger(value) && value >= min && value <= max)) throw badOption([name], `${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`)
+  if (!(Number.isInteger(value) && value >= min && value <= max)) {
+    throw badOption([name], `${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`)
+  }
 }
 
 /**
@@ -51,7 +53,9 @@ function checkInteger (name, value, min, max) {
  * @param {unknown} value
  */
 function checkPositive (name, value) {
-  if (!(Number.isFinite(value) && value > 0)) throw badOption([name], `${name} must be a positive number of ms, got ${JSON.stringify(value)}`)
+  if (!(Number.isFinite(value) && value > 0)) {
+    throw badOption([name], `${name} must be a positive number of ms, got ${JSON.stringify(value)}`)
+  }
 }
 
 /**
@@ -59,7 +63,9 @@ function checkPositive (name, value) {
  * @param {unknown} value a file path, or null for none
  */
 function checkPath (name, value) {
-  if (value !== null && (typeof value !== 'string' || value === '')) throw badOption([name], `${name} must be a file path, got ${JSON.stringify(value)}`)
+  if (value !== null && (typeof value !== 'string' || value === '')) {
+    throw badOption([name], `${name} must be a file path, got ${JSON.stringify(value)}`)
+  }
 }
 
 module.exports = { checkInteger, checkPositive, checkPath, badOption, onOption }

@@ -2,16 +2,23 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
-const { PolistesError, ERR_POLISTES_BAD_CONFIG, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('../common/errors')
+const {
+  PolistesError,
+  ERR_POLISTES_BAD_CONFIG,
+  ERR_POLISTES_BAD_OPTION,
+  ERR_POLISTES_UNKNOWN_ALGO
+} = require('../common/errors')
 const { DEFAULTS, validateOptions, checkMembers } = require('./defaults')
 const { TOP_KEYS } = require('./options')
 const { onOption } = require('../common/option-checks')
 const { policyNames, createPolicy } = require('../policies')
 const { parseBackends } = require('../pool/backend-spec')
 
-/** Keys a config file reads its own way: the listen address (also `address`), the policy (also `strategy`), the backends (also `receiver_addresses`), and the object options. */
+/** Keys a config file reads its own way: the listen address (also `address`), the policy (also `strategy`), the
+ * backends (also `receiver_addresses`), and the object options. */
 const SHAPED_KEYS = ['host', 'port', 'algo', 'backends', 'healthCheck', 'fleet']
-/** Keys a config file may hold: every option of the table; `address`, `strategy` and `receiver_addresses` are the seed's shape. */
+/** Keys a config file may hold: every option of the table; `address`, `strategy` and `receiver_addresses` are the
+ * seed's shape. */
 const FILE_KEYS = new Set(['address', 'strategy', 'receiver_addresses', ...TOP_KEYS])
 /** Keys taken from a file as they are (validated with the flags' values in resolveConfig). */
 const PLAIN_KEYS = TOP_KEYS.filter((key) => !SHAPED_KEYS.includes(key))
@@ -60,7 +67,8 @@ function readConfigFile (file) {
   }
   const unknown = Object.keys(json).filter((k) => !FILE_KEYS.has(k))
   if (unknown.length > 0) {
-    throw new ERR_POLISTES_BAD_CONFIG(`config file ${file}: unknown key(s) ${unknown.join(', ')}; allowed: ${[...FILE_KEYS].join(', ')}`)
+    throw new ERR_POLISTES_BAD_CONFIG(`config file ${file}: unknown key(s) ${unknown.join(', ')}; allowed: ` +
+      `${[...FILE_KEYS].join(', ')}`)
   }
   const out = {}
   const names = {} // the file's name of a key, where it is another
@@ -90,15 +98,22 @@ function readConfigFile (file) {
     if (typeof out[key] === 'string' && out[key] !== '') out[key] = path.resolve(path.dirname(file), out[key])
   }
   if (json.fleet !== undefined) {
-    if (json.fleet === null || typeof json.fleet !== 'object') throw new ERR_POLISTES_BAD_CONFIG(`${where}: "fleet" must be an object`)
+    if (json.fleet === null || typeof json.fleet !== 'object') {
+      throw new ERR_POLISTES_BAD_CONFIG(`${where}: "fleet" must be an object`)
+    }
     const bad = Object.keys(json.fleet).filter((k) => !FLEET_KEYS.has(k))
     if (bad.length > 0) throw new ERR_POLISTES_BAD_CONFIG(`${where}: unknown fleet key(s) ${bad.join(', ')}`)
     out.fleet = json.fleet
   }
   if (json.healthCheck !== undefined) {
-    if (json.healthCheck === null || typeof json.healthCheck !== 'object' || Array.isArray(json.healthCheck)) throw new ERR_POLISTES_BAD_CONFIG(`${where}: "healthCheck" must be an object`)
+    if (json.healthCheck === null || typeof json.healthCheck !== 'object' || Array.isArray(json.healthCheck)) {
+      throw new ERR_POLISTES_BAD_CONFIG(`${where}: "healthCheck" must be an object`)
+    }
     const bad = Object.keys(json.healthCheck).filter((k) => !Object.hasOwn(DEFAULTS.healthCheck, k))
-    if (bad.length > 0) throw new ERR_POLISTES_BAD_CONFIG(`${where}: unknown healthCheck key(s) ${bad.join(', ')}; allowed: ${Object.keys(DEFAULTS.healthCheck).join(', ')}`)
+    if (bad.length > 0) {
+      throw new ERR_POLISTES_BAD_CONFIG(`${where}: unknown healthCheck key(s) ${bad.join(', ')}; allowed: ` +
+        `${Object.keys(DEFAULTS.healthCheck).join(', ')}`)
+    }
     out.healthCheck = json.healthCheck
   }
   return out
@@ -111,7 +126,10 @@ function readConfigFile (file) {
  */
 function parseAddress (address, where) {
   const m = typeof address === 'string' && /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(address.trim())
-  if (!m) throw new ERR_POLISTES_BAD_CONFIG(`${where}: address must look like "127.0.0.1:8080", got ${JSON.stringify(address)}`)
+  if (!m) {
+    throw new ERR_POLISTES_BAD_CONFIG(`${where}: address must look like "127.0.0.1:8080", got ` +
+    `${JSON.stringify(address)}`)
+  }
   const host = m[1] || m[2] || DEFAULTS.host
   return { host: host === 'localhost' ? '127.0.0.1' : host, port: Number(m[3]) }
 }
@@ -152,15 +170,19 @@ function merge (flags, file) {
   })
   validateOptions(config)
   if (config.accessLogFile !== undefined) {
-    if (flags.accessLog === false && flags.accessLogFile !== undefined) throw new ERR_POLISTES_BAD_OPTION('--no-access-log and --access-log-file contradict each other: give one')
+    if (flags.accessLog === false && flags.accessLogFile !== undefined) {
+      throw new ERR_POLISTES_BAD_OPTION('--no-access-log and --access-log-file contradict each other: give one')
+    }
     if (flags.accessLog !== false) config.accessLog = true // a file asks for the log, unless a flag turns it off
   }
-  onOption('policyOptions', () => createPolicy(config.algo, config.policyOptions)) // the policy's own check of its options (unknown names, ranges)
+  // the policy's own check of its options (unknown names, ranges)
+  onOption('policyOptions', () => createPolicy(config.algo, config.policyOptions))
   if (config.backends !== undefined) {
     try {
       config.backends = parseBackends(config.backends)
     } catch (err) {
-      if (err instanceof PolistesError) err.options = ['backends'] // "backend #2 healthCheck.rise ...": one of the backends
+      // "backend #2 healthCheck.rise ...": one of the backends
+      if (err instanceof PolistesError) err.options = ['backends']
       throw err
     }
   }
@@ -194,7 +216,12 @@ function nameTheSource (err, flags, file) {
   const [subject, ...related] = keys
   const head = new RegExp(`^${escapeRegExp(subject)}(?![\\w.])`)
   let message = head.test(err.message) ? err.message.replace(head, label(subject)) : `${label(subject)}: ${err.message}`
-  for (const key of related) message = message.replace(new RegExp(`(?<![\\w.-])${escapeRegExp(key)}(?![\\w.])`, 'g'), label(key))
+  for (const key of related) {
+    message = message.replace(
+      new RegExp(`(?<![\\w.-])${escapeRegExp(key)}(?![\\w.])`, 'g'),
+      label(key)
+    )
+  }
   if (keys.some(fromFile)) message = `config file ${fileOrigin.file}: ${message}`
   err.message = message
   return err

@@ -36,13 +36,24 @@ const CHECKS = OPTIONS.filter((o) => o.check && TOP_KEYS.includes(o.key)).map((o
 function checkCombinations (o) {
   if ((o.tlsCert == null) !== (o.tlsKey == null) && Object.hasOwn(o, 'tlsCert') && Object.hasOwn(o, 'tlsKey')) {
     const given = o.tlsCert == null ? 'tlsKey' : 'tlsCert'
-    throw badOption([given, given === 'tlsCert' ? 'tlsKey' : 'tlsCert'], 'tlsCert and tlsKey go together: give both or neither')
+    throw badOption(
+      [given, given === 'tlsCert' ? 'tlsKey' : 'tlsCert'],
+      'tlsCert and tlsKey go together: give both or neither'
+    )
   }
-  if (Number.isFinite(o.headersTimeoutMs) && Number.isFinite(o.requestTimeoutMs) && o.headersTimeoutMs > o.requestTimeoutMs) {
-    throw badOption(['headersTimeoutMs', 'requestTimeoutMs'], `headersTimeoutMs (${o.headersTimeoutMs}) must not exceed requestTimeoutMs (${o.requestTimeoutMs})`)
+  if (Number.isFinite(o.headersTimeoutMs) && Number.isFinite(o.requestTimeoutMs) &&
+    o.headersTimeoutMs > o.requestTimeoutMs) {
+    throw badOption(
+      ['headersTimeoutMs', 'requestTimeoutMs'],
+      `headersTimeoutMs (${o.headersTimeoutMs}) must not exceed requestTimeoutMs (${o.requestTimeoutMs})`
+    )
   }
   if (Number.isFinite(o.tryTimeoutMs) && Number.isFinite(o.timeoutMs) && o.tryTimeoutMs > o.timeoutMs) {
-    throw badOption(['tryTimeoutMs', 'timeoutMs'], `tryTimeoutMs (${o.tryTimeoutMs}) must not exceed timeoutMs (${o.timeoutMs}): the inactivity timeout would always fire first`)
+    throw badOption(
+      ['tryTimeoutMs', 'timeoutMs'],
+      `tryTimeoutMs (${o.tryTimeoutMs}) must not exceed timeoutMs (${o.timeoutMs}): the inactivity timeout would ` +
+        'always fire first'
+    )
   }
 }
 

@@ -41,8 +41,8 @@ const HANDOFF = null
  * @param {number} start
  * @param {number} maxHeaderSize
  * @param {HeaderNames} [names] the connection's header names so far (src/common/header-names.js)
- * @returns {{ method: string, url: string, headers: Record<string, string>, close: boolean, next: number } | 'partial' | null}
- *   'partial': no whole head yet; null: not simple (hand the connection to node:http)
+ * @returns {{ method: string, url: string, headers: Record<string, string>, close: boolean, next: number } | 'partial'
+ *   | null} 'partial': no whole head yet; null: not simple (hand the connection to node:http)
  */
 function parseSimpleRequest (buf, start, maxHeaderSize, names = new HeaderNames()) {
   const stop = buf.indexOf(HEAD_END, start)
@@ -204,7 +204,9 @@ class FastResponse extends EventEmitter {
   /** The head: status line, `fields` (CRLF-ended lines), then Date, framing and Connection as needed. */
   setHead (statusCode, message, fields, length, date) {
     // what node:http's writeHead refuses is refused here too (the engines answer 502 for it)
-    if (!Number.isInteger(statusCode) || statusCode < 100 || statusCode > 999) throw invalidHead('ERR_HTTP_INVALID_STATUS_CODE', `Invalid status code: ${statusCode}`)
+    if (!Number.isInteger(statusCode) || statusCode < 100 || statusCode > 999) {
+      throw invalidHead('ERR_HTTP_INVALID_STATUS_CODE', `Invalid status code: ${statusCode}`)
+    }
     if (message && BAD_REASON.test(message)) throw invalidHead('ERR_INVALID_CHAR', 'Invalid character in statusMessage')
     this.headersSent = true
     this.statusCode = statusCode
@@ -469,7 +471,14 @@ function invalidHead (code, message) {
  *   `Connection: close`
  * @param {(socket: import('node:net').Socket, status: string) => void} options.refuse answer and close
  */
-function attachFastFront (server, { keepAliveTimeoutMs, headersTimeoutMs, maxHeaderSize, accepts = null, closing = () => false, refuse }) {
+function attachFastFront (server, {
+  keepAliveTimeoutMs,
+  headersTimeoutMs,
+  maxHeaderSize,
+  accepts = null,
+  closing = () => false,
+  refuse
+}) {
   const nodeListeners = server.listeners('connection')
   server.removeAllListeners('connection')
   const seconds = Math.floor(keepAliveTimeoutMs / 1000)

@@ -43,12 +43,22 @@ const ANSWERS = {
  * the rest by node:http; the handler sees the same request/response surface either way.
  *
  * @param {(req: http.IncomingMessage, res: http.ServerResponse) => void} handler
- * @param {FrontLimits & { tls?: { cert: Buffer, key: Buffer } | null, fast?: { accepts: (url: string) => boolean, closing: () => boolean } | null, requireHost?: boolean }} options
- *   `requireHost: false`: an HTTP/1.1 request without Host reaches the handler, which must refuse it
+ * @param {FrontLimits & { tls?: { cert: Buffer, key: Buffer } | null, fast?: { accepts: (url: string) => boolean,
+ *   closing: () => boolean } | null, requireHost?: boolean }} options `requireHost: false`: an HTTP/1.1 request without
+ *   Host reaches the handler, which must refuse it
  *   itself (the balancer's request checks do, and then forward nothing pipelined behind it)
  * @returns {http.Server | https.Server}
  */
-function createFrontServer (handler, { tls = null, fast = null, requireHost = true, maxConnections, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxHeaderSize }) {
+function createFrontServer (handler, {
+  tls = null,
+  fast = null,
+  requireHost = true,
+  maxConnections,
+  headersTimeoutMs,
+  requestTimeoutMs,
+  keepAliveTimeoutMs,
+  maxHeaderSize
+}) {
   const options = {
     requireHostHeader: requireHost,
     maxHeaderSize,
@@ -62,7 +72,14 @@ function createFrontServer (handler, { tls = null, fast = null, requireHost = tr
   server.keepAliveTimeout = keepAliveTimeoutMs
   server.maxConnections = maxConnections
   if (fast && !tls) {
-    attachFastFront(server, { keepAliveTimeoutMs, headersTimeoutMs, maxHeaderSize, accepts: fast.accepts, closing: fast.closing, refuse })
+    attachFastFront(server, {
+      keepAliveTimeoutMs,
+      headersTimeoutMs,
+      maxHeaderSize,
+      accepts: fast.accepts,
+      closing: fast.closing,
+      refuse
+    })
   }
   server.on('clientError', (err, socket) => {
     // bytes after a request that ends the connection (HTTP/1.0 without keep-alive, `Connection:

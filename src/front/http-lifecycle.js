@@ -63,13 +63,19 @@ function createLifecycle (server, { name, backlog }) {
     return new Promise((resolve, reject) => {
       const onError = (err) => {
         server.off('listening', onListening)
-        if (err.code === 'EADDRINUSE') reject(Object.assign(new ERR_POLISTES_PORT_IN_USE(name, host, port), { listener: name })) // which port to change
-        else reject(new ERR_POLISTES_BAD_OPTION(`${name}: cannot listen on ${host}:${port}: ${err.code || err.message}`))
+        if (err.code === 'EADDRINUSE') {
+          // which port to change
+          reject(Object.assign(new ERR_POLISTES_PORT_IN_USE(name, host, port), { listener: name }))
+        } else {
+          reject(new ERR_POLISTES_BAD_OPTION(`${name}: cannot listen on ${host}:${port}: ${err.code || err.message}`))
+        }
       }
       const onListening = () => {
         server.off('error', onError)
         const address = server.address()
-        const shown = address.family === 'IPv6' || address.address.includes(':') ? `[${address.address}]` : address.address
+        const shown = address.family === 'IPv6' || address.address.includes(':')
+          ? `[${address.address}]`
+          : address.address
         resolve({ port: address.port, host: address.address, url: `${scheme}://${shown}:${address.port}` })
       }
       server.once('error', onError)

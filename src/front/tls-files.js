@@ -15,7 +15,8 @@ const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
  * @param {string} certFile PEM certificate (chain), e.g. from `--tls-cert`
  * @param {string} keyFile PEM private key, e.g. from `--tls-key`
  * @returns {{ cert: Buffer, key: Buffer }} ready for `https.createServer`
- * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION: unreadable, not PEM, or a key that does not match
+ * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION: unreadable, not PEM, or a key that does
+ * not match
  */
 function readServerTls (certFile, keyFile) {
   const cert = readFile('--tls-cert', certFile)
@@ -31,7 +32,8 @@ function readServerTls (certFile, keyFile) {
   // OpenSSL only compares a key with a certificate of its own type: an EC key with an RSA
   // certificate passes, and every handshake fails later
   if (!leaf.checkPrivateKey(privateKey)) {
-    throw new ERR_POLISTES_BAD_OPTION(`--tls-key ${keyFile} is not the private key of the first certificate in --tls-cert ${certFile}`)
+    throw new ERR_POLISTES_BAD_OPTION(`--tls-key ${keyFile} is not the private key of the first certificate in ` +
+      `--tls-cert ${certFile}`)
   }
   return { cert, key }
 }
@@ -59,7 +61,10 @@ function readFile (flag, file) {
 /** Parse every PEM certificate in `pem`; at least one, all valid. */
 function certificates (flag, file, pem) {
   const blocks = pem.toString('latin1').match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) || []
-  if (blocks.length === 0) throw new ERR_POLISTES_BAD_OPTION(`${flag} ${file}: no PEM certificate in it (expected "-----BEGIN CERTIFICATE-----")`)
+  if (blocks.length === 0) {
+    throw new ERR_POLISTES_BAD_OPTION(`${flag} ${file}: no PEM certificate in it (expected "-----BEGIN ` +
+      'CERTIFICATE-----")')
+  }
   return blocks.map((block, i) => {
     try {
       return new X509Certificate(block)

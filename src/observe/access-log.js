@@ -35,7 +35,9 @@ function createAccessLog ({ logger, file } = {}) {
   let destination = null
   let log = logger
   if (file !== undefined) {
-    if (typeof file !== 'string' || file === '') throw new ERR_POLISTES_BAD_OPTION('access log file must be a non-empty path')
+    if (typeof file !== 'string' || file === '') {
+      throw new ERR_POLISTES_BAD_OPTION('access log file must be a non-empty path')
+    }
     let fd
     try {
       fd = fs.openSync(file, 'a')
@@ -51,7 +53,12 @@ function createAccessLog ({ logger, file } = {}) {
   return {
     file,
     write ({ method, path, status, upstream, attempts, ms, cache, bytes }) {
-      if (on) log.info({ method, path, status, upstream, attempts, ms: Math.round(ms * 100) / 100, cache, bytes }, 'request')
+      if (on) {
+        log.info(
+          { method, path, status, upstream, attempts, ms: Math.round(ms * 100) / 100, cache, bytes },
+          'request'
+        )
+      }
     },
     close () {
       if (!destination) return Promise.resolve()

@@ -76,7 +76,13 @@ function parseRoute (url) {
  *   answers and returns true for a path of its own; `trusted`: the request came in on the admin listener
  */
 function createBackendsHandler (pool, { onChange = () => {} } = {}) {
-  const record = (u) => ({ id: u.id, url: u.url, backup: u.backup, adminState: u.adminState, state: pool.health(u).state })
+  const record = (u) => ({
+    id: u.id,
+    url: u.url,
+    backup: u.backup,
+    adminState: u.adminState,
+    state: pool.health(u).state
+  })
   return function handle (req, res, trusted) {
     const route = parseRoute(req.url)
     if (route === null) return false
@@ -94,7 +100,9 @@ function createBackendsHandler (pool, { onChange = () => {} } = {}) {
     }
     if (method !== 'POST' && method !== 'PUT') return refuse(res, 405, 'method not allowed', 'GET, HEAD, POST, PUT')
     if (!trusted) return refuse(res, 403, 'backend state changes are served on the admin listener only (--admin-port)')
-    if (req.headers.origin !== undefined) return refuse(res, 403, 'backend state changes are not taken from web pages (Origin header)')
+    if (req.headers.origin !== undefined) {
+      return refuse(res, 403, 'backend state changes are not taken from web pages (Origin header)')
+    }
     readBody(req, (text) => {
       if (text === null) return refuse(res, 413, `body larger than ${MAX_BODY} bytes`)
       const parsed = parseStateBody(text)
@@ -126,7 +134,11 @@ function readBody (req, done) {
 
 function send (res, status, body) {
   const text = JSON.stringify(body) + '\n'
-  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text) })
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'cache-control': 'no-store',
+    'content-length': Buffer.byteLength(text)
+  })
   res.end(text)
 }
 

@@ -79,7 +79,15 @@ const REFUSAL_LOG_EVERY = 100
  *   `maxStreamBufferBytes`: unread bytes a stream client may hold back before it is dropped (256 KiB)
  * @returns {Admin}
  */
-function createAdmin ({ stats, telemetry, logger = silentLogger() }, { frameIntervalMs = FRAME_INTERVAL_MS, maxEventStreams = MAX_EVENT_STREAMS, maxStreamBufferBytes = MAX_STREAM_BUFFER_BYTES } = {}) {
+function createAdmin ({
+  stats,
+  telemetry,
+  logger = silentLogger()
+}, {
+  frameIntervalMs = FRAME_INTERVAL_MS,
+  maxEventStreams = MAX_EVENT_STREAMS,
+  maxStreamBufferBytes = MAX_STREAM_BUFFER_BYTES
+} = {}) {
   let metrics = null // created on the first scrape: prom-client's process metrics start monitors
   const assets = new Map()
   /**
@@ -106,7 +114,11 @@ function createAdmin ({ stats, telemetry, logger = silentLogger() }, { frameInte
     const state = s.policy.state
     const owners = {}
     if (state && Array.isArray(state.recent)) {
-      for (const r of state.recent) if (r.specialist !== undefined) owners[r.key] = { upstream: r.specialist, theta: r.theta }
+      for (const r of state.recent) {
+        if (r.specialist !== undefined) {
+          owners[r.key] = { upstream: r.specialist, theta: r.theta }
+        }
+      }
     }
     return {
       t: Date.now(),
@@ -180,7 +192,11 @@ function createAdmin ({ stats, telemetry, logger = silentLogger() }, { frameInte
   }
 
   function events (req, res) {
-    const head = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' }
+    const head = {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no'
+    }
     if (req.method === 'HEAD') { // the head of a stream, which holds no slot
       res.writeHead(200, head)
       return res.end()
@@ -202,15 +218,28 @@ function createAdmin ({ stats, telemetry, logger = silentLogger() }, { frameInte
   function refuseStream (res) {
     counters.refused++
     if ((counters.refused - 1) % REFUSAL_LOG_EVERY === 0) {
-      logger.warn({ open: clients.size, maxEventStreams, refused: counters.refused }, `dashboard event streams: ${clients.size} open (maxEventStreams ${maxEventStreams}), one more refused with 503 (${counters.refused} so far; logged once per ${REFUSAL_LOG_EVERY})`)
+      logger.warn(
+        { open: clients.size, maxEventStreams, refused: counters.refused },
+        `dashboard event streams: ${clients.size} open (maxEventStreams ${maxEventStreams}), one more refused with ` +
+          `503 (${counters.refused} so far; logged once per ${REFUSAL_LOG_EVERY})`
+      )
     }
     const body = `too many dashboard event streams open (${maxEventStreams}); try again later\n`
-    res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'retry-after': String(RETRY_AFTER_S), 'content-length': Buffer.byteLength(body) })
+    res.writeHead(503, {
+      'content-type': 'text/plain; charset=utf-8',
+      'cache-control': 'no-store',
+      'retry-after': String(RETRY_AFTER_S),
+      'content-length': Buffer.byteLength(body)
+    })
     res.end(body)
   }
 
   function send (res, status, type, body) {
-    res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body) })
+    res.writeHead(status, {
+      'content-type': type,
+      'cache-control': 'no-store',
+      'content-length': Buffer.byteLength(body)
+    })
     res.end(body)
   }
 
@@ -250,7 +279,11 @@ function createAdmin ({ stats, telemetry, logger = silentLogger() }, { frameInte
   function sendAsset (res, name, cacheControl) {
     if (!assets.has(name)) assets.set(name, fs.readFileSync(ASSETS[name][0]))
     const body = assets.get(name)
-    res.writeHead(200, { 'content-type': ASSETS[name][1], 'cache-control': cacheControl, 'content-length': body.length })
+    res.writeHead(200, {
+      'content-type': ASSETS[name][1],
+      'cache-control': cacheControl,
+      'content-length': body.length
+    })
     res.end(body)
   }
 
@@ -294,7 +327,8 @@ function trimSeries (s, n) {
  * @returns {boolean}
  */
 function isAdminPath (url) {
-  return url.startsWith(PREFIX) && (url.length === PREFIX.length || url[PREFIX.length] === '/' || url[PREFIX.length] === '?')
+  return url.startsWith(PREFIX) &&
+    (url.length === PREFIX.length || url[PREFIX.length] === '/' || url[PREFIX.length] === '?')
 }
 
 module.exports = { createAdmin, isAdminPath }

@@ -9,13 +9,28 @@
  * - `metric` and `help`: a Prometheus counter of its own; or `failureKind`: a `kind` of
  *   `polistes_failures_total`; or neither: in the stats only;
  * - `kinds`: a counter per kind (an object), each a `kind` of `polistes_failures_total`.
- * @type {ReadonlyArray<{ name: string, doc: string, metric?: string, help?: string, failureKind?: string, kinds?: string[] }>}
+ * @type {ReadonlyArray<{ name: string, doc: string, metric?: string, help?: string, failureKind?: string, kinds?:
+ * string[] }>}
  */
 const COUNTERS = Object.freeze([
-  { name: 'requests', doc: 'client requests taken (admin requests excluded)', metric: 'polistes_requests_total', help: 'Client requests received (admin requests excluded)' },
+  {
+    name: 'requests',
+    doc: 'client requests taken (admin requests excluded)',
+    metric: 'polistes_requests_total',
+    help: 'Client requests received (admin requests excluded)'
+  },
   { name: 'responses', doc: 'responses that reached the client whole' },
-  { name: 'retries', doc: 'attempts sent again to another upstream', metric: 'polistes_retries_total', help: 'Attempts sent again to another upstream' },
-  { name: 'failures', doc: 'failed attempts by kind (src/proxy/proxy-engine.js FailureKind)', kinds: ['connect', 'timeout', 'stream'] },
+  {
+    name: 'retries',
+    doc: 'attempts sent again to another upstream',
+    metric: 'polistes_retries_total',
+    help: 'Attempts sent again to another upstream'
+  },
+  {
+    name: 'failures',
+    doc: 'failed attempts by kind (src/proxy/proxy-engine.js FailureKind)',
+    kinds: ['connect', 'timeout', 'stream']
+  },
   { name: 'noUpstream', doc: 'requests answered 503: no upstream to take them', failureKind: 'no_upstream' },
   { name: 'clientAborts', doc: 'requests whose client left before the response ended', failureKind: 'client_abort' },
   { name: 'bodyTooLarge', doc: 'requests refused with 413 (Content-Length or streamed body over maxBodySize)' },

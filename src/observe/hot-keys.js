@@ -38,7 +38,9 @@ class HotKeys {
    *   given to another key (the caller moves what it kept for the evicted key, e.g. to `(other)`)
    */
   constructor (rows, onReplace = () => {}) {
-    if (!(Number.isInteger(rows) && rows >= 1)) throw new TypeError(`hot keys: rows must be a positive integer, got ${rows}`)
+    if (!(Number.isInteger(rows) && rows >= 1)) {
+      throw new TypeError(`hot keys: rows must be a positive integer, got ${rows}`)
+    }
     this.rows = rows
     /** the row number meaning "not tracked" (`(other)`) */
     this.other = rows

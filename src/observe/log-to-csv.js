@@ -37,7 +37,9 @@ function csvRow (line) {
   } catch {
     return undefined
   }
-  if (entry === null || typeof entry !== 'object' || typeof entry.status !== 'number' || !('upstream' in entry)) return null
+  if (entry === null || typeof entry !== 'object' || typeof entry.status !== 'number' || !('upstream' in entry)) {
+    return null
+  }
   const time = typeof entry.time === 'number' ? new Date(entry.time).toISOString() : String(entry.time ?? '')
   return [time, entry.upstream ?? '', entry.ms ?? '', entry.status, entry.cache ?? ''].map(cell).join(',')
 }
@@ -95,9 +97,13 @@ async function main (argv) {
   const counts = await convert(input, process.stdout)
   const where = file || 'stdin'
   if (counts.rows === 0) {
-    throw new ERR_POLISTES_BAD_OPTION(`no access-log line in ${where}${counts.notJson ? ` (${counts.notJson} line(s) are not JSON: log with --log-format json or --access-log-file)` : ''}`)
+    throw new ERR_POLISTES_BAD_OPTION(`no access-log line in ${where}` + (counts.notJson
+      ? ` (${counts.notJson} line(s) are not JSON: log with --log-format json or --access-log-file)`
+      : ''))
   }
-  if (counts.notJson > 0) process.stderr.write(`log-to-csv: ${counts.notJson} line(s) of ${where} are not JSON and were left out\n`)
+  if (counts.notJson > 0) {
+    process.stderr.write(`log-to-csv: ${counts.notJson} line(s) of ${where} are not JSON and were left out\n`)
+  }
 }
 
 if (require.main === module) {

@@ -63,42 +63,111 @@ function createMetrics ({ stats, telemetry }, { processMetrics = true } = {}) {
 
   // the balancer's own counters (src/observe/counters.js) that have a metric of their own
   for (const c of COUNTERS) if (c.metric) counter(c.metric, c.help, [], (put) => put({}, scrape.stats[c.name]))
-  counter('polistes_upstream_requests_total', 'Attempts sent to each upstream (retries included)', ['upstream'], perUpstream((u) => u.requests))
-  counter('polistes_responses_total', 'Responses sent to clients, by the upstream that answered ("-": the balancer) and status class', ['upstream', 'class'], (put) => {
-    for (const u of telemetry.upstreams()) {
-      STATUS_CLASSES.forEach((cls, i) => { if (u.statuses[i] > 0) put({ upstream: u.id, class: cls }, u.statuses[i]) })
+  counter(
+    'polistes_upstream_requests_total',
+    'Attempts sent to each upstream (retries included)',
+    ['upstream'],
+    perUpstream((u) => u.requests)
+  )
+  counter(
+    'polistes_responses_total',
+    'Responses sent to clients, by the upstream that answered ("-": the balancer) and status class',
+    ['upstream', 'class'],
+    (put) => {
+      for (const u of telemetry.upstreams()) {
+        STATUS_CLASSES.forEach((cls, i) => {
+          if (u.statuses[i] > 0) put({ upstream: u.id, class: cls }, u.statuses[i])
+        })
+      }
     }
-  })
+  )
   counter('polistes_failures_total', 'Failed attempts and requests by kind', ['kind'], (put) => {
     const s = scrape.stats
     for (const c of COUNTERS) if (c.kinds) for (const kind of c.kinds) put({ kind }, s[c.name][kind])
     for (const c of COUNTERS) if (c.failureKind) put({ kind: c.failureKind }, s[c.name])
   })
-  counter('polistes_upstream_failures_total', 'Connection-level failures per upstream', ['upstream'], perUpstream((u) => u.failures))
-  counter('polistes_upstream_ejections_total', 'Times each upstream was left out after failures', ['upstream'], perUpstream((u) => u.ejections))
+  counter(
+    'polistes_upstream_failures_total',
+    'Connection-level failures per upstream',
+    ['upstream'],
+    perUpstream((u) => u.failures)
+  )
+  counter(
+    'polistes_upstream_ejections_total',
+    'Times each upstream was left out after failures',
+    ['upstream'],
+    perUpstream((u) => u.ejections)
+  )
   gauge('polistes_upstream_inflight', 'Requests in flight per upstream', ['upstream'], perUpstream((u) => u.inflight))
-  gauge('polistes_upstream_healthy', '1 when the upstream is eligible, 0 while it is ejected', ['upstream'], perUpstream((u) => (u.healthy ? 1 : 0)))
-  gauge('polistes_upstream_admin_state', 'Administrative state of each upstream (admin API): 1 for the current one of ready, drain, maint', ['upstream', 'state'], (put) => {
-    for (const u of scrape.stats.upstreams) for (const state of ['ready', 'drain', 'maint']) put({ upstream: u.id, state }, u.adminState === state ? 1 : 0)
-  })
-  gauge('polistes_upstream_backup', '1 for a backup upstream (used only while no primary is up)', ['upstream'], perUpstream((u) => (u.backup ? 1 : 0)))
-  counter('polistes_cache_hits_total', 'Responses with X-Cache: HIT per upstream', ['upstream'], perRecord((u) => u.hits))
-  counter('polistes_cache_misses_total', 'Responses with X-Cache: MISS per upstream', ['upstream'], perRecord((u) => u.misses))
-  gauge('polistes_upstream_hit_ratio', 'X-Cache hit ratio per upstream over the last 60 s (absent without X-Cache answers)', ['upstream'], (put) => {
-    for (const [id, r] of scrape.recent) if (r.hitRate !== null) put({ upstream: id }, r.hitRate)
-  })
-  counter('polistes_response_bytes_total', 'Bytes written to clients per upstream (headers included)', ['upstream'], perRecord((u) => u.bytes))
-  gauge('polistes_policy_state', 'Numbers the routing policy reports about itself (its snapshot)', ['policy', 'field'], (put) => {
-    const { name, state } = scrape.stats.policy
-    if (!state || typeof state !== 'object') return
-    for (const [field, value] of Object.entries(state)) {
-      if (typeof value === 'number' && Number.isFinite(value)) put({ policy: name, field }, value)
+  gauge(
+    'polistes_upstream_healthy',
+    '1 when the upstream is eligible, 0 while it is ejected',
+    ['upstream'],
+    perUpstream((u) => (u.healthy ? 1 : 0))
+  )
+  gauge(
+    'polistes_upstream_admin_state',
+    'Administrative state of each upstream (admin API): 1 for the current one of ready, drain, maint',
+    ['upstream', 'state'],
+    (put) => {
+      for (const u of scrape.stats.upstreams) {
+        for (const state of ['ready', 'drain', 'maint']) put({ upstream: u.id, state }, u.adminState === state ? 1 : 0)
+      }
     }
-  })
-  gauge('polistes_policy_keys_owned', 'Routing keys each upstream owns in the policy (wasp: lowest threshold)', ['upstream'], (put) => {
-    const owned = scrape.stats.policy.state && scrape.stats.policy.state.owned
-    if (owned && typeof owned === 'object') for (const [id, n] of Object.entries(owned)) put({ upstream: id }, n)
-  })
+  )
+  gauge(
+    'polistes_upstream_backup',
+    '1 for a backup upstream (used only while no primary is up)',
+    ['upstream'],
+    perUpstream((u) => (u.backup ? 1 : 0))
+  )
+  counter(
+    'polistes_cache_hits_total',
+    'Responses with X-Cache: HIT per upstream',
+    ['upstream'],
+    perRecord((u) => u.hits)
+  )
+  counter(
+    'polistes_cache_misses_total',
+    'Responses with X-Cache: MISS per upstream',
+    ['upstream'],
+    perRecord((u) => u.misses)
+  )
+  gauge(
+    'polistes_upstream_hit_ratio',
+    'X-Cache hit ratio per upstream over the last 60 s (absent without X-Cache answers)',
+    ['upstream'],
+    (put) => {
+      for (const [id, r] of scrape.recent) if (r.hitRate !== null) put({ upstream: id }, r.hitRate)
+    }
+  )
+  counter(
+    'polistes_response_bytes_total',
+    'Bytes written to clients per upstream (headers included)',
+    ['upstream'],
+    perRecord((u) => u.bytes)
+  )
+  gauge(
+    'polistes_policy_state',
+    'Numbers the routing policy reports about itself (its snapshot)',
+    ['policy', 'field'],
+    (put) => {
+      const { name, state } = scrape.stats.policy
+      if (!state || typeof state !== 'object') return
+      for (const [field, value] of Object.entries(state)) {
+        if (typeof value === 'number' && Number.isFinite(value)) put({ policy: name, field }, value)
+      }
+    }
+  )
+  gauge(
+    'polistes_policy_keys_owned',
+    'Routing keys each upstream owns in the policy (wasp: lowest threshold)',
+    ['upstream'],
+    (put) => {
+      const owned = scrape.stats.policy.state && scrape.stats.policy.state.owned
+      if (owned && typeof owned === 'object') for (const [id, n] of Object.entries(owned)) put({ upstream: id }, n)
+    }
+  )
   registry.registerMetric(latencyHistogram(telemetry))
   if (processMetrics) client.collectDefaultMetrics({ register: registry })
 

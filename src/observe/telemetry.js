@@ -26,7 +26,9 @@ const { HotKeys } = require('./hot-keys')
  */
 
 /** Upper bounds (ms) of the since-start latency histogram; +Inf is implied. */
-const LATENCY_BUCKETS_MS = Object.freeze([0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 50, 75, 100, 250, 500, 1000, 2500, 5000, 10000])
+const LATENCY_BUCKETS_MS = Object.freeze([
+  0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 50, 75, 100, 250, 500, 1000, 2500, 5000, 10000
+])
 /** Status classes: index 0..4 for 1xx..5xx, 5 for anything else (0: no status). */
 const STATUS_CLASSES = Object.freeze(['1xx', '2xx', '3xx', '4xx', '5xx', 'other'])
 /** The upstream id recorded when no upstream took part (503 without candidates). */
@@ -84,7 +86,9 @@ class Telemetry {
    */
   constructor ({ windowS = 300, maxPages = 64, halfLifeS = 5, now = Date.now } = {}) {
     for (const [name, value] of Object.entries({ windowS, maxPages })) {
-      if (!(Number.isInteger(value) && value >= 1)) throw new TypeError(`telemetry: ${name} must be a positive integer, got ${value}`)
+      if (!(Number.isInteger(value) && value >= 1)) {
+        throw new TypeError(`telemetry: ${name} must be a positive integer, got ${value}`)
+      }
     }
     if (!(halfLifeS > 0)) throw new TypeError(`telemetry: halfLifeS must be > 0, got ${halfLifeS}`)
     this.windowS = windowS
@@ -181,7 +185,8 @@ class Telemetry {
     return u
   }
 
-  /** @returns {UpstreamRecord[]} every upstream seen, in order of first sight (a retired one until its window has passed) */
+  /** @returns {UpstreamRecord[]} every upstream seen, in order of first sight (a retired one until its window has
+   * passed) */
   upstreams () {
     this.tick() // a reader catches up with the clock, so retired records past their window are gone
     return this.list
@@ -263,8 +268,8 @@ class Telemetry {
    * Per-second series over the completed seconds in the window (the current second is still
    * filling, so it is left out).
    * @param {number} [fromSec] first second wanted (unix seconds); default: the whole window
-   * @returns {{ t: number[], rps: number[], hitRate: Array<number | null>, p50: Array<number | null>, p99: Array<number | null>,
-   *   upstreams: Array<{ id: string, rps: number[], hitRate: Array<number | null> }> }}
+   * @returns {{ t: number[], rps: number[], hitRate: Array<number | null>, p50: Array<number | null>, p99: Array<number
+   *   | null>, upstreams: Array<{ id: string, rps: number[], hitRate: Array<number | null> }> }}
    *   hit rates are hits / (hits + misses) of that second, null when no response carried X-Cache;
    *   percentiles in ms, null for a second without requests
    */

@@ -139,7 +139,9 @@ function createChashBounded (options) {
           if (distinct > 1) spilled++
           return u
         }
-        if (leastLoaded === undefined || inflightOf(u) / w < inflightOf(leastLoaded) / weightOf(leastLoaded)) leastLoaded = u
+        if (leastLoaded === undefined || inflightOf(u) / w < inflightOf(leastLoaded) / weightOf(leastLoaded)) {
+          leastLoaded = u
+        }
       }
       spilled++
       return leastLoaded ?? upstreams[0]

@@ -18,7 +18,8 @@ const { createWasp } = require('./wasp')
 
 /**
  * The policies known by name, as `--algo` accepts them. Each factory follows the contract in
- * docs/design.md, "The policy contract": `factory(options, { random, now })` returns `{ name, pick, onStart?, onEnd?, snapshot? }`.
+ * docs/design.md, "The policy contract": `factory(options, { random, now })` returns `{ name, pick, onStart?, onEnd?,
+ * snapshot? }`.
  * @type {Record<string, (options?: object, deps?: { random?: () => number, now?: () => number }) => object>}
  */
 const policies = {

@@ -50,8 +50,10 @@ function createP2cPeakEwma (options, { random = Math.random, now = () => perform
   if (!(typeof tau === 'number' && tau > 0)) {
     throw new ERR_POLISTES_BAD_OPTION(`p2c-peak-ewma: tau must be a positive number of ms, got ${tau}`)
   }
-  if (initialLatencyMs !== undefined && !(typeof initialLatencyMs === 'number' && initialLatencyMs >= 0 && Number.isFinite(initialLatencyMs))) {
-    throw new ERR_POLISTES_BAD_OPTION(`p2c-peak-ewma: initialLatencyMs must be a finite number >= 0, got ${initialLatencyMs}`)
+  if (initialLatencyMs !== undefined &&
+    !(typeof initialLatencyMs === 'number' && initialLatencyMs >= 0 && Number.isFinite(initialLatencyMs))) {
+    throw new ERR_POLISTES_BAD_OPTION('p2c-peak-ewma: initialLatencyMs must be a finite number >= 0, got ' +
+      `${initialLatencyMs}`)
   }
   /** @type {Map<string, { est: number, stamp: number, samples: number }>} */
   const table = new Map()

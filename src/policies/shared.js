@@ -83,7 +83,8 @@ function smoothPick (list, weight, state) {
  * A round-robin cursor that follows the id it served last, so members joining or leaving between
  * calls do not make it skip or repeat the others: `next(list)` is the member after the last one
  * served (by id, wherever it now stands), or the one now at its old position when it left.
- * @returns {{ next<U extends { id: string }> (list: readonly U[]): U, follow<U extends { id: string }> (list: readonly U[], upstream: U): void, snapshot (): { cursor: number, last: string | null } }}
+ * @returns {{ next<U extends { id: string }> (list: readonly U[]): U, follow<U extends { id: string }> (list: readonly
+ * U[], upstream: U): void, snapshot (): { cursor: number, last: string | null } }}
  */
 function createRotation () {
   let lastId
@@ -146,7 +147,9 @@ function randomIndex (random, n) {
  */
 function checkOptions (policy, options, known) {
   if (options === undefined) return {}
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new ERR_POLISTES_BAD_OPTION(`${policy}: options must be an object, got ${JSON.stringify(options)}`)
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new ERR_POLISTES_BAD_OPTION(`${policy}: options must be an object, got ${JSON.stringify(options)}`)
+  }
   for (const key of Object.keys(options)) {
     if (!known.includes(key)) {
       const hint = known.length === 0 ? 'it takes no options' : `known options: ${known.join(', ')}`

@@ -7,7 +7,8 @@ const { validateHealthCheck } = require('./health-check-options')
  * A backend as the pool needs it. `healthCheck` (object form only) overrides the balancer's
  * `healthCheck` settings for this backend; `false` turns its active checks off. `backup`: used only
  * while no other (primary) backend is up.
- * @typedef {{ id: string, url: string, weight: number, region?: string, backup?: boolean, healthCheck?: object | false }} BackendSpec
+ * @typedef {{ id: string, url: string, weight: number, region?: string, backup?: boolean, healthCheck?: object | false
+ * }} BackendSpec
  */
 
 /** The keys a backend given as an object may hold. */
@@ -22,7 +23,8 @@ const OBJECT_KEYS = ['url', 'id', 'weight', 'region', 'backup', 'healthCheck']
  * Example: `http://127.0.0.1:9101#eu&w=3`, `http://127.0.0.1:9109#backup`. A string without a scheme (`127.0.0.1:9101`, the
  * seed config's shape) is read as `http://`.
  *
- * @param {string | { url: string, id?: string, weight?: number, region?: string, backup?: boolean, healthCheck?: object | false }} input
+ * @param {string | { url: string, id?: string, weight?: number, region?: string, backup?: boolean, healthCheck?: object
+ * | false }} input
  * @param {number} index position in the list, used for error messages
  * @returns {BackendSpec}
  * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_URL when the URL or a fragment token is malformed
@@ -35,7 +37,12 @@ function parseBackend (input, index = 0) {
     raw = input.url
     extra = input
     const unknown = Object.keys(input).filter((k) => !OBJECT_KEYS.includes(k))
-    if (unknown.length > 0) throw new ERR_POLISTES_BAD_URL(where, `unknown key ${JSON.stringify(unknown[0])}; known keys: ${OBJECT_KEYS.join(', ')}`)
+    if (unknown.length > 0) {
+      throw new ERR_POLISTES_BAD_URL(
+        where,
+        `unknown key ${JSON.stringify(unknown[0])}; known keys: ${OBJECT_KEYS.join(', ')}`
+      )
+    }
   }
   if (typeof raw !== 'string' || raw.trim() === '') {
     throw new ERR_POLISTES_BAD_URL(where, `expected a URL such as http://127.0.0.1:9101, got ${JSON.stringify(raw)}`)
@@ -76,7 +83,9 @@ function parseBackend (input, index = 0) {
   if (extra.region !== undefined) spec.region = String(extra.region)
   if (extra.weight !== undefined) spec.weight = parseWeight(where, extra.weight)
   if (extra.backup !== undefined) {
-    if (typeof extra.backup !== 'boolean') throw new ERR_POLISTES_BAD_URL(where, `backup must be true or false, got ${JSON.stringify(extra.backup)}`)
+    if (typeof extra.backup !== 'boolean') {
+      throw new ERR_POLISTES_BAD_URL(where, `backup must be true or false, got ${JSON.stringify(extra.backup)}`)
+    }
     if (extra.backup) spec.backup = true
     else delete spec.backup
   }
@@ -96,7 +105,10 @@ function parseWeight (where, value) {
 }
 
 function badToken (where, token) {
-  return new ERR_POLISTES_BAD_URL(where, `unknown fragment token "${token}" (expected a region word, backup, region=, w=, weight= or id=)`)
+  return new ERR_POLISTES_BAD_URL(
+    where,
+    `unknown fragment token "${token}" (expected a region word, backup, region=, w=, weight= or id=)`
+  )
 }
 
 /**

@@ -11,7 +11,12 @@ const { checkInteger, checkPositive, badOption } = require('../common/option-che
 /** The keys of a `healthCheck` object, each with its check. */
 const HEALTH_CHECK_RULES = {
   path: (v, where) => {
-    if (v !== null && !(typeof v === 'string' && v.startsWith('/'))) throw badOption([`${where}.path`], `${where}.path must be a path starting with "/" (or null: no active checks), got ${JSON.stringify(v)}`)
+    if (v !== null && !(typeof v === 'string' && v.startsWith('/'))) {
+      throw badOption(
+        [`${where}.path`],
+        `${where}.path must be a path starting with "/" (or null: no active checks), got ${JSON.stringify(v)}`
+      )
+    }
   },
   intervalMs: (v, where) => checkPositive(`${where}.intervalMs`, v),
   timeoutMs: (v, where) => checkPositive(`${where}.timeoutMs`, v),
@@ -27,10 +32,16 @@ const HEALTH_CHECK_RULES = {
  * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION
  */
 function validateHealthCheck (value, where) {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ERR_POLISTES_BAD_OPTION(`${where} must be an object such as { "path": "/health" }, got ${JSON.stringify(value)}`)
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ERR_POLISTES_BAD_OPTION(`${where} must be an object such as { "path": "/health" }, got ` +
+      `${JSON.stringify(value)}`)
+  }
   for (const key of Object.keys(value)) {
     const rule = HEALTH_CHECK_RULES[key]
-    if (!rule) throw new ERR_POLISTES_BAD_OPTION(`${where}: unknown key ${JSON.stringify(key)}; known keys: ${Object.keys(HEALTH_CHECK_RULES).join(', ')}`)
+    if (!rule) {
+      throw new ERR_POLISTES_BAD_OPTION(`${where}: unknown key ${JSON.stringify(key)}; known keys: ` +
+      `${Object.keys(HEALTH_CHECK_RULES).join(', ')}`)
+    }
     rule(value[key], where)
   }
 }
@@ -44,7 +55,11 @@ function validateHealthCheck (value, where) {
  * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION
  */
 function parseExpectStatus (spec, where = 'expectStatus') {
-  const bad = () => badOption([where], `${where} must be a status (200), a range ("200-399"), a class ("2xx") or a comma-separated list of these, got ${JSON.stringify(spec)}`)
+  const bad = () => badOption(
+    [where],
+    `${where} must be a status (200), a range ("200-399"), a class ("2xx") or a comma-separated list of these, got ` +
+      `${JSON.stringify(spec)}`
+  )
   const text = typeof spec === 'number' ? String(spec) : spec
   if (typeof text !== 'string' || text.trim() === '') throw bad()
   const ranges = text.split(',').map((item) => {

@@ -17,7 +17,8 @@ const { silentLogger } = require('../common/logger')
  *   proxy's keep-alive pool, and a check always measures a fresh connect, as HAProxy's do.
  * - Timers are unref'd and `stop()` cancels them and aborts the checks in flight.
  *
- * @typedef {{ path: string, intervalMs: number, timeoutMs: number, expectStatus: string | number, rise: number, fall: number }} HealthCheckSettings
+ * @typedef {{ path: string, intervalMs: number, timeoutMs: number, expectStatus: string | number, rise: number, fall:
+ * number }} HealthCheckSettings
  */
 
 /**
@@ -26,7 +27,8 @@ const { silentLogger } = require('../common/logger')
  *   verified against (the balancer's --upstream-ca; default Node's roots), as the engines do
  */
 function createHealthChecker (pool, { logger = silentLogger(), ca = null } = {}) {
-  /** @type {Map<string, { upstream: import('./pool').Upstream, settings: HealthCheckSettings, expect: (status: number) => boolean, timer: NodeJS.Timeout | null, req: http.ClientRequest | null }>} */
+  /** @type {Map<string, { upstream: import('./pool').Upstream, settings: HealthCheckSettings, expect: (status: number)
+   * => boolean, timer: NodeJS.Timeout | null, req: http.ClientRequest | null }>} */
   const watched = new Map()
   let stopped = false
 
@@ -47,8 +49,18 @@ function createHealthChecker (pool, { logger = silentLogger(), ca = null } = {})
       clearTimeout(deadline)
       if (stopped || watched.get(upstream.id) !== entry) return
       const change = pool.reportCheck(upstream, { ...result, ms: Math.round((performance.now() - t0) * 100) / 100 })
-      if (change === 'down') logger.warn({ upstream: upstream.id, status: result.status, err: result.error }, `upstream ${upstream.id} is down: ${settings.fall} failed health checks`)
-      if (change === 'up') logger.info({ upstream: upstream.id }, `upstream ${upstream.id} is up again: ${settings.rise} passed health checks`)
+      if (change === 'down') {
+        logger.warn(
+          { upstream: upstream.id, status: result.status, err: result.error },
+          `upstream ${upstream.id} is down: ${settings.fall} failed health checks`
+        )
+      }
+      if (change === 'up') {
+        logger.info(
+          { upstream: upstream.id },
+          `upstream ${upstream.id} is up again: ${settings.rise} passed health checks`
+        )
+      }
     }
     const req = checkRequest(upstream.target, settings.path, ca, (res) => {
       const status = res.statusCode

@@ -32,9 +32,16 @@ const { ERR_POLISTES_BAD_URL } = require('../common/errors')
 class Pool {
   /**
    * @param {import('./backend-spec').BackendSpec[]} specs
-   * @param {{ maxFails?: number, failTimeoutMs?: number, slowStartMs?: number, now?: () => number, random?: () => number }} [options]
+   * @param {{ maxFails?: number, failTimeoutMs?: number, slowStartMs?: number, now?: () => number, random?: () =>
+   * number }} [options]
    */
-  constructor (specs, { maxFails = 1, failTimeoutMs = 5000, slowStartMs = 0, now = () => performance.now(), random = Math.random } = {}) {
+  constructor (specs, {
+    maxFails = 1,
+    failTimeoutMs = 5000,
+    slowStartMs = 0,
+    now = () => performance.now(),
+    random = Math.random
+  } = {}) {
     this.maxFails = maxFails
     this.failTimeoutMs = failTimeoutMs
     this.slowStartMs = slowStartMs
@@ -182,7 +189,9 @@ class Pool {
   setState (id, state) {
     const upstream = this.members.get(id)
     if (upstream === undefined) return undefined
-    if (!ADMIN_STATES.includes(state)) throw new TypeError(`unknown state ${JSON.stringify(state)}; expected one of ${ADMIN_STATES.join(', ')}`)
+    if (!ADMIN_STATES.includes(state)) {
+      throw new TypeError(`unknown state ${JSON.stringify(state)}; expected one of ${ADMIN_STATES.join(', ')}`)
+    }
     if (state === 'ready' && upstream.adminState === 'maint') upstream.upSince = this.now()
     upstream.adminState = state
     this._eligible = null
@@ -324,7 +333,8 @@ class Pool {
    * What stats show about a member's health at time `t`.
    * @param {Upstream} upstream
    * @param {number} [t]
-   * @returns {{ state: 'up' | 'falling' | 'down' | 'rising' | 'ejected', healthy: boolean, ramp: number, check: object | null }}
+   * @returns {{ state: 'up' | 'falling' | 'down' | 'rising' | 'ejected', healthy: boolean, ramp: number, check: object
+   * | null }}
    */
   health (upstream, t = this.now()) {
     const c = upstream.check
@@ -336,7 +346,16 @@ class Pool {
       state,
       healthy: this.isHealthy(upstream, t),
       ramp: this.ramp(upstream, t),
-      check: c === null ? null : { rise: c.rise, fall: c.fall, passed: c.passed, failed: c.failed, downs: c.downs, last: c.last }
+      check: c === null
+        ? null
+        : {
+            rise: c.rise,
+            fall: c.fall,
+            passed: c.passed,
+            failed: c.failed,
+            downs: c.downs,
+            last: c.last
+          }
     }
   }
 }

@@ -33,7 +33,8 @@ function watchBodySize (req, max, onExceed) {
     req.off('data', count)
     onExceed()
   }
-  // first among the 'data' listeners, so the chunk that crosses the limit is refused before an engine writes it upstream
+  // first among the 'data' listeners, so the chunk that crosses the limit is refused before an engine writes it
+  // upstream
   req.prependListener('data', count)
 }
 

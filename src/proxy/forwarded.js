@@ -28,7 +28,8 @@ const CLIENT_FORWARDING = Object.freeze(['x-forwarded-for', 'x-forwarded-host', 
  * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION
  */
 function parseCidr (entry, where) {
-  const bad = (why) => new ERR_POLISTES_BAD_OPTION(`${where}: ${JSON.stringify(entry)} is not a CIDR${why ? ` (${why})` : ''}; expected an IPv4 or IPv6 network such as 10.0.0.0/8 or ::1/128, or one address`)
+  const bad = (why) => new ERR_POLISTES_BAD_OPTION(`${where}: ${JSON.stringify(entry)} is not a ` +
+    `CIDR${why ? ` (${why})` : ''}; expected an IPv4 or IPv6 network such as 10.0.0.0/8 or ::1/128, or one address`)
   if (typeof entry !== 'string') throw bad()
   const text = entry.trim()
   const slash = text.indexOf('/')
@@ -39,7 +40,9 @@ function parseCidr (entry, where) {
   let prefix = max
   if (slash !== -1) {
     const digits = text.slice(slash + 1)
-    if (!/^\d{1,3}$/.test(digits) || Number(digits) > max) throw bad(`the prefix length must be 0 to ${max} for IPv${version}`)
+    if (!/^\d{1,3}$/.test(digits) || Number(digits) > max) {
+      throw bad(`the prefix length must be 0 to ${max} for IPv${version}`)
+    }
     prefix = Number(digits)
   }
   return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' }
@@ -53,7 +56,10 @@ function parseCidr (entry, where) {
  * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION
  */
 function parseTrustedProxies (value, where = 'trustedProxies') {
-  if (!Array.isArray(value)) throw new ERR_POLISTES_BAD_OPTION(`${where} must be a list of CIDRs, e.g. ["10.0.0.0/8", "::1/128"], got ${JSON.stringify(value)}`)
+  if (!Array.isArray(value)) {
+    throw new ERR_POLISTES_BAD_OPTION(`${where} must be a list of CIDRs, e.g. ["10.0.0.0/8", "::1/128"], got ` +
+      `${JSON.stringify(value)}`)
+  }
   return value.map((entry) => parseCidr(entry, where))
 }
 

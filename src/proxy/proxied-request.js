@@ -91,13 +91,15 @@ class ProxiedRequest {
 
   canRetry () {
     const lb = this.lb
-    return this.retryable && this.tried.length <= lb.retries && !this.req.socket.destroyed && lb.pool.eligible().some((u) => !this.tried.includes(u.id))
+    return this.retryable && this.tried.length <= lb.retries && !this.req.socket.destroyed &&
+      lb.pool.eligible().some((u) => !this.tried.includes(u.id))
   }
 
   /**
    * The attempt is over: its upstream and engine released, the policy told.
    * @param {Attempt} attempt
-   * @param {{ latencyMs: number, statusCode?: number, cache?: string, error?: string }} outcome latencyMs is filled in here
+   * @param {{ latencyMs: number, statusCode?: number, cache?: string, error?: string }} outcome latencyMs is filled in
+   * here
    */
   finish (attempt, outcome) {
     if (attempt.done) return
@@ -109,7 +111,20 @@ class ProxiedRequest {
     const latencyMs = lb.now() - attempt.t0
     outcome.latencyMs = latencyMs
     if (attempt.policy.onEnd) attempt.policy.onEnd(attempt.upstream, this.ctx, outcome)
-    if (lb.debug) lb.logger.debug({ method: this.req.method, url: this.req.url, upstream: attempt.upstream.id, status: outcome.statusCode, cache: outcome.cache, ms: Math.round(latencyMs * 100) / 100, error: outcome.error }, 'request')
+    if (lb.debug) {
+      lb.logger.debug(
+        {
+          method: this.req.method,
+          url: this.req.url,
+          upstream: attempt.upstream.id,
+          status: outcome.statusCode,
+          cache: outcome.cache,
+          ms: Math.round(latencyMs * 100) / 100,
+          error: outcome.error
+        },
+        'request'
+      )
+    }
   }
 
   /** The client's response closed, finished or not. */
@@ -120,7 +135,10 @@ class ProxiedRequest {
     if (queued !== undefined) queued.delete(this)
     const lb = this.lb
     const current = this.current
-    lb.observe(this.req, this.res, this.ctx.key, current, this.tried.length, lb.now() - this.t0, this.req.socket.bytesWritten - this.bytes0)
+    lb.observe(
+      this.req, this.res, this.ctx.key, current, this.tried.length, lb.now() - this.t0,
+      this.req.socket.bytesWritten - this.bytes0
+    )
     if (!current || current.done) return
     if (this.res.writableFinished) {
       lb.counters.responses++
@@ -128,7 +146,12 @@ class ProxiedRequest {
     } else {
       lb.counters.clientAborts++
       current.handle.abort()
-      this.finish(current, { latencyMs: 0, statusCode: current.statusCode, cache: current.cache, error: 'client aborted' })
+      this.finish(current, {
+        latencyMs: 0,
+        statusCode: current.statusCode,
+        cache: current.cache,
+        error: 'client aborted'
+      })
     }
   }
 
@@ -151,7 +174,9 @@ class ProxiedRequest {
     }
     let policy = lb.policy
     // a valid sticky cookie decides the first attempt; a retry goes where the policy says
-    let upstream = tried.length === 0 && this.stickyToken !== undefined ? stickyUpstream(lb.pool, this.sticky, this.stickyToken) : null
+    let upstream = tried.length === 0 && this.stickyToken !== undefined
+      ? stickyUpstream(lb.pool, this.sticky, this.stickyToken)
+      : null
     if (upstream !== null) policy = STICKY_POLICY
     else upstream = policy.pick(candidates, ctx)
     if (!upstream) {
@@ -164,7 +189,12 @@ class ProxiedRequest {
     const attempt = new Attempt(this, upstream, policy, lb.engine, lb.now())
     this.current = attempt
     lb.useEngine(attempt.engine, 1)
-    attempt.handle = attempt.engine.forward(req, this.res, upstream, attempt, { replay: tried.length > 1, hold: this.retryable ? lb.retryStatuses : undefined, noStore: ctx.noStore === true, trusted: this.trusted })
+    attempt.handle = attempt.engine.forward(req, this.res, upstream, attempt, {
+      replay: tried.length > 1,
+      hold: this.retryable ? lb.retryStatuses : undefined,
+      noStore: ctx.noStore === true,
+      trusted: this.trusted
+    })
     if (lb.tryTimeoutMs !== null && !attempt.done) {
       // the per-try timeout runs from when the request is sent: at once without a body, else from
       // the end of the client's body (a slow upload is not the upstream's delay)
@@ -193,7 +223,8 @@ class ProxiedRequest {
     const res = this.res
     const upstream = attempt.upstream
     lb.counters.failures[kind]++
-    this.setCookie = null // a cookie for this attempt's upstream never goes on the balancer's 502/504 or on a retry's answer
+    // a cookie for this attempt's upstream never goes on the balancer's 502/504 or on a retry's answer
+    this.setCookie = null
     this.finish(attempt, { latencyMs: 0, statusCode: attempt.statusCode, error: err.message })
     // a timeout while the client's body is still coming in is the client's delay as much as the
     // upstream's (an upstream waiting for a stalled upload is not failing): not charged to it, or
@@ -205,9 +236,13 @@ class ProxiedRequest {
     // again, once, on another connection
     const stale = err.staleConnection === true && !this.staleRetried && this.retryable && !this.req.socket.destroyed
     if (kind !== 'stream' && !clientSlow && !stale) lb.pool.fail(upstream)
-    lb.logger.warn({ upstream: upstream.id, kind, err: err.message, method: this.req.method, url: this.req.url }, 'upstream failed')
+    lb.logger.warn(
+      { upstream: upstream.id, kind, err: err.message, method: this.req.method, url: this.req.url },
+      'upstream failed'
+    )
     // a timeout is retried only when asked (the upstream may have acted) and before any response byte
-    const retry = stale || ((kind !== 'timeout' || (lb.retryOn.has('timeout') && attempt.statusCode === undefined)) && this.canRetry())
+    const retry = stale ||
+      ((kind !== 'timeout' || (lb.retryOn.has('timeout') && attempt.statusCode === undefined)) && this.canRetry())
     if (res.headersSent || res.destroyed) {
       res.destroy() // the client must see a broken response, never a truncated one that looks whole
     } else if (retry) {
@@ -305,7 +340,9 @@ class Attempt {
     const run = this.run
     run.lb.pool.succeed(this.upstream)
     // the response names its upstream in the cookie, unless the client's cookie does already
-    if (run.sticky !== null && run.sticky.tokenOf(this.upstream.id) !== run.stickyToken) run.setCookie = run.sticky.header(this.upstream.id)
+    if (run.sticky !== null && run.sticky.tokenOf(this.upstream.id) !== run.stickyToken) {
+      run.setCookie = run.sticky.header(this.upstream.id)
+    }
   }
 
   onFailure (err, kind) {

@@ -46,13 +46,15 @@ const ENGINES = Object.freeze(engineNames())
 /**
  * @typedef {object} ProxyEngine
  * @property {(req: import('http').IncomingMessage, res: import('http').ServerResponse, upstream: { target: URL },
- *   handlers: AttemptHandlers, options?: { replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }) => { abort: () => void }} forward
- *   forward one attempt of `req` to `upstream`. Bodiless retries pass `replay: true`: the client's
+ *   handlers: AttemptHandlers, options?: { replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean
+ *   }) => { abort: () => void }} forward forward one attempt of `req` to `upstream`. Bodiless retries pass `replay:
+ *   true`: the client's
  *   request stream has been consumed, so an empty body is sent instead. `hold`: response statuses
  *   offered to `handlers.discard` before anything reaches the client (retry on 503). `noStore`: the
  *   request goes out with `Cache-Control: no-store` (RFC 9111 §5.2.1.5), appended to the client's
  *   Cache-Control (src/proxy/cache-control.js). `trusted`: the client's peer is a trusted proxy,
- *   whose forwarding headers are kept (src/proxy/forwarded.js); otherwise ours replace them. `abort()` drops the upstream request (the client went away).
+ *   whose forwarding headers are kept (src/proxy/forwarded.js); otherwise ours replace them. `abort()` drops the
+ * upstream request (the client went away).
  * @property {() => void} close release pooled upstream connections
  * @property {(upstream: { target: URL }) => void} retire close the pooled connections to `upstream` (those
  *   carrying a request close when it ends); later attempts open new ones (its address changed)
@@ -75,9 +77,17 @@ const ENGINES = Object.freeze(engineNames())
  * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION for an unknown engine;
  *   ERR_POLISTES_MISSING_PACKAGE when the engine's library (undici, http-proxy-3) is not installed
  */
-function createProxyEngine ({ engine = DEFAULT_ENGINE, keepAlive = true, timeoutMs = 30000, upstreamCa = null, lookup } = {}) {
+function createProxyEngine ({
+  engine = DEFAULT_ENGINE,
+  keepAlive = true,
+  timeoutMs = 30000,
+  upstreamCa = null,
+  lookup
+} = {}) {
   const entry = engineEntry(engine)
-  if (entry === undefined) throw new ERR_POLISTES_BAD_OPTION(`unknown proxy engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
+  if (entry === undefined) {
+    throw new ERR_POLISTES_BAD_OPTION(`unknown proxy engine "${engine}"; expected one of: ${ENGINES.join(', ')}`)
+  }
   return { ...entry.create({ keepAlive, timeoutMs, upstreamCa, lookup }), name: engine }
 }
 
@@ -95,7 +105,8 @@ function checkEngineTargets (engine, targets) {
   const https = targets.find((t) => t.protocol === 'https:')
   if (!https) return
   const able = ENGINES.filter((e) => engineEntry(e).https)
-  throw new ERR_POLISTES_BAD_OPTION(`engine ${engine} does not proxy to https upstreams (${https.origin}); use engine ${able.slice(0, -1).join(', ')} or ${able.at(-1)}`)
+  throw new ERR_POLISTES_BAD_OPTION(`engine ${engine} does not proxy to https upstreams (${https.origin}); use ` +
+    `engine ${able.slice(0, -1).join(', ')} or ${able.at(-1)}`)
 }
 
 /**

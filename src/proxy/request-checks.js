@@ -30,7 +30,9 @@ const net = require('node:net')
 
 /** The characters of a reg-name (RFC 3986): unreserved and sub-delims; `%` starts an escape. */
 const REG_NAME = new Uint8Array(128)
-for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=") REG_NAME[c.charCodeAt(0)] = 1
+for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=") {
+  REG_NAME[c.charCodeAt(0)] = 1
+}
 /** An IP-literal (the address is checked by node:net), with an optional port. */
 const IP_LITERAL = /^\[([0-9A-Fa-f:.]+)\](?::([0-9]*))?$/
 
@@ -105,8 +107,12 @@ function checkRequest (req) {
   const te = headers['transfer-encoding']
   if (te !== undefined) {
     if (req.httpVersion === '1.0') return refusal(400, 'transfer-encoding', 'Transfer-Encoding in an HTTP/1.0 request')
-    if (headers['content-length'] !== undefined) return refusal(400, 'transfer-encoding', 'Transfer-Encoding with Content-Length')
-    if (te.length !== 7 || te.toLowerCase() !== 'chunked') return refusal(501, 'transfer-encoding', 'only Transfer-Encoding: chunked is implemented')
+    if (headers['content-length'] !== undefined) {
+      return refusal(400, 'transfer-encoding', 'Transfer-Encoding with Content-Length')
+    }
+    if (te.length !== 7 || te.toLowerCase() !== 'chunked') {
+      return refusal(501, 'transfer-encoding', 'only Transfer-Encoding: chunked is implemented')
+    }
   }
   return null
 }

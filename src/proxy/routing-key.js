@@ -30,7 +30,8 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
  * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION
  */
 function parseRoutingKey (spec) {
-  const bad = (why) => new ERR_POLISTES_BAD_OPTION(`routingKey ${why}; expected path, url, host, header:<name>, cookie:<name> or param:<name>, got ${JSON.stringify(spec)}`)
+  const bad = (why) => new ERR_POLISTES_BAD_OPTION(`routingKey ${why}; expected path, url, host, header:<name>, ` +
+    `cookie:<name> or param:<name>, got ${JSON.stringify(spec)}`)
   if (typeof spec !== 'string') throw bad('must be a string')
   if (spec === 'path' || spec === 'url' || spec === 'host') return { kind: spec }
   if (spec === 'path+query') return { kind: 'url' }

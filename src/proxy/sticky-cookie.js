@@ -15,7 +15,15 @@ const { cookieValue } = require('./routing-key')
  */
 
 /** The keys of the `stickyCookie` option, with their defaults. */
-const STICKY_DEFAULTS = Object.freeze({ name: 'polistes_upstream', path: '/', domain: null, maxAgeS: null, secure: false, httpOnly: true, sameSite: 'Lax' })
+const STICKY_DEFAULTS = Object.freeze({
+  name: 'polistes_upstream',
+  path: '/',
+  domain: null,
+  maxAgeS: null,
+  secure: false,
+  httpOnly: true,
+  sameSite: 'Lax'
+})
 /** An RFC 6265 cookie name (an RFC 9110 token). */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 const SAME_SITE = ['Strict', 'Lax', 'None']
@@ -23,24 +31,50 @@ const SAME_SITE = ['Strict', 'Lax', 'None']
 /**
  * Read a `stickyCookie` option: null (off), a cookie name, or an object of STICKY_DEFAULTS' keys.
  * @param {unknown} value
- * @returns {null | { name: string, path: string, domain: string | null, maxAgeS: number | null, secure: boolean, httpOnly: boolean, sameSite: 'Strict' | 'Lax' | 'None' }}
+ * @returns {null | { name: string, path: string, domain: string | null, maxAgeS: number | null, secure: boolean,
+ * httpOnly: boolean, sameSite: 'Strict' | 'Lax' | 'None' }}
  * @throws {import('../common/errors').PolistesError} ERR_POLISTES_BAD_OPTION
  */
 function parseStickyCookie (value) {
   if (value === null || value === undefined || value === false) return null
   const bad = (why) => new ERR_POLISTES_BAD_OPTION(`stickyCookie ${why}`)
   const given = typeof value === 'string' ? { name: value } : value
-  if (given === null || typeof given !== 'object' || Array.isArray(given)) throw bad(`must be null, a cookie name or an object such as { "name": "srv" }, got ${JSON.stringify(value)}`)
-  for (const key of Object.keys(given)) if (!Object.hasOwn(STICKY_DEFAULTS, key)) throw bad(`: unknown key ${JSON.stringify(key)}; known keys: ${Object.keys(STICKY_DEFAULTS).join(', ')}`)
+  if (given === null || typeof given !== 'object' || Array.isArray(given)) {
+    throw bad(`must be null, a cookie name or an object such as { "name": "srv" }, got ${JSON.stringify(value)}`)
+  }
+  for (const key of Object.keys(given)) {
+    if (!Object.hasOwn(STICKY_DEFAULTS, key)) {
+      throw bad(`: unknown key ${JSON.stringify(key)}; known keys: ${Object.keys(STICKY_DEFAULTS).join(', ')}`)
+    }
+  }
   const o = { ...STICKY_DEFAULTS, ...given }
-  if (typeof o.name !== 'string' || !TOKEN.test(o.name)) throw bad(`name must be a cookie name (letters, digits, - _ . and the like), got ${JSON.stringify(o.name)}`)
-  if (typeof o.path !== 'string' || !/^\/[\x21-\x3a\x3c-\x7e]*$/.test(o.path)) throw bad(`path must be a path starting with "/" (no spaces or ";"), got ${JSON.stringify(o.path)}`)
-  if (o.domain !== null && (typeof o.domain !== 'string' || !/^\.?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/.test(o.domain))) throw bad(`domain must be a host name or null, got ${JSON.stringify(o.domain)}`)
-  if (o.maxAgeS !== null && !(Number.isInteger(o.maxAgeS) && o.maxAgeS > 0)) throw bad(`maxAgeS must be a positive integer of seconds or null (a session cookie), got ${JSON.stringify(o.maxAgeS)}`)
-  for (const key of ['secure', 'httpOnly']) if (typeof o[key] !== 'boolean') throw bad(`${key} must be true or false, got ${JSON.stringify(o[key])}`)
-  const sameSite = typeof o.sameSite === 'string' ? SAME_SITE.find((s) => s.toLowerCase() === o.sameSite.toLowerCase()) : undefined
-  if (sameSite === undefined) throw bad(`sameSite must be one of ${SAME_SITE.join(', ')}, got ${JSON.stringify(o.sameSite)}`)
-  if (sameSite === 'None' && !o.secure) throw bad('sameSite None needs secure: true (browsers drop such a cookie otherwise)')
+  if (typeof o.name !== 'string' || !TOKEN.test(o.name)) {
+    throw bad(`name must be a cookie name (letters, digits, - _ . and the like), got ${JSON.stringify(o.name)}`)
+  }
+  if (typeof o.path !== 'string' || !/^\/[\x21-\x3a\x3c-\x7e]*$/.test(o.path)) {
+    throw bad(`path must be a path starting with "/" (no spaces or ";"), got ${JSON.stringify(o.path)}`)
+  }
+  if (o.domain !== null && (typeof o.domain !== 'string' || !/^\.?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/.test(o.domain))) {
+    throw bad(`domain must be a host name or null, got ${JSON.stringify(o.domain)}`)
+  }
+  if (o.maxAgeS !== null && !(Number.isInteger(o.maxAgeS) && o.maxAgeS > 0)) {
+    throw bad('maxAgeS must be a positive integer of seconds or null (a session cookie), got ' +
+      `${JSON.stringify(o.maxAgeS)}`)
+  }
+  for (const key of ['secure', 'httpOnly']) {
+    if (typeof o[key] !== 'boolean') {
+      throw bad(`${key} must be true or false, got ${JSON.stringify(o[key])}`)
+    }
+  }
+  const sameSite = typeof o.sameSite === 'string'
+    ? SAME_SITE.find((s) => s.toLowerCase() === o.sameSite.toLowerCase())
+    : undefined
+  if (sameSite === undefined) {
+    throw bad(`sameSite must be one of ${SAME_SITE.join(', ')}, got ${JSON.stringify(o.sameSite)}`)
+  }
+  if (sameSite === 'None' && !o.secure) {
+    throw bad('sameSite None needs secure: true (browsers drop such a cookie otherwise)')
+  }
   return { ...o, sameSite }
 }
 
@@ -72,8 +106,9 @@ function setCookieValue (o, token) {
 /**
  * The sticky cookie of one balancer.
  * @param {unknown} option the `stickyCookie` option
- * @returns {null | { name: string, tokenOf: (id: string) => string, requested: (headers: object) => string | undefined, header: (id: string) => string }}
- *   `requested`: the token a request's cookie holds; `header`: the Set-Cookie value for an upstream
+ * @returns {null | { name: string, tokenOf: (id: string) => string, requested: (headers: object) => string | undefined,
+ *   header: (id: string) => string }} `requested`: the token a request's cookie holds; `header`: the Set-Cookie value
+ *   for an upstream
  */
 function createSticky (option) {
   const o = parseStickyCookie(option)
@@ -126,7 +161,9 @@ function insertCookieOnHead (res, state) {
     } else {
       headers = ['Set-Cookie', cookie]
     }
-    return message === undefined ? writeHead.call(this, statusCode, headers) : writeHead.call(this, statusCode, message, headers)
+    return message === undefined
+      ? writeHead.call(this, statusCode, headers)
+      : writeHead.call(this, statusCode, message, headers)
   }
   const relayed = res.writeRelayedHead
   if (relayed !== undefined) {

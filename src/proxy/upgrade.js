@@ -30,12 +30,20 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trail
  * @param {import('net').Socket} socket the client connection
  * @param {Buffer} head bytes the client sent after the request head
  * @param {URL} target upstream origin
- * @param {{ timeoutMs: number, ca?: Buffer | null, trusted?: boolean } & TunnelHandlers} options `timeoutMs` bounds the wait for the
- *   upstream's answer, not the tunnel's life; `ca`: trusted CAs of an https upstream (default: Node's
+ * @param {{ timeoutMs: number, ca?: Buffer | null, trusted?: boolean } & TunnelHandlers} options `timeoutMs` bounds the
+ *   wait for the upstream's answer, not the tunnel's life; `ca`: trusted CAs of an https upstream (default: Node's
  *   roots), verified against the name in its URL as the proxy engine does; `trusted`: the client's
  *   peer is a trusted proxy, whose forwarding headers are kept (default: replaced by ours)
  */
-function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, trusted = false, lookup, onOpen, onFailure, onClose }) {
+function tunnelUpgrade (req, socket, head, target, {
+  timeoutMs,
+  ca = null,
+  trusted = false,
+  lookup,
+  onOpen,
+  onFailure,
+  onClose
+}) {
   let closed = false
   const close = () => {
     if (closed) return
@@ -47,11 +55,25 @@ function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, trust
 
   const headers = forwardedHeaders(req, target, trusted)
   const hostname = target.hostname.replace(/^\[(.*)\]$/, '$1') // URL keeps IPv6 brackets
-  const options = { host: hostname, port: target.port, method: req.method, path: req.url, headers, agent: false, setHost: false, ...(lookup ? { lookup } : {}) }
+  const options = {
+    host: hostname,
+    port: target.port,
+    method: req.method,
+    path: req.url,
+    headers,
+    agent: false,
+    setHost: false,
+    ...(lookup ? { lookup } : {})
+  }
   let proxyReq
   try {
     proxyReq = target.protocol === 'https:'
-      ? https.request({ ...options, ...(ca ? { ca } : {}), rejectUnauthorized: true, servername: net.isIP(hostname) ? '' : hostname })
+      ? https.request({
+        ...options,
+        ...(ca ? { ca } : {}),
+        rejectUnauthorized: true,
+        servername: net.isIP(hostname) ? '' : hostname
+      })
       : http.request(options)
   } catch (err) {
     // node:http refuses to build the request (a header it will not send): never a crash
@@ -59,7 +81,10 @@ function tunnelUpgrade (req, socket, head, target, { timeoutMs, ca = null, trust
     socket.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')
     return
   }
-  proxyReq.setTimeout(timeoutMs, () => proxyReq.destroy(Object.assign(new Error(`upstream timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' })))
+  proxyReq.setTimeout(
+    timeoutMs,
+    () => proxyReq.destroy(Object.assign(new Error(`upstream timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' }))
+  )
   proxyReq.on('error', (err) => {
     if (socket.destroyed) return
     onFailure(err)
@@ -142,7 +167,8 @@ function statusHead (res, { close = false } = {}) {
   let text = `HTTP/1.1 ${res.statusCode} ${res.statusMessage}\r\n`
   const raw = res.rawHeaders
   for (let i = 0; i < raw.length; i += 2) {
-    if (close && /^(connection|transfer-encoding)$/i.test(raw[i])) continue // the body is relayed decoded, ended by the close
+    // the body is relayed decoded, ended by the close
+    if (close && /^(connection|transfer-encoding)$/i.test(raw[i])) continue
     text += `${raw[i]}: ${raw[i + 1]}\r\n`
   }
   if (close) text += 'Connection: close\r\n'

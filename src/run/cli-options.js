@@ -32,7 +32,10 @@ const GROUPS = {
  */
 function parseRetryOn (flag, value) {
   const parts = String(value).split(',').map((s) => s.trim())
-  if (!parts.every((p) => /^\d{3}$/.test(p) || p === 'timeout')) throw new ERR_POLISTES_BAD_OPTION(`--${flag} must be a comma list of statuses and/or timeout, e.g. 503,timeout, got "${value}"`)
+  if (!parts.every((p) => /^\d{3}$/.test(p) || p === 'timeout')) {
+    throw new ERR_POLISTES_BAD_OPTION(`--${flag} must be a comma list of statuses and/or timeout, e.g. 503,timeout, ` +
+      `got "${value}"`)
+  }
   return parts.map((p) => (p === 'timeout' ? p : Number(p)))
 }
 
@@ -90,12 +93,37 @@ function fromTable (o) {
 /** The flags that steer the CLI only (no config key), by --help group. */
 const CLI_ONLY = {
   observability: [
-    { flag: 'log-level', group: 'observability', type: 'string', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', describe: 'log level (debug logs every request)' },
-    { flag: 'log-format', group: 'observability', type: 'string', choices: ['pretty', 'json'], describe: 'log format', defaultDescription: 'pretty on a terminal when pino-pretty is installed, json otherwise' }
+    {
+      flag: 'log-level',
+      group: 'observability',
+      type: 'string',
+      choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      default: 'info',
+      describe: 'log level (debug logs every request)'
+    },
+    {
+      flag: 'log-format',
+      group: 'observability',
+      type: 'string',
+      choices: ['pretty', 'json'],
+      describe: 'log format',
+      defaultDescription: 'pretty on a terminal when pino-pretty is installed, json otherwise'
+    }
   ],
   general: [
-    { flag: 'config', group: 'general', alias: 'c', type: 'string', describe: 'JSON config file ({ address, strategy, backends, ... }); flags override it' },
-    { flag: 'watch', group: 'general', type: 'boolean', describe: 'reload when the --config file changes (SIGHUP always reloads)' }
+    {
+      flag: 'config',
+      group: 'general',
+      alias: 'c',
+      type: 'string',
+      describe: 'JSON config file ({ address, strategy, backends, ... }); flags override it'
+    },
+    {
+      flag: 'watch',
+      group: 'general',
+      type: 'boolean',
+      describe: 'reload when the --config file changes (SIGHUP always reloads)'
+    }
   ]
 }
 
@@ -103,7 +131,8 @@ const CLI_ONLY = {
  * Every flag: `flag` (yargs key), `key` (config key path; none: CLI only), `group`, `parse` (raw
  * value → config value; numbers are checked to be numbers), and the yargs settings (type, alias,
  * describe, defaultDescription, choices, default); group by group, in the table's order.
- * @type {Array<{ flag: string, key?: string, group: keyof GROUPS, type: 'string' | 'number' | 'boolean', parse?: (flag: string, value: unknown) => unknown, [yargs: string]: unknown }>}
+ * @type {Array<{ flag: string, key?: string, group: keyof GROUPS, type: 'string' | 'number' | 'boolean', parse?: (flag:
+ * string, value: unknown) => unknown, [yargs: string]: unknown }>}
  */
 const OPTIONS = Object.keys(GROUPS).flatMap((group) => [
   ...TABLE.filter((o) => o.flag && o.flag.group === group).map(fromTable),
@@ -137,7 +166,9 @@ function flagsToConfig (argv) {
     if (!o.key || raw === undefined) continue
     let value = raw
     if (o.parse) value = o.parse(o.flag, raw)
-    else if (o.type === 'number' && (typeof raw !== 'number' || Number.isNaN(raw))) throw new ERR_POLISTES_BAD_OPTION(`--${o.flag} must be a number`)
+    else if (o.type === 'number' && (typeof raw !== 'number' || Number.isNaN(raw))) {
+      throw new ERR_POLISTES_BAD_OPTION(`--${o.flag} must be a number`)
+    }
     const parts = o.key.split('.')
     let at = flags
     for (const part of parts.slice(0, -1)) at = (at[part] ||= {})

@@ -9,7 +9,16 @@
 const yargs = require('yargs/yargs')
 const { PolistesError, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_NO_BACKENDS } = require('../common/errors')
 const { readConfigFile, resolveConfig, withFlagNames } = require('../config/config')
-const { OPTIONS, GROUPS, EXAMPLES, DOCS_FILE, flagNames, flagsToConfig, missingValue, unknownFlags } = require('./cli-options')
+const {
+  OPTIONS,
+  GROUPS,
+  EXAMPLES,
+  DOCS_FILE,
+  flagNames,
+  flagsToConfig,
+  missingValue,
+  unknownFlags
+} = require('./cli-options')
 const { startBalancer } = require('../balancer')
 const { createLogger } = require('../common/logger')
 const { createAccessLog } = require('../observe/access-log')
@@ -23,13 +32,20 @@ const cluster = require('./cluster')
  */
 function parseArgs (argv) {
   const bare = missingValue(argv)
-  if (bare) throw new ERR_POLISTES_BAD_OPTION(`${bare.typed === bare.flag ? bare.flag : `${bare.typed} (${bare.flag})`} needs a value`)
+  if (bare) {
+    throw new ERR_POLISTES_BAD_OPTION(
+      `${bare.typed === bare.flag ? bare.flag : `${bare.typed} (${bare.flag})`} needs a value`
+    )
+  }
   let args = yargs(argv)
     .scriptName('polistes')
-    .usage('$0 [options]\n\nAn HTTP load balancer. Without --backends it starts an embedded fleet of cache-warming backends.')
+    .usage('$0 [options]\n\nAn HTTP load balancer. Without --backends it starts an embedded fleet of cache-warming ' +
+      'backends.')
     .parserConfiguration({ 'camel-case-expansion': false, 'dot-notation': false }) // one name per flag, as typed
     .updateStrings({ 'Argument: %s, Given: %s, Choices: %s': '--%s: got %s; expected one of: %s' })
-  for (const { flag, key, group, parse, ...settings } of OPTIONS) args = args.option(flag, { ...settings, group: GROUPS[group] })
+  for (const { flag, key, group, parse, ...settings } of OPTIONS) {
+    args = args.option(flag, { ...settings, group: GROUPS[group] })
+  }
   for (const [command, description] of EXAMPLES) args = args.example(command, description)
   args = args
     .help()
@@ -38,17 +54,33 @@ function parseArgs (argv) {
     .epilogue(`Every setting with its default and config-file key: docs/configuration.md (${DOCS_FILE})`)
     .exitProcess(false)
     .fail((message, err) => {
-      throw new ERR_POLISTES_BAD_OPTION(String(err ? err.message : message).replace(/^Invalid values:/, '').trim().replace(/\s*\n\s*/g, ' '))
+      throw new ERR_POLISTES_BAD_OPTION(
+        String(err ? err.message : message).replace(/^Invalid values:/, '').trim().replace(/\s*\n\s*/g, ' ')
+      )
     })
     .wrap(Math.min(110, process.stdout.columns || 110))
   const argvParsed = args.parse()
   if (argvParsed.help || argvParsed.version) return { exit: true }
   const unknown = unknownFlags(argvParsed, argv)
-  if (unknown.length > 0) throw new ERR_POLISTES_BAD_OPTION(`unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (polistes --help lists them)`)
-  if (argvParsed._.length > 0) throw new ERR_POLISTES_BAD_OPTION(`unexpected argument ${JSON.stringify(String(argvParsed._[0]))}: options start with -- (polistes --help lists them)`)
+  if (unknown.length > 0) {
+    throw new ERR_POLISTES_BAD_OPTION(`unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} ` +
+      '(polistes --help lists them)')
+  }
+  if (argvParsed._.length > 0) {
+    throw new ERR_POLISTES_BAD_OPTION(`unexpected argument ${JSON.stringify(String(argvParsed._[0]))}: options ` +
+      'start with -- (polistes --help lists them)')
+  }
   const flags = withFlagNames(flagsToConfig(argvParsed), flagNames)
-  if (argvParsed.watch && argvParsed.config === undefined) throw new ERR_POLISTES_BAD_OPTION('--watch needs --config: it watches the config file')
-  return { flags, configFile: argvParsed.config, watch: Boolean(argvParsed.watch), logLevel: argvParsed['log-level'], logFormat: argvParsed['log-format'] }
+  if (argvParsed.watch && argvParsed.config === undefined) {
+    throw new ERR_POLISTES_BAD_OPTION('--watch needs --config: it watches the config file')
+  }
+  return {
+    flags,
+    configFile: argvParsed.config,
+    watch: Boolean(argvParsed.watch),
+    logLevel: argvParsed['log-level'],
+    logFormat: argvParsed['log-format']
+  }
 }
 
 /**
@@ -64,15 +96,18 @@ function parseArgs (argv) {
  * SIGHUP (and with --watch a change of the config file) reloads the config.
  * @param {string[]} argv
  * @param {{ startFleet?: StartFleet }} [options] without `startFleet`, backends are required
- * @returns {Promise<{ balancer: import('../balancer').Balancer, reload: (reason: string) => { ok: boolean } } | undefined>}
- *   `reload` is what SIGHUP calls (undefined after --help / --version)
+ * @returns {Promise<{ balancer: import('../balancer').Balancer, reload: (reason: string) => { ok: boolean } } |
+ *   undefined>} `reload` is what SIGHUP calls (undefined after --help / --version)
  */
 async function main (argv, { startFleet } = {}) {
   const parsed = parseArgs(argv)
   if (parsed.exit) return
   const file = parsed.configFile ? readConfigFile(parsed.configFile) : {}
   const config = cluster.workerConfig(resolveConfig(parsed.flags, file))
-  const base = createLogger({ level: parsed.logLevel, pretty: parsed.logFormat ? parsed.logFormat === 'pretty' : undefined })
+  const base = createLogger({
+    level: parsed.logLevel,
+    pretty: parsed.logFormat ? parsed.logFormat === 'pretty' : undefined
+  })
   const logger = cluster.isWorker() ? base.child({ pid: process.pid }) : base // a worker's lines say whose they are
   const startBackends = () => startFleetIfNeeded(config, startFleet, logger)
   if (cluster.isPrimaryOfMany(config)) return cluster.runPrimary({ config, logger, startBackends })
@@ -81,26 +116,65 @@ async function main (argv, { startFleet } = {}) {
   let balancer
   let accessLog = null
   try {
-    if (config.accessLog) accessLog = createAccessLog(config.accessLogFile ? { file: config.accessLogFile } : { logger })
-    balancer = await startBalancer({ ...balancerOptions(fleet ? config : { ...config, backends }, fleet), logger, accessLog })
+    if (config.accessLog) {
+      accessLog = createAccessLog(config.accessLogFile ? { file: config.accessLogFile } : { logger })
+    }
+    balancer = await startBalancer({
+      ...balancerOptions(fleet ? config : { ...config, backends }, fleet),
+      logger,
+      accessLog
+    })
   } catch (err) {
     if (fleet) await fleet.close()
     if (accessLog) await accessLog.close()
-    if (err.code === 'ERR_POLISTES_PORT_IN_USE') err.message += ` (choose another with ${err.listener === 'admin listener' ? '--admin-port' : '--port'})`
+    if (err.code === 'ERR_POLISTES_PORT_IN_USE') {
+      err.message += ` (choose another with ${err.listener === 'admin listener' ? '--admin-port' : '--port'})`
+    }
     throw err
   }
   const adminBase = balancer.adminUrl || balancer.url
   if (cluster.isWorker()) {
-    logger.info({ url: balancer.url, adminUrl: balancer.adminUrl }, `polistes worker ${process.pid} listening on ${balancer.url}`)
+    logger.info(
+      { url: balancer.url, adminUrl: balancer.adminUrl },
+      `polistes worker ${process.pid} listening on ${balancer.url}`
+    )
     cluster.reportListening(balancer.url)
   } else {
-    logger.info({ algo: config.algo, url: balancer.url, adminUrl: balancer.adminUrl, keepAlive: config.keepAlive, engine: config.engine }, `polistes listening on ${balancer.url} (algo ${config.algo})`)
-    if (balancer.adminUrl) logger.info({ adminUrl: balancer.adminUrl }, `admin surface /_polistes/* on ${balancer.adminUrl} only`)
-    logger.info({ dashboard: `${adminBase}/_polistes/`, metrics: `${adminBase}/_polistes/metrics`, accessLog: accessLog ? (accessLog.file || 'log') : false }, `dashboard: ${adminBase}/_polistes/`)
-    process.stdout.isTTY && console.log(`try: curl -i ${balancer.url}/page1.html    stats: ${adminBase}/_polistes/stats`)
+    logger.info(
+      {
+        algo: config.algo,
+        url: balancer.url,
+        adminUrl: balancer.adminUrl,
+        keepAlive: config.keepAlive,
+        engine: config.engine
+      },
+      `polistes listening on ${balancer.url} (algo ${config.algo})`
+    )
+    if (balancer.adminUrl) {
+      logger.info({ adminUrl: balancer.adminUrl }, `admin surface /_polistes/* on ${balancer.adminUrl} only`)
+    }
+    logger.info(
+      {
+        dashboard: `${adminBase}/_polistes/`,
+        metrics: `${adminBase}/_polistes/metrics`,
+        accessLog: accessLog ? (accessLog.file || 'log') : false
+      },
+      `dashboard: ${adminBase}/_polistes/`
+    )
+    process.stdout.isTTY && console.log(`try: curl -i ${balancer.url}/page1.html    stats: ` +
+      `${adminBase}/_polistes/stats`)
   }
 
-  const { reload, current } = createReloader({ balancer, configFile: parsed.configFile, flags: parsed.flags, config, fleet, backends, prepare: cluster.workerConfig, logger })
+  const { reload, current } = createReloader({
+    balancer,
+    configFile: parsed.configFile,
+    flags: parsed.flags,
+    config,
+    fleet,
+    backends,
+    prepare: cluster.workerConfig,
+    logger
+  })
   process.on('SIGHUP', () => reload('SIGHUP'))
   const watcher = parsed.watch ? watchFile(parsed.configFile, () => reload('watch')) : null
 
@@ -139,10 +213,16 @@ async function startFleetIfNeeded (config, startFleet, logger) {
   try {
     fleet = await startFleet(config.fleet)
   } catch (err) {
-    if (err.code === 'ERR_POLISTES_PORT_IN_USE') err.message += ' (embedded fleet: choose other ports with --fleet-base-port, or 0 for any free ones)'
+    if (err.code === 'ERR_POLISTES_PORT_IN_USE') {
+      err.message += ' (embedded fleet: choose other ports with --fleet-base-port, or 0 for any free ones)'
+    }
     throw err
   }
-  logger.info({ backends: fleet.backends.map((b) => `${b.id}=${b.url}`) }, `embedded fleet of ${fleet.backends.length} backends (cache ${config.fleet.cachePages} pages, miss ${config.fleet.missMs} ms)`)
+  logger.info(
+    { backends: fleet.backends.map((b) => `${b.id}=${b.url}`) },
+    `embedded fleet of ${fleet.backends.length} backends (cache ${config.fleet.cachePages} pages, miss ` +
+      `${config.fleet.missMs} ms)`
+  )
   return { backends: fleet.backends.map((b) => ({ id: b.id, url: b.url })), fleet }
 }
 

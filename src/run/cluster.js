@@ -98,7 +98,9 @@ function onShutdown (stop, logger) {
   process.on('message', (msg) => { if (msg && msg.type === MSG_STOP) once(msg.signal) })
   process.on('disconnect', () => once('disconnect')) // the primary is gone: no orphan worker
   setImmediate(() => {
-    if (process.listenerCount('SIGHUP') === 0) process.on('SIGHUP', () => logger.info({ pid: process.pid }, 'SIGHUP: nothing to reload in this worker'))
+    if (process.listenerCount('SIGHUP') === 0) {
+      process.on('SIGHUP', () => logger.info({ pid: process.pid }, 'SIGHUP: nothing to reload in this worker'))
+    }
   })
 }
 
@@ -108,7 +110,8 @@ function onShutdown (stop, logger) {
  * @param {object} params
  * @param {object} params.config resolved config
  * @param {import('pino').Logger} params.logger
- * @param {() => Promise<{ backends: Array<{ id: string, url: string }>, fleet: { close: () => Promise<void> } | null }>} params.startBackends
+ * @param {() => Promise<{ backends: Array<{ id: string, url: string }>, fleet: { close: () => Promise<void> } | null
+ * }>} params.startBackends
  * @returns {Promise<{ workers: () => number[], stop: (signal?: string) => Promise<void> }>}
  */
 async function runPrimary ({ config, logger, startBackends }) {
@@ -203,10 +206,22 @@ async function runPrimary ({ config, logger, startBackends }) {
   }
   if (stopping) await stopping
   else {
-    logger.info({ algo: config.algo, url, workers: config.workers, pids: first.map((w) => w.process.pid) }, `polistes listening on ${url} (algo ${config.algo}, ${config.workers} workers)`)
-    process.stdout.isTTY && console.log(`try: curl -i ${url}/page1.html    stats (one worker's): ${url}/_polistes/stats`)
+    logger.info(
+      { algo: config.algo, url, workers: config.workers, pids: first.map((w) => w.process.pid) },
+      `polistes listening on ${url} (algo ${config.algo}, ${config.workers} workers)`
+    )
+    process.stdout.isTTY && console.log(`try: curl -i ${url}/page1.html    stats (one worker's): ` +
+      `${url}/_polistes/stats`)
   }
   return { workers: () => [...live].map((w) => w.process.pid), stop }
 }
 
-module.exports = { runPrimary, isPrimaryOfMany, isWorker, workerConfig, backendsFromPrimary, reportListening, onShutdown }
+module.exports = {
+  runPrimary,
+  isPrimaryOfMany,
+  isWorker,
+  workerConfig,
+  backendsFromPrimary,
+  reportListening,
+  onShutdown
+}

@@ -6,8 +6,8 @@ const { readConfigFile, resolveConfig } = require('../config/config')
 
 /**
  * The CLI's hot reload: read the config file again, merge the command-line flags (they still win),
- * validate with the one validation (src/config/config.js, from the option table src/config/options.js), and apply the result to the
- * running balancer (`balancer.reconfigure`). An invalid config is refused with one log line and the
+ * validate with the one validation (src/config/config.js, from the option table src/config/options.js), and apply the
+ * result to the running balancer (`balancer.reconfigure`). An invalid config is refused with one log line and the
  * old one keeps serving. Triggered by SIGHUP and, with `--watch`, by a change of the file.
  */
 
@@ -27,7 +27,9 @@ const FLEET_HEALTH_PATH = '/_stats'
  */
 function balancerOptions (config, fleet) {
   if (config.backends || !fleet) return config
-  const healthCheck = config.healthCheck.path === null ? { ...config.healthCheck, path: fleet.statsPath || FLEET_HEALTH_PATH } : config.healthCheck
+  const healthCheck = config.healthCheck.path === null
+    ? { ...config.healthCheck, path: fleet.statsPath || FLEET_HEALTH_PATH }
+    : config.healthCheck
   return { ...config, healthCheck, backends: fleet.backends.map((b) => ({ id: b.id, url: b.url })) }
 }
 
@@ -37,13 +39,15 @@ function balancerOptions (config, fleet) {
  * @param {string} [options.configFile] the --config file (none: only the flags, which cannot change)
  * @param {object} options.flags the flags given at start
  * @param {object} options.config the config the balancer started with
- * @param {{ backends: Array<{ id: string, url: string }>, statsPath?: string } | null} [options.fleet] the embedded fleet
+ * @param {{ backends: Array<{ id: string, url: string }>, statsPath?: string } | null} [options.fleet] the embedded
+ * fleet
  * @param {Array<{ id: string, url: string }>} [options.backends] backends given from outside the
  *   config (by a cluster primary), kept on a reload
  * @param {(config: object) => object} [options.prepare] applied to every re-read config, as at start
  *   (the cluster's worker rule)
  * @param {import('pino').Logger} options.logger
- * @returns {{ reload: (reason: string) => { ok: boolean, error?: Error, added?: string[], removed?: string[] }, current: () => object }}
+ * @returns {{ reload: (reason: string) => { ok: boolean, error?: Error, added?: string[], removed?: string[] },
+ * current: () => object }}
  */
 function createReloader ({ balancer, configFile, flags, config, fleet = null, backends, prepare = (c) => c, logger }) {
   let current = config
@@ -53,22 +57,37 @@ function createReloader ({ balancer, configFile, flags, config, fleet = null, ba
     try {
       next = prepare(resolveConfig(flags, configFile ? readConfigFile(configFile) : {}))
       // backends a cluster primary handed over (embedded fleet) stay what they are
-      result = balancer.reconfigure(balancerOptions(next.backends || fleet || !backends ? next : { ...next, backends }, fleet))
+      result = balancer.reconfigure(
+        balancerOptions(next.backends || fleet || !backends ? next : { ...next, backends }, fleet)
+      )
     } catch (err) {
-      logger.error({ reason, code: err.code }, `config reload (${reason}) refused, the previous config keeps serving: ${err.code || 'error'}: ${err.message}`)
+      logger.error(
+        { reason, code: err.code },
+        `config reload (${reason}) refused, the previous config keeps serving: ${err.code || 'error'}: ${err.message}`
+      )
       return { ok: false, error: err }
     }
     current = next
     const restartNeeded = [...result.restartNeeded]
-    if (fleet && !next.backends && JSON.stringify(next.fleet) !== JSON.stringify(config.fleet)) restartNeeded.push('fleet')
+    if (fleet && !next.backends && JSON.stringify(next.fleet) !== JSON.stringify(config.fleet)) {
+      restartNeeded.push('fleet')
+    }
     const parts = [
       result.added.length > 0 && `added ${result.added.join(', ')}`,
       result.removed.length > 0 && `removed ${result.removed.join(', ')}`,
       result.updated.length > 0 && `updated ${result.updated.join(', ')}`,
       result.changed.length > 0 && `changed ${result.changed.join(', ')}`
     ].filter(Boolean)
-    logger.info({ reason, ...result, restartNeeded: undefined }, `config reloaded (${reason}): ${parts.length > 0 ? parts.join('; ') : 'no changes'}`)
-    if (restartNeeded.length > 0) logger.warn({ settings: restartNeeded }, `config reload: ${restartNeeded.join(', ')} cannot change on a running balancer; restart to apply`)
+    logger.info(
+      { reason, ...result, restartNeeded: undefined },
+      `config reloaded (${reason}): ${parts.length > 0 ? parts.join('; ') : 'no changes'}`
+    )
+    if (restartNeeded.length > 0) {
+      logger.warn(
+        { settings: restartNeeded },
+        `config reload: ${restartNeeded.join(', ')} cannot change on a running balancer; restart to apply`
+      )
+    }
     return { ok: true, ...result, restartNeeded }
   }
   return { reload, current: () => current }

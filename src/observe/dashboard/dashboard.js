@@ -8,7 +8,9 @@
   'use strict'
   const Plot = window.uPlot
   const WINDOW_S = 300
-  const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac']
+  const PALETTE = [
+    '#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'
+  ]
   const colour = (i) => PALETTE[i % PALETTE.length]
 
   const state = {
@@ -28,7 +30,8 @@
   window.polistes = state
 
   const $ = (id) => document.getElementById(id)
-  const fmtMs = (v) => (v == null ? '-' : v < 1 ? `${v.toFixed(2)} ms` : v < 10 ? `${v.toFixed(1)} ms` : `${Math.round(v)} ms`)
+  const fmtMs = (v) =>
+    (v == null ? '-' : v < 1 ? `${v.toFixed(2)} ms` : v < 10 ? `${v.toFixed(1)} ms` : `${Math.round(v)} ms`)
   const fmtPct = (v) => (v == null ? '-' : `${(v * 100).toFixed(1)} %`)
 
   function width (el) {
@@ -39,8 +42,10 @@
   function buildCharts () {
     for (const c of Object.values(state.charts)) c.destroy()
     const time = { label: '', stroke: '#6b7385', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#eef0f3' } }
-    const axisY = (label, values) => ({ label, stroke: '#6b7385', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#eef0f3' }, size: 56, values })
-    const perBackend = (fmt) => state.ids.map((id, i) => ({ label: id, stroke: colour(i), width: 1.6, spanGaps: true, value: (u, v) => fmt(v) }))
+    const axisY = (label, values) =>
+      ({ label, stroke: '#6b7385', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#eef0f3' }, size: 56, values })
+    const perBackend = (fmt) =>
+      state.ids.map((id, i) => ({ label: id, stroke: colour(i), width: 1.6, spanGaps: true, value: (u, v) => fmt(v) }))
     const el = $('chart-rps')
     const common = { height: 190, cursor: { points: { size: 5 } }, legend: { live: false } }
     state.charts.rps = new Plot({
@@ -56,14 +61,21 @@
       width: width(hitEl),
       scales: { x: { time: true }, y: { range: [0, 1] } },
       axes: [time, axisY('hit rate', (u, vals) => vals.map((v) => `${Math.round(v * 100)}%`))],
-      series: [{}, { label: 'all', stroke: '#1d2433', width: 2, dash: [6, 4], spanGaps: true, value: (u, v) => fmtPct(v) }, ...perBackend(fmtPct)]
+      series: [
+        {},
+        { label: 'all', stroke: '#1d2433', width: 2, dash: [6, 4], spanGaps: true, value: (u, v) => fmtPct(v) },
+        ...perBackend(fmtPct)
+      ]
     }, hitData(), hitEl)
     const latEl = $('chart-lat')
     state.charts.lat = new Plot({
       ...common,
       width: width(latEl),
       scales: { x: { time: true }, y: { distr: 3 } },
-      axes: [time, axisY('ms', (u, vals) => vals.map((v) => (v == null ? '' : v < 1 ? v.toFixed(2) : String(+v.toFixed(1)))))],
+      axes: [
+        time,
+        axisY('ms', (u, vals) => vals.map((v) => (v == null ? '' : v < 1 ? v.toFixed(2) : String(+v.toFixed(1)))))
+      ],
       series: [{},
         { label: 'p50', stroke: '#4e79a7', width: 2, spanGaps: true, value: (u, v) => fmtMs(v) },
         { label: 'p99', stroke: '#e15759', width: 2, spanGaps: true, value: (u, v) => fmtMs(v) }]
@@ -109,7 +121,9 @@
     })
     const extra = state.t.length - WINDOW_S
     if (extra > 0) {
-      for (const a of [state.t, state.p50, state.p99, state.hitAll, ...state.rps.values(), ...state.hit.values()]) a.splice(0, extra)
+      for (const a of [state.t, state.p50, state.p99, state.hitAll, ...state.rps.values(), ...state.hit.values()]) {
+        a.splice(0, extra)
+      }
     }
     state.ids = ids
     return changed
@@ -128,7 +142,9 @@
     state.down = new Set()
     for (const u of frame.upstreams) {
       const seen = state.failures.get(u.id)
-      if (!seen || u.failures > seen.count) state.failures.set(u.id, { count: u.failures, at: seen ? state.frames : -Infinity })
+      if (!seen || u.failures > seen.count) {
+        state.failures.set(u.id, { count: u.failures, at: seen ? state.frames : -Infinity })
+      }
       const failing = state.frames - state.failures.get(u.id).at < FAILING_FRAMES
       if (!u.healthy || failing) state.down.add(u.id)
     }
@@ -168,11 +184,15 @@
     if (key !== state.heatKey) {
       state.heatKey = key
       const head = ['<tr><th></th>']
-      heat.upstreams.forEach((id, j) => head.push(`<th data-upstream="${esc(id)}"><span class="sw" style="background:${colour(j)}"></span>${esc(id)}</th>`))
+      heat.upstreams.forEach((id, j) => head.push(
+        `<th data-upstream="${esc(id)}"><span class="sw" style="background:${colour(j)}"></span>${esc(id)}</th>`
+      ))
       table.tHead.innerHTML = head.join('') + '</tr>'
       table.tBodies[0].innerHTML = heat.pages.map((page) => `<tr><th>${esc(page)}</th>${
-        heat.upstreams.map((id) => `<td class="cell" data-page="${esc(page)}" data-upstream="${esc(id)}"></td>`).join('')}</tr>`).join('')
-      table.tFoot.innerHTML = `<tr><th title="pages where this backend served at least half of the recent requests">pages led</th>${heat.upstreams.map(() => '<th></th>').join('')}</tr>`
+        heat.upstreams.map((id) => `<td class="cell" data-page="${esc(page)}" ` +
+          `data-upstream="${esc(id)}"></td>`).join('')}</tr>`).join('')
+      table.tFoot.innerHTML = '<tr><th title="pages where this backend served at least half of the recent ' +
+        `requests">pages led</th>${heat.upstreams.map(() => '<th></th>').join('')}</tr>`
     }
     heat.upstreams.forEach((id, j) => {
       const th = table.tHead.rows[0].cells[j + 1]
@@ -193,7 +213,8 @@
         const isOwner = owner !== undefined && owner.upstream === id
         td.classList.toggle('owner', isOwner)
         if (isOwner) owners++
-        td.title = `${page} on ${id}: ${(share * 100).toFixed(1)} % of recent requests${isOwner ? ` (specialist, threshold ${owner.theta.toFixed(1)})` : ''}`
+        td.title = `${page} on ${id}: ${(share * 100).toFixed(1)} % of recent ` +
+          `requests${isOwner ? ` (specialist, threshold ${owner.theta.toFixed(1)})` : ''}`
         if (share >= 0.5) led[j]++
       })
     })
@@ -202,7 +223,10 @@
   }
 
   function esc (text) {
-    return String(text).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c])
+    return String(text).replace(
+      /[&<>"']/g,
+      (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]
+    )
   }
 
   function onFrame (event) {
@@ -237,7 +261,9 @@
   }
 
   window.addEventListener('resize', () => {
-    for (const [name, chart] of Object.entries(state.charts)) chart.setSize({ width: width($(`chart-${name}`)), height: 190 })
+    for (const [name, chart] of Object.entries(state.charts)) {
+      chart.setSize({ width: width($(`chart-${name}`)), height: 190 })
+    }
   })
   connect()
 })()

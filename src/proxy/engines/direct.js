@@ -71,7 +71,9 @@ function createDirectEngine ({ keepAlive, timeoutMs, ca = null, idleTimeoutMs = 
     const hold = options !== undefined && options.hold !== undefined && options.hold.size > 0 ? options.hold : null
     const noStore = options !== undefined && options.noStore === true
     const trusted = options !== undefined && options.trusted === true
-    const exchange = new Exchange(req, res, originFor(upstream), handlers, replay, hold, keepAlive, timeoutMs, noStore, trusted)
+    const exchange = new Exchange(
+      req, res, originFor(upstream), handlers, replay, hold, keepAlive, timeoutMs, noStore, trusted
+    )
     exchange.start()
     return exchange
   }
@@ -198,8 +200,9 @@ class Exchange {
     }
     try {
       // the fast front takes the head as it is, without checking each name for framing again
-      if (this.res.writeRelayedHead !== undefined) this.res.writeRelayedHead(statusCode, statusMessage, head.raw, head.headers)
-      else this.res.writeHead(statusCode, statusMessage, head.raw)
+      if (this.res.writeRelayedHead !== undefined) {
+        this.res.writeRelayedHead(statusCode, statusMessage, head.raw, head.headers)
+      } else this.res.writeHead(statusCode, statusMessage, head.raw)
     } catch (err) {
       // a head the client's response refuses (node:http's writeHead throws on what it cannot send):
       // an invalid response, as one the parser refused

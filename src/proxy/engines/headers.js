@@ -11,8 +11,8 @@ const { CLIENT_FORWARDING } = require('../forwarded')
  * no sockets.
  *
  * Request: hop-by-hop headers (RFC 9110 §7.6.1: Connection, the headers it names, Keep-Alive,
- * Proxy-Connection, Upgrade, TE) stay on the client's hop, Via gets `1.1 polistes` appended, as does Expect (Node answered the client's
- * `100-continue` already) and Trailer (no request trailers are forwarded, and node:http throws on
+ * Proxy-Connection, Upgrade, TE) stay on the client's hop, Via gets `1.1 polistes` appended, as does Expect (Node
+ * answered the client's `100-continue` already) and Trailer (no request trailers are forwarded, and node:http throws on
  * a Trailer header of a message that is not chunked). Forwarding headers (src/proxy/forwarded.js): from a
  * peer that is not a trusted proxy the client's X-Forwarded-*, Forwarded and X-Real-IP are dropped and
  * ours sent (X-Forwarded-For: the peer, -Host: Host, -Proto: our listener's scheme, -Port: the port
@@ -34,8 +34,10 @@ const { CLIENT_FORWARDING } = require('../forwarded')
  */
 
 /** Request headers never forwarded (the framing ones are written by requestHeaders itself). */
-const REQUEST_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect', 'trailer', 'te', 'via',
-  'x-forwarded-for', 'x-forwarded-port', 'x-forwarded-proto', 'x-forwarded-host', 'content-length', 'transfer-encoding'])
+const REQUEST_DROPPED = new Set([
+  'connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect', 'trailer', 'te', 'via',
+  'x-forwarded-for', 'x-forwarded-port', 'x-forwarded-proto', 'x-forwarded-host', 'content-length', 'transfer-encoding'
+])
 /** The same plus the client's other forwarding headers: what a peer that is not a trusted proxy loses. */
 const REQUEST_DROPPED_UNTRUSTED = new Set([...REQUEST_DROPPED, ...CLIENT_FORWARDING])
 
@@ -48,7 +50,9 @@ const REQUEST_DROPPED_UNTRUSTED = new Set([...REQUEST_DROPPED, ...CLIENT_FORWARD
 const FRAMING = new Set(['host', 'content-length', 'transfer-encoding'])
 
 /** Response headers never passed to the client (trailer: see above). */
-const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'transfer-encoding', 'trailer'])
+const RESPONSE_DROPPED = new Set([
+  'connection', 'keep-alive', 'proxy-connection', 'upgrade', 'transfer-encoding', 'trailer'
+])
 
 /**
  * The names a Connection header value lists, lower-cased, beyond those always dropped
@@ -75,8 +79,8 @@ function connectionNames (value, always) {
  * `http.request` and undici take without building a header object).
  *
  * @param {import('http').IncomingMessage} req the client's request (its `headers`: lower-case, duplicates joined)
- * @param {{ keepTransferEncoding: boolean, close: boolean, authority?: string, noStore?: boolean, trusted?: boolean }} options
- *   `keepTransferEncoding`: announce a chunked body with `Transfer-Encoding: chunked` (the engine
+ * @param {{ keepTransferEncoding: boolean, close: boolean, authority?: string, noStore?: boolean, trusted?: boolean }}
+ *   options `keepTransferEncoding`: announce a chunked body with `Transfer-Encoding: chunked` (the engine
  *   chunk-encodes it; false for undici, which announces it itself); a body of known length always
  *   gets its `Content-Length`, from the length Node's parser read, never the client's text;
  *   `close`: add `Connection: close`;
@@ -249,4 +253,13 @@ function sendableReason (statusCode, message) {
   return STATUS_CODES[statusCode] || 'unknown'
 }
 
-module.exports = { requestHeaders, responseHead, contentLength, via, hostPort, forwardingHeaders, sendableReason, FRAMING }
+module.exports = {
+  requestHeaders,
+  responseHead,
+  contentLength,
+  via,
+  hostPort,
+  forwardingHeaders,
+  sendableReason,
+  FRAMING
+}

@@ -80,12 +80,17 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
     attempt.proxyRes = proxyRes
     // bytes that came before any of the request went out (its head waits for the body) answer
     // nothing we sent: the end of an earlier exchange on this pooled connection, out of step
-    if (attempt.proxyReq !== null && !sentSinceReuse(attempt.proxyReq.socket)) return attempt.invalid(new Error('upstream answered before the request was sent'))
+    if (attempt.proxyReq !== null && !sentSinceReuse(attempt.proxyReq.socket)) {
+      return attempt.invalid(new Error('upstream answered before the request was sent'))
+    }
     attempt.responded = true
     // a 101 without Upgrade comes here as a final response: nothing a client may be sent
-    if (proxyRes.statusCode < 200) return attempt.invalid(new Error(`upstream sent status ${proxyRes.statusCode} as a final response`))
+    if (proxyRes.statusCode < 200) {
+      return attempt.invalid(new Error(`upstream sent status ${proxyRes.statusCode} as a final response`))
+    }
     stripHopByHopResponse(proxyRes.headers)
-    if (attempt.hold && attempt.hold.has(proxyRes.statusCode) && attempt.handlers.discard(proxyRes.statusCode, proxyRes.headers)) {
+    if (attempt.hold && attempt.hold.has(proxyRes.statusCode) &&
+      attempt.handlers.discard(proxyRes.statusCode, proxyRes.headers)) {
       attempt.ended = true
       proxyRes.resume() // read and drop the body: the upstream connection stays usable
       return
@@ -126,8 +131,8 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }} [options] `hold`: response statuses offered to
-   *   `handlers.discard` before anything reaches the client (retry on 503); `noStore`: send
+   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }} [options] `hold`: response
+   *   statuses offered to `handlers.discard` before anything reaches the client (retry on 503); `noStore`: send
    *   `Cache-Control: no-store` (appended to the client's Cache-Control); `trusted`: the client's peer
    *   is a trusted proxy (its forwarding headers are kept)
    * @returns {{ abort: () => void }} abort the upstream request (client went away)
@@ -161,7 +166,8 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
         attempt.ended = true
         if (attempt.proxyReq) attempt.proxyReq.destroy()
       },
-      /** An invalid response (what Node's client let through and its server will not send): its connection is closed, not pooled. */
+      /** An invalid response (what Node's client let through and its server will not send): its connection is closed,
+       * not pooled. */
       invalid (err) {
         if (attempt.proxyReq) attempt.proxyReq.destroy()
         if (attempt.proxyRes) attempt.proxyRes.destroy()
@@ -186,7 +192,9 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
       // pipe completes the client's response, Node closes the connection
       if (attempt.proxyRes !== null && attempt.proxyRes.complete && !attempt.timedOut) return
       const kind = attempt.timedOut ? 'timeout' : attempt.responded ? 'stream' : 'connect'
-      if (kind === 'connect' && attempt.proxyReq !== null && staleConnection(attempt.proxyReq)) err.staleConnection = true
+      if (kind === 'connect' && attempt.proxyReq !== null && staleConnection(attempt.proxyReq)) {
+        err.staleConnection = true
+      }
       attempt.fail(err, kind)
     })
     return attempt

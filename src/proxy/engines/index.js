@@ -14,7 +14,8 @@ const { createUpstreamAgents } = require('../upstream-agents')
  *   engine, `front: 'fast'` serves every request through node:http;
  * - `https`: whether it reaches https:// upstreams (a backend it cannot reach is refused at start and
  *   on a reload: `checkEngineTargets`).
- * @type {Record<string, { create: (options: EngineOptions) => object, fronts: Array<'fast' | 'node'>, https: boolean }>}
+ * @type {Record<string, { create: (options: EngineOptions) => object, fronts: Array<'fast' | 'node'>, https: boolean
+ * }>}
  */
 const engines = {
   // node-http-proxy's API, on http-proxy-3, with polistes' fixes around it; connections from upstream-agents.js
@@ -32,13 +33,15 @@ const engines = {
   // one undici Pool per upstream, driven through dispatch(); its pools would take the TLS server name
   // from the client's Host header, not from the backend URL: plain http only
   undici: {
-    create: ({ keepAlive, timeoutMs, lookup }) => require('./undici').createUndiciEngine({ keepAlive, timeoutMs, lookup }),
+    create: ({ keepAlive, timeoutMs, lookup }) =>
+      require('./undici').createUndiciEngine({ keepAlive, timeoutMs, lookup }),
     fronts: ['fast', 'node'],
     https: false
   },
   // polistes' own HTTP/1.1 client: pooled sockets and a strict response parser of its own
   direct: {
-    create: ({ keepAlive, timeoutMs, upstreamCa, lookup }) => require('./direct').createDirectEngine({ keepAlive, timeoutMs, ca: upstreamCa, lookup }),
+    create: ({ keepAlive, timeoutMs, upstreamCa, lookup }) =>
+      require('./direct').createDirectEngine({ keepAlive, timeoutMs, ca: upstreamCa, lookup }),
     fronts: ['fast', 'node'],
     https: true
   }

@@ -20,7 +20,8 @@ const { sentSinceReuse, staleConnection } = require('../upstream-agents')
  * @returns {import('../proxy-engine').ProxyEngine}
  */
 function createNodeHttpEngine ({ timeoutMs, agents }) {
-  /** @type {WeakMap<object, { host: string, port: number, request: typeof http.request, agent: import('http').Agent | false }>} */
+  /** @type {WeakMap<object, { host: string, port: number, request: typeof http.request, agent: import('http').Agent |
+   * false }>} */
   const targets = new WeakMap()
 
   function target (upstream) {
@@ -44,8 +45,9 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }} [options] `hold`: response statuses offered
-   *   to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control: no-store`;
+   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }} [options] `hold`: response
+   *   statuses offered to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control:
+   *   no-store`;
    *   `trusted`: the client's peer is a trusted proxy (its forwarding headers are kept)
    * @returns {{ abort: () => void }}
    */
@@ -66,7 +68,13 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
       port,
       method: req.method,
       path: req.url,
-      headers: requestHeaders(req, { keepTransferEncoding: true, close: false, authority: upstream.target.host, noStore, trusted }),
+      headers: requestHeaders(req, {
+        keepTransferEncoding: true,
+        close: false,
+        authority: upstream.target.host,
+        noStore,
+        trusted
+      }),
       agent
     })
     proxyReq.setTimeout(timeoutMs, () => {
@@ -109,7 +117,9 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
       if (!sentSinceReuse(proxyReq.socket)) return invalid(new Error('upstream answered before the request was sent'))
       responded = true
       // a 101 without Upgrade comes here as a final response: nothing a client may be sent
-      if (proxyRes.statusCode < 200) return invalid(new Error(`upstream sent status ${proxyRes.statusCode} as a final response`))
+      if (proxyRes.statusCode < 200) {
+        return invalid(new Error(`upstream sent status ${proxyRes.statusCode} as a final response`))
+      }
       const head = responseHead(proxyRes.rawHeaders)
       if (hold && hold.has(proxyRes.statusCode) && handlers.discard(proxyRes.statusCode, head.headers)) {
         ended = true
@@ -141,7 +151,12 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
       // An upstream that breaks off mid-body: the client must see a broken response.
       proxyRes.on('error', () => {})
       proxyRes.on('close', () => {
-        if (!proxyRes.complete) fail(new Error(timedOut ? `upstream timed out after ${timeoutMs} ms` : 'upstream closed the response early'), timedOut ? 'timeout' : 'stream')
+        if (!proxyRes.complete) {
+          fail(
+            new Error(timedOut ? `upstream timed out after ${timeoutMs} ms` : 'upstream closed the response early'),
+            timedOut ? 'timeout' : 'stream'
+          )
+        }
       })
     })
 

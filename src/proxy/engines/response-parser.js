@@ -10,8 +10,8 @@
  *   a value: refused);
  * - framing by RFC 9112 §6.3: no body for HEAD, 1xx, 204 and 304; Transfer-Encoding ending in
  *   `chunked` means chunked; Transfer-Encoding otherwise means the body runs to the connection's end;
- *   Content-Length is one run of digits; a 101 (no upgrade is ever asked on these connections); Content-Length with Transfer-Encoding, two Content-Length
- *   headers, a bad chunk size or a chunk not followed by CRLF: refused;
+ *   Content-Length is one run of digits; a 101 (no upgrade is ever asked on these connections); Content-Length with
+ *   Transfer-Encoding, two Content-Length headers, a bad chunk size or a chunk not followed by CRLF: refused;
  * - a head larger than `maxHeaderSize` bytes (Node's 16 KiB default): refused.
  *
  * The common case costs one `indexOf` for the end of the head, one latin1 decode of it, and
@@ -237,12 +237,16 @@ class ResponseParser {
         case 14:
           if (name.toLowerCase() === 'content-length') {
             if (contentLength !== -1) return this.fail('HPE_UNEXPECTED_CONTENT_LENGTH', 'Duplicate Content-Length')
-            if (!DIGITS.test(value)) return this.fail('HPE_INVALID_CONTENT_LENGTH', 'Invalid character in Content-Length')
+            if (!DIGITS.test(value)) {
+              return this.fail('HPE_INVALID_CONTENT_LENGTH', 'Invalid character in Content-Length')
+            }
             contentLength = Number(value)
           }
           break
         case 17:
-          if (name.toLowerCase() === 'transfer-encoding') transferEncoding = transferEncoding === null ? value : transferEncoding + ', ' + value
+          if (name.toLowerCase() === 'transfer-encoding') {
+            transferEncoding = transferEncoding === null ? value : transferEncoding + ', ' + value
+          }
           break
         case 10:
           if (name.toLowerCase() === 'connection' && hasToken(value, 'close')) close = true
@@ -296,8 +300,12 @@ class ResponseParser {
       let stopLine = text.indexOf('\r\n', start)
       if (stopLine === -1) stopLine = text.length
       const colon = text.indexOf(':', start)
-      if (colon === -1 || colon > stopLine || !TOKEN.test(text.slice(start, colon))) return this.fail('HPE_INVALID_HEADER_TOKEN', 'Invalid header token')
-      if (BAD_VALUE.test(text.slice(colon + 1, stopLine))) return this.fail('HPE_INVALID_HEADER_TOKEN', 'Invalid header value char')
+      if (colon === -1 || colon > stopLine || !TOKEN.test(text.slice(start, colon))) {
+        return this.fail('HPE_INVALID_HEADER_TOKEN', 'Invalid header token')
+      }
+      if (BAD_VALUE.test(text.slice(colon + 1, stopLine))) {
+        return this.fail('HPE_INVALID_HEADER_TOKEN', 'Invalid header value char')
+      }
       start = stopLine + 2
     }
     return this.fail('HPE_INVALID_HEADER_TOKEN', 'Invalid header token') // not reached: some line is bad
@@ -311,7 +319,9 @@ class ResponseParser {
     const semi = line.indexOf(';')
     const size = semi === -1 ? line : line.slice(0, semi)
     if (!HEX.test(size)) return this.fail('HPE_INVALID_CHUNK_SIZE', 'Invalid character in chunk size')
-    if (semi !== -1 && BAD_VALUE.test(line.slice(semi))) return this.fail('HPE_INVALID_CHUNK_SIZE', 'Invalid chunk extension')
+    if (semi !== -1 && BAD_VALUE.test(line.slice(semi))) {
+      return this.fail('HPE_INVALID_CHUNK_SIZE', 'Invalid chunk extension')
+    }
     const n = parseInt(size, 16)
     if (n === 0) {
       this.state = TRAILERS

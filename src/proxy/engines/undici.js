@@ -24,7 +24,8 @@ function createUndiciEngine ({ keepAlive, timeoutMs, lookup }) {
   // undici's own connector, with the interim heads an upstream sends unasked cut off each
   // connection (undici destroys it on a `100 Continue`: src/proxy/engines/interim-responses.js)
   const connector = buildConnector(lookup ? { timeout: timeoutMs, lookup } : { timeout: timeoutMs })
-  const connect = (options, callback) => connector(options, (err, socket) => callback(err, err ? socket : dropInterimHeads(socket)))
+  const connect = (options, callback) =>
+    connector(options, (err, socket) => callback(err, err ? socket : dropInterimHeads(socket)))
   /** @type {Map<string, Pool>} by origin */
   const pools = new Map()
   /** @type {WeakMap<object, Pool>} */
@@ -54,8 +55,9 @@ function createUndiciEngine ({ keepAlive, timeoutMs, lookup }) {
    * @param {import('http').ServerResponse} res
    * @param {{ target: URL }} upstream
    * @param {import('../proxy-engine').AttemptHandlers} handlers
-   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }} [options] `hold`: response statuses offered
-   *   to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control: no-store`;
+   * @param {{ replay?: boolean, hold?: Set<number>, noStore?: boolean, trusted?: boolean }} [options] `hold`: response
+   *   statuses offered to `handlers.discard` before anything reaches the client; `noStore`: send `Cache-Control:
+   *   no-store`;
    *   `trusted`: the client's peer is a trusted proxy (its forwarding headers are kept)
    * @returns {{ abort: () => void }}
    */

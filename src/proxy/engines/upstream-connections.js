@@ -11,8 +11,8 @@ const READ_SIZE = 65536
 /**
  * What a connection hands the request that currently owns it (src/proxy/engines/direct.js).
  * @typedef {object} ConnectionUser
- * @property {(statusCode: number, statusMessage: string, rawHeaders: string[], keepAlive: boolean) => number | boolean} onHead
- *   a final (non-1xx) response head; returns a truthy value when the response has no body to read (HEAD)
+ * @property {(statusCode: number, statusMessage: string, rawHeaders: string[], keepAlive: boolean) => number | boolean}
+ *   onHead a final (non-1xx) response head; returns a truthy value when the response has no body to read (HEAD)
  * @property {(chunk: Buffer) => void} onBody a piece of the response body (framing removed)
  * @property {() => void} onComplete the response ended
  * @property {(err: Error | null, timedOut: boolean) => void} onClose the connection closed before the response ended
@@ -27,8 +27,8 @@ const READ_SIZE = 65536
 class UpstreamConnection {
   /**
    * @param {Origin} origin
-   * @param {(onread: { buffer: () => Buffer, callback: (n: number, buf: Buffer) => void }) => import('net').Socket} open
-   *   opens the socket; a plain TCP socket takes `onread` (reads land in one reused buffer), a TLS
+   * @param {(onread: { buffer: () => Buffer, callback: (n: number, buf: Buffer) => void }) => import('net').Socket}
+   *   open opens the socket; a plain TCP socket takes `onread` (reads land in one reused buffer), a TLS
    *   socket ignores it and emits 'data'
    */
   constructor (origin, open) {
@@ -222,7 +222,9 @@ class Origin {
           ...(this.ca ? { ca: this.ca } : {}),
           ...this.resolve
         })
-        : net.connect(this.resolve === null ? { host: this.host, port: this.port, onread } : { host: this.host, port: this.port, onread, ...this.resolve })
+        : net.connect(this.resolve === null
+          ? { host: this.host, port: this.port, onread }
+          : { host: this.host, port: this.port, onread, ...this.resolve })
       socket.setTimeout(this.timeoutMs)
       return socket
     })
