@@ -180,3 +180,33 @@ describe('the response parser', () => {
     })
   })
 })
+
+// Bytes after a complete answer in the same read answer nothing (polistes sends one request at a
+// time): the handler hears of them as the answer completes, before its request lets the connection
+// go, and parsing stops there, even when the handler resets the parser for another request while
+// the answer completes (as a connection handed on at once would).
+describe.each([
+  ['a Content-Length body', 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'],
+  ['a bodiless 204', 'HTTP/1.1 204 No Content\r\n\r\n'],
+  ['a chunked body with trailers', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-T: 1\r\n\r\n']
+])('bytes after %s in the same read', (name, answer) => {
+  const POISON = 'HTTP/1.1 200 OK\r\nX-Id: poison\r\nContent-Length: 6\r\n\r\npoison'
+  test.each([['alone', ''], ['after it', POISON]])('followed by %s', (what, after) => {
+    const seen = []
+    const parser = new ResponseParser({
+      onHead (statusCode, statusMessage, rawHeaders) {
+        seen.push(['head', rawHeaders.join(' ')])
+        return false
+      },
+      onBody () {},
+      onComplete (extra) {
+        seen.push(['complete', extra])
+        parser.reset() // the connection taken by the next request at once
+      }
+    })
+    const err = parser.execute(Buffer.from(answer + after, 'latin1'))
+    expect(seen.filter(([e]) => e === 'head')).toHaveLength(1)
+    expect(seen.find(([e]) => e === 'complete')).toEqual(['complete', after !== ''])
+    expect(err === null ? null : err.code).toBe(after === '' ? null : 'HPE_UNSOLICITED')
+  })
+})

@@ -62,7 +62,8 @@ const DONE = 7 // a message completed; any further byte is unsolicited
  *   true when the response has no body to read whatever its headers say (the answer to HEAD)
  * @property {(chunk: Buffer) => void} onBody a piece of the body, framing removed (a view of the
  *   bytes passed to execute(), which the caller may reuse for its next read: write it on or copy it)
- * @property {() => void} onComplete the message ended
+ * @property {(extra: boolean) => void} onComplete the message ended; `extra`: bytes follow it in the same
+ *   read (they answer nothing: the parser stops there and reports them as an error after this call)
  */
 
 /** An error in the upstream's bytes, with llhttp's code names where one fits. */
@@ -133,7 +134,7 @@ class ResponseParser {
           pos += take
           if (this.remaining === 0) this.state = DONE
           this.handlers.onBody(chunk)
-          if (this.state === DONE) this.handlers.onComplete()
+          if (this.state === DONE) pos = this.complete(pos, end)
           break
         }
         case BODY_EOF:
@@ -170,6 +171,22 @@ class ResponseParser {
   }
 
   /**
+   * The message ended at `pos` of a read of `end` bytes. Bytes after it answer nothing (polistes
+   * sends one request at a time): the handler hears of them as the message completes, before its
+   * request is done with the connection, so the connection is never handed on with them, whatever
+   * runs while the message completes; then parsing stops there.
+   * @param {number} pos
+   * @param {number} end
+   * @returns {number} where parsing goes on, or -1 (HPE_UNSOLICITED) when bytes follow
+   */
+  complete (pos, end) {
+    this.state = DONE
+    const extra = pos < end
+    this.handlers.onComplete(extra)
+    return extra ? this.fail('HPE_UNSOLICITED', 'Data after the response') : pos
+  }
+
+  /**
    * The connection ended: completes a response that runs to the connection's end.
    * @returns {ResponseParseError | null} an error when a response was cut short
    */
@@ -177,7 +194,7 @@ class ResponseParser {
     if (this.error !== null) return this.error
     if (this.state === BODY_EOF) {
       this.state = DONE
-      this.handlers.onComplete()
+      this.handlers.onComplete(false)
       return null
     }
     if (this.inMessage) this.fail('HPE_INVALID_EOF_STATE', 'Invalid EOF state')
@@ -276,8 +293,7 @@ class ResponseParser {
     const skip = this.handlers.onHead(statusCode, status[3] || '', raw, this.keepAlive)
     if (this.error !== null || this.state !== HEAD) return -1 // the handler reset or closed the parser
     if (skip || bodyless || contentLength === 0) {
-      this.state = DONE
-      this.handlers.onComplete()
+      return this.complete(next, buf.length)
     } else if (chunked) {
       this.state = CHUNK_SIZE
     } else if (contentLength > 0) {
@@ -338,11 +354,7 @@ class ResponseParser {
       const stop = buf.indexOf(LF, pos)
       if (stop === -1) return this.keep(buf, pos, this.maxHeaderSize, 'HPE_HEADER_OVERFLOW', 'Trailers overflow')
       if (stop === pos || buf[stop - 1] !== CR) return this.fail('HPE_STRICT', 'Expected CRLF in trailers')
-      if (stop === pos + 1) {
-        this.state = DONE
-        this.handlers.onComplete()
-        return stop + 1
-      }
+      if (stop === pos + 1) return this.complete(stop + 1, buf.length)
       const line = buf.toString('latin1', pos, stop - 1)
       const colon = line.indexOf(':')
       if (colon <= 0 || !TOKEN.test(line.slice(0, colon)) || BAD_VALUE.test(line.slice(colon + 1))) {

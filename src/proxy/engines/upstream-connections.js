@@ -14,7 +14,8 @@ const READ_SIZE = 65536
  * @property {(statusCode: number, statusMessage: string, rawHeaders: string[], keepAlive: boolean) => number | boolean}
  *   onHead a final (non-1xx) response head; returns a truthy value when the response has no body to read (HEAD)
  * @property {(chunk: Buffer) => void} onBody a piece of the response body (framing removed)
- * @property {() => void} onComplete the response ended
+ * @property {() => void} onComplete the response ended (the connection is closed first when bytes
+ *   followed it)
  * @property {(err: Error | null, timedOut: boolean) => void} onClose the connection closed before the response ended
  * @property {boolean} sent whether any of the request went out on the connection
  */
@@ -144,7 +145,10 @@ class UpstreamConnection {
     if (this.user !== null) this.user.onBody(chunk)
   }
 
-  onComplete () {
+  onComplete (extra) {
+    // bytes after the answer in the same read: the connection is out of step; it is closed before
+    // its request is done with it, so it is never pooled, whatever runs as the request completes
+    if (extra) this.broken(new Error('unsolicited bytes from upstream'))
     if (this.user !== null) this.user.onComplete()
   }
 
