@@ -19,7 +19,7 @@ const DOC = path.join(__dirname, '..', '..', 'docs', 'experiments.md')
 const BEGIN = '<!-- seeds:begin -->'
 const END = '<!-- seeds:end -->'
 
-const QUICK = ['--trials', '1', '--duration', '2', '--warmup', '1', '--jit-warmup', '0', '--peers', 'none']
+const QUICK = ['--trials', '1', '--duration', '1', '--warmup', '1', '--jit-warmup', '0', '--peers', 'none']
 const full = (duration, warmup) => ['--trials', '1', '--duration', String(duration), '--warmup', String(warmup), '--jit-warmup', '2', '--peers', 'none']
 
 /** The figures of one arm: medians over trials, success over all its runs. */
