@@ -4,7 +4,7 @@ const { execFileSync, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { installPacked, plainEnv, ROOT } = require('./packed-consumer')
+const { installPacked, packedTarball, plainEnv, ROOT } = require('./packed-consumer')
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 const run = (args, cwd) => execFileSync(npm, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
@@ -88,16 +88,19 @@ describe('the packed tarball, installed in an empty folder', () => {
 
   beforeAll(() => {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-pack-'))
-    packed = JSON.parse(run(['pack', '--json', '--pack-destination', tmp], ROOT))[0]
+    packed = packedTarball() // the run's one tarball, as installPacked's
     project = path.join(tmp, 'consumer')
     fs.mkdirSync(project)
     run(['init', '-y'], project)
-    run(['install', path.join(tmp, packed.filename), '--prefer-offline', '--no-audit', '--no-fund'], project)
-  }, 120000)
-  afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }))
+    run(['install', packed.file, '--prefer-offline', '--no-audit', '--no-fund'], project)
+  }, 300000)
+  afterAll(() => {
+    fs.rmSync(tmp, { recursive: true, force: true })
+    if (packed) packed.remove()
+  })
 
   test('holds the library, the bin, the docs and the dashboard, and no image', () => {
-    const files = packed.files.map((f) => f.path)
+    const files = packed.files
     expect(files).toEqual(expect.arrayContaining(['bin/polistes.js', 'src/policies/wasp/index.js', 'src/policies/wasp/index.d.ts', 'src/adapters/undici.js', 'src/adapters/undici.d.ts', 'src/adapters/http-proxy.js', 'src/adapters/http-proxy-middleware.d.ts', 'src/adapters/fastify-http-proxy.js', 'docs/api.md', 'src/observe/dashboard/uplot/uPlot.iife.min.js', 'src/observe/dashboard/uplot/LICENSE']))
     expect(files.filter((f) => /\.(png|jpe?g|gif|webp)$/i.test(f))).toEqual([])
   })

@@ -33,29 +33,97 @@ function pinned (name) {
   return `${name}@${version}`
 }
 
+/** Sleep `ms` milliseconds, synchronously (the suites' beforeAll hooks install synchronously). */
+function sleepSync (ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+}
+
 /**
- * Pack the repository and install the tarball, with `packages`, into a new folder under the system's
- * temporary directory.
+ * Pack the repository into `dir`: the tarball's path and the packed file paths.
+ * @param {string} dir
+ * @returns {{ file: string, files: string[] }}
+ */
+function packInto (dir) {
+  const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', dir], ROOT))[0]
+  return { file: path.join(dir, packed.filename), files: packed.files.map((f) => f.path) }
+}
+
+/**
+ * The repository's tarball, packed once per jest run: test/pack-setup.js (jest's globalSetup) names an
+ * empty folder in POLISTES_PACK_DIR; the first suite that asks packs into it, the others (in other
+ * workers) wait for that tarball. Without POLISTES_PACK_DIR (a suite run outside this jest config), a
+ * tarball of its own in a new temporary folder.
+ *
+ * @returns {{ file: string, files: string[], remove: () => void }} the tarball's path, the packed file
+ *   paths, and the removal of a tarball of its own (nothing for the shared one: the teardown removes it)
+ */
+function packedTarball () {
+  const shared = process.env.POLISTES_PACK_DIR
+  if (!shared) {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-pack-'))
+    const remove = () => fs.rmSync(tmp, { recursive: true, force: true })
+    try {
+      return { ...packInto(tmp), remove }
+    } catch (err) {
+      remove()
+      throw err
+    }
+  }
+  const result = path.join(shared, 'packed.json')
+  let mine = true
+  try {
+    fs.mkdirSync(path.join(shared, 'lock')) // atomic: one suite packs
+  } catch (err) {
+    if (err.code !== 'EEXIST') throw err
+    mine = false
+  }
+  if (mine) {
+    let outcome
+    try {
+      outcome = { ok: packInto(shared) }
+    } catch (err) {
+      outcome = { error: err.message }
+    }
+    fs.writeFileSync(`${result}.tmp`, JSON.stringify(outcome))
+    fs.renameSync(`${result}.tmp`, result) // whole, or not there
+  }
+  const deadline = Date.now() + 180000
+  while (!fs.existsSync(result)) {
+    if (Date.now() > deadline) throw new Error(`npm pack: no tarball in ${shared} after 180 s`)
+    sleepSync(100)
+  }
+  const outcome = JSON.parse(fs.readFileSync(result, 'utf8'))
+  if (outcome.error) throw new Error(`npm pack failed: ${outcome.error}`)
+  return { ...outcome.ok, remove: () => {} }
+}
+
+/**
+ * Install the repository's tarball (packed once per run: packedTarball), with `packages`, into a new
+ * folder under the system's temporary directory.
  *
  * @param {string[]} packages names (pinned to this repository's node_modules) or `name@version` specs
  * @returns {{ dir: string, files: string[], remove: () => void }} the consumer's folder, the packed
- *   file paths, and its removal (with the tarball's folder)
+ *   file paths, and its removal
  */
 function installPacked (packages = []) {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-consumer-'))
-  const remove = () => fs.rmSync(tmp, { recursive: true, force: true })
+  let tarball
+  const remove = () => {
+    fs.rmSync(tmp, { recursive: true, force: true })
+    if (tarball) tarball.remove()
+  }
   try {
-    const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', tmp], ROOT))
+    tarball = packedTarball()
     const dir = path.join(tmp, 'consumer')
     fs.mkdirSync(dir)
     fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }, null, 2))
     const specs = packages.map((p) => (p.lastIndexOf('@') > 0 ? p : pinned(p)))
-    npm(['install', path.join(tmp, packed[0].filename), ...specs, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], dir)
-    return { dir, files: packed[0].files.map((f) => f.path), remove }
+    npm(['install', tarball.file, ...specs, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], dir)
+    return { dir, files: tarball.files, remove }
   } catch (err) {
     remove()
     throw err
   }
 }
 
-module.exports = { installPacked, plainEnv, pinned, ROOT }
+module.exports = { installPacked, packedTarball, plainEnv, pinned, ROOT }
