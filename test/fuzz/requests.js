@@ -201,7 +201,10 @@ const TE_VARIANTS = ['Chunked', 'CHUNKED', ' chunked', 'chunked ', 'chunked, ide
 const MUTATIONS = {
   'content-length-variant' (r, d) {
     if (d.framing !== 'length') frame(r, d, 'length')
-    d.find('content-length').value = r.pick(CL_VARIANTS)(d.length)
+    // an earlier mutation may have renamed the header (a space in its name, a bad character)
+    const cl = d.find('content-length')
+    if (cl !== undefined) cl.value = r.pick(CL_VARIANTS)(d.length)
+    else d.add('Content-Length', r.pick(CL_VARIANTS)(d.length), r.int(0, d.headers.length))
   },
   'content-length-twice' (r, d) {
     if (d.framing !== 'length') frame(r, d, 'length')
@@ -209,7 +212,9 @@ const MUTATIONS = {
   },
   'transfer-encoding-variant' (r, d) {
     if (d.framing !== 'chunked') frame(r, d, 'chunked')
-    d.find('transfer-encoding').value = r.pick(TE_VARIANTS)
+    const te = d.find('transfer-encoding') // as above
+    if (te !== undefined) te.value = r.pick(TE_VARIANTS)
+    else d.add('Transfer-Encoding', r.pick(TE_VARIANTS), r.int(0, d.headers.length))
   },
   'transfer-encoding-twice' (r, d) {
     if (d.framing !== 'chunked') frame(r, d, 'chunked')
