@@ -110,12 +110,20 @@ function checkRequestConnection (c, conn, seen, records) {
   // a HEAD's answer has no body: which request an answer is to, by the id the upstream echoes (an
   // embedded request the front took as one of its own is not in conn.requests: its method is read
   // from the bytes the client sent), by its place for polistes' own answers
+  // (less the embedded ones answered before it)
   let sent = null
-  const isHead = (i, headers) => {
+  let embedded = 0
+  const isHead = (i, headers, rest) => {
     const id = headers['x-fuzz-id']
-    if (id === undefined) return conn.requests[i] !== undefined && conn.requests[i].method === 'HEAD'
+    if (id === undefined) { // polistes' own answer: a body follows unless the next answer does
+      if (rest.length === 0 || rest.toString('latin1', 0, 7) === 'HTTP/1.') return true
+      if (headers['transfer-encoding'] !== undefined && /^[0-9a-fA-F]+\r\n/.test(rest.toString('latin1', 0, 20))) return false
+      const q = conn.requests[i - embedded]
+      return q !== undefined && q.method === 'HEAD'
+    }
     const q = byId.get(id)
     if (q !== undefined) return q.method === 'HEAD'
+    embedded++
     if (sent === null) sent = connectionBytes(conn).toString('latin1')
     return sent.includes(`HEAD /id/${id} `)
   }

@@ -29,7 +29,7 @@ function hasControl (text, from) {
 /**
  * Read the responses at the start of `buffer`.
  * @param {Buffer} buffer
- * @param {(index: number, headers: Record<string, string>) => boolean} isHead whether the final
+ * @param {(index: number, headers: Record<string, string>, rest: Buffer) => boolean} isHead whether the final
  *   response number `index` (0-based) with these headers answers a HEAD request (no body)
  * @param {boolean} ended the connection has closed (a body without length ends there)
  * @returns {{ responses: ParsedResponse[], rest: Buffer, error: string | null }} `error`: bytes
@@ -65,7 +65,7 @@ function readResponses (buffer, isHead, ended) {
     let body = Buffer.alloc(0)
     let chunked = false
     let closeDelimited = false
-    if (interim || status === 101 || status === 204 || status === 304 || (!interim && isHead(finals, headers))) {
+    if (interim || status === 101 || status === 204 || status === 304 || (!interim && isHead(finals, headers, buffer.subarray(headEnd + 4)))) {
       // no body
     } else if (headers['transfer-encoding'] !== undefined) {
       if (headers['transfer-encoding'].toLowerCase() !== 'chunked') return { responses, rest: buffer.subarray(pos), error: `transfer-encoding ${headers['transfer-encoding']}` }
