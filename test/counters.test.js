@@ -1,29 +1,7 @@
 'use strict'
 
-const fs = require('node:fs')
-const path = require('node:path')
 const { COUNTERS, createCounters, snapshotCounters } = require('../src/observe/counters')
-
-const DTS = fs.readFileSync(path.join(__dirname, '..', 'src', 'index.d.ts'), 'utf8')
-
-/** The top-level property names of an interface of index.d.ts (comments and nested object types skipped). */
-function interfaceKeys (name) {
-  const start = DTS.indexOf(`export interface ${name} {`)
-  expect(start).toBeGreaterThanOrEqual(0)
-  const body = DTS.slice(DTS.indexOf('{', start) + 1).replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '')
-  const keys = []
-  let depth = 0
-  for (const line of body.split('\n')) {
-    if (depth === 0 && /^\}/.test(line)) break
-    const m = /^ {2}(\w+)\??\s*[:(]/.exec(line)
-    if (depth === 0 && m) keys.push(m[1])
-    for (const c of line.replace(/=>/g, '')) {
-      if ('{[(<'.includes(c)) depth++
-      if ('}])>'.includes(c)) depth--
-    }
-  }
-  return keys
-}
+const { DTS, interfaceKeys } = require('./index-dts')
 
 test('BalancerStats in index.d.ts lists every counter and nothing else beside pid, inflight, upstreams and policy', () => {
   const keys = interfaceKeys('BalancerStats')

@@ -1,11 +1,8 @@
 'use strict'
 
-const fs = require('node:fs')
-const path = require('node:path')
 const { engineNames, engineEntry, DEFAULT_ENGINE } = require('../src/proxy/engines')
 const { ENGINES, checkEngineTargets, engineTakesFront, createProxyEngine } = require('../src/proxy/proxy-engine')
-
-const DTS = fs.readFileSync(path.join(__dirname, '..', 'src', 'index.d.ts'), 'utf8')
+const { DTS } = require('./index-dts')
 
 test('the engine union of index.d.ts names every registered engine and nothing else', () => {
   const m = /^\s*engine\?:\s*([^\n]+)$/m.exec(DTS)

@@ -5,29 +5,10 @@ const path = require('node:path')
 const { OPTIONS, API_OPTIONS, BALANCER_KEYS, RESTART_ONLY, RELOADABLE, TOP_KEYS } = require('../src/config/options')
 const { DEFAULTS, validateOptions, checkMembers } = require('../src/config/defaults')
 const cli = require('../src/run/cli-options')
+const { interfaceKeys } = require('./index-dts')
 
 const ROOT = path.join(__dirname, '..')
-const DTS = fs.readFileSync(path.join(ROOT, 'src', 'index.d.ts'), 'utf8')
 const DOC = fs.readFileSync(path.join(ROOT, 'docs', 'configuration.md'), 'utf8')
-
-/** The top-level property names of an interface of index.d.ts (comments and nested object types skipped). */
-function interfaceKeys (name) {
-  const start = DTS.indexOf(`export interface ${name} {`)
-  expect(start).toBeGreaterThanOrEqual(0)
-  const body = DTS.slice(DTS.indexOf('{', start) + 1).replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '')
-  const keys = []
-  let depth = 0
-  for (const line of body.split('\n')) {
-    if (depth === 0 && /^\}/.test(line)) break
-    const m = /^ {2}(\w+)\??\s*[:(]/.exec(line)
-    if (depth === 0 && m) keys.push(m[1])
-    for (const c of line.replace(/=>/g, '')) {
-      if ('{[(<'.includes(c)) depth++
-      if ('}])>'.includes(c)) depth--
-    }
-  }
-  return keys
-}
 
 /** The rows of the first table after `## Settings` in docs/configuration.md, as arrays of trimmed cells. */
 function docRows () {
