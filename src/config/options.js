@@ -40,6 +40,8 @@ const RESTART = 'restart'
 
 const positive = (v, key) => checkPositive(key, v)
 const integer = (min, max) => (v, key) => checkInteger(key, v, min, max)
+/** `check`, or null (the option off) */
+const nullOr = (check) => (v, key) => { if (v !== null) check(v, key) }
 const filePath = (v, key) => checkPath(key, v)
 const boolean = (v, key) => {
   if (typeof v !== 'boolean') {
@@ -120,11 +122,7 @@ const OPTIONS = [
   {
     key: 'tryTimeoutMs',
     default: null,
-    check: (v, key) => {
-      if (v !== null) {
-        checkPositive(key, v)
-      }
-    },
+    check: nullOr(positive),
     reload: LIVE,
     balancer: true,
     flag: { name: 'try-timeout', group: 'balancing', type: 'number' },
@@ -401,11 +399,7 @@ const OPTIONS = [
   {
     key: 'adminPort',
     default: null,
-    check: (v, key) => {
-      if (v !== null) {
-        checkInteger(key, v, 0, 65535)
-      }
-    },
+    check: nullOr(integer(0, 65535)),
     reload: RESTART,
     balancer: true,
     flag: { name: 'admin-port', group: 'front', type: 'number' },
