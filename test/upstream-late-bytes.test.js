@@ -8,21 +8,22 @@
 
 const net = require('node:net')
 const { startBalancer } = require('../src/balancer')
-const { ENGINES } = require('../src/proxy/proxy-engine')
+const { ENGINES, engineTakesFront } = require('../src/proxy/proxy-engine')
 const { RawConnection, waitFor, sleep } = require('./helper')
 
 const POISON = 'HTTP/1.1 200 OK\r\nX-Id: poison\r\nContent-Length: 6\r\n\r\npoison'
 
 /**
  * A raw upstream answering each request with `X-Id: <its path>`; after `/late` it sends POISON
- * 50 ms later, after `/extra` in the same write. Records per connection the paths it carried and
- * whether the balancer closed it.
+ * 50 ms later, after `/extra` in the same write; it closes a connection that carried a request
+ * already when `/drop-reused...` comes on it, unanswered, and 400 ms after reading `/read-then-close`. Records per connection the paths it
+ * answered, those it dropped, and whether the balancer closed it.
  */
 async function startUpstream () {
   const connections = []
   const sockets = new Set()
   const server = net.createServer((socket) => {
-    const conn = { paths: [], closed: false }
+    const conn = { paths: [], dropped: [], closed: false }
     connections.push(conn)
     sockets.add(socket)
     socket.on('error', () => {})
@@ -40,7 +41,18 @@ async function startUpstream () {
         const length = Number((/\r\ncontent-length: *(\d+)/i.exec(head) || [0, 0])[1])
         if (buffered.length < end + 4 + length) break // the body is still to come
         buffered = buffered.slice(end + 4 + length)
+        if (path.startsWith('/drop-reused') && conn.paths.length > 0) {
+          // the keep-alive race, made certain: a connection that carried a request already is
+          // closed as the next one arrives, unanswered and unprocessed
+          conn.dropped.push(path)
+          socket.destroy()
+          return
+        }
         conn.paths.push(path)
+        if (path.startsWith('/read-then-close')) { // read, worked on, then the connection closed unanswered
+          setTimeout(() => socket.destroy(), 400)
+          return
+        }
         const answer = `HTTP/1.1 200 OK\r\nX-Id: ${path}\r\nContent-Length: 2\r\n\r\nok`
         if (path === '/extra') {
           socket.write(answer + POISON, 'latin1')
@@ -151,4 +163,61 @@ describe.each(SETUPS)('bytes beyond an upstream\'s answer, %s engine, %s front',
       expect(responses[0].status).toBe(502)
     }
   })
+})
+
+// RFC 9112 §9.3.1 again, for the requests the balancer cannot send to another upstream (a body, a
+// method that is not idempotent) and for a second pooled connection as stale as the first: a
+// request that failed on a reused connection before any byte of its answer came back is sent once
+// more on a new connection to the same upstream, its body kept for that, and answered.
+const RESEND = ['node-http', 'http-proxy'].flatMap((engine) => ['fast', 'node'].filter((front) => engineTakesFront(engine, front))
+  .map((front) => [engine, front]))
+
+describe.each(RESEND)('a request on a pooled connection the upstream closes as it arrives, %s engine, %s front', (engine, front) => {
+  let upstream
+  let lb
+  beforeEach(async () => {
+    upstream = await startUpstream()
+    lb = await startBalancer({ backends: [upstream.url], port: 0, engine, front, algo: 'round-robin', maxFails: 1000, timeoutMs: 3000 })
+  })
+  afterEach(async () => {
+    await lb.close({ graceMs: 0 })
+    await upstream.close()
+  })
+
+  /** Two pooled connections to the upstream, each having carried one request. */
+  async function prime () {
+    await Promise.all([get(lb.url, '/prime-1'), get(lb.url, '/prime-2')])
+    expect(upstream.connections.filter((c) => !c.closed)).toHaveLength(2)
+  }
+
+  // (the fast front hands a request with a body to node:http: those only come by the node front)
+  const cases = [['GET', ''], ['PATCH', ''], ['POST', 'hello'], ['DELETE', 'x'.repeat(5000)]]
+  test.each(front === 'fast' ? cases.slice(0, 2) : cases)('a %s is sent again on a new connection, read once, and answered', async (method, body) => {
+    await prime()
+    const c = new RawConnection(lb.url)
+    const length = method === 'GET' ? '' : `Content-Length: ${body.length}\r\n`
+    await c.send(`${method} /drop-reused-${method} HTTP/1.1\r\nHost: t\r\n${length}\r\n${body}`)
+    const { responses } = await c.read(1, { timeoutMs: 2000 })
+    c.destroy()
+    expect(responses.map((r) => [r.status, r.headers['x-id']])).toEqual([[200, `/drop-reused-${method}`]])
+    const answered = upstream.connections.filter((conn) => conn.paths.includes(`/drop-reused-${method}`))
+    expect(answered).toHaveLength(1)
+    expect(answered[0].paths).toEqual([`/drop-reused-${method}`]) // on a new connection, once
+    expect(upstream.connections.flatMap((conn) => conn.dropped)).toEqual([`/drop-reused-${method}`]) // dropped once
+    expect(lb.stats().upstreams[0].healthy).toBe(true)
+  })
+
+  // not an upstream that read the request, worked on it and then closed without an answer: that
+  // request is not sent again (it may have been acted on)
+  if (front === 'node') {
+    test('a POST the upstream read and dropped later is answered 502, and not sent again', async () => {
+      await prime()
+      const c = new RawConnection(lb.url)
+      await c.send('POST /read-then-close HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello')
+      const { responses } = await c.read(1, { timeoutMs: 2000 })
+      c.destroy()
+      expect(responses.map((r) => r.status)).toEqual([502])
+      expect(upstream.connections.flatMap((conn) => conn.paths).filter((p) => p === '/read-then-close')).toHaveLength(1)
+    })
+  }
 })
