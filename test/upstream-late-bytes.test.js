@@ -12,6 +12,15 @@ const { ENGINES, engineTakesFront } = require('../src/proxy/proxy-engine')
 const { RawConnection, waitFor, sleep } = require('./helper')
 
 const POISON = 'HTTP/1.1 200 OK\r\nX-Id: poison\r\nContent-Length: 6\r\n\r\npoison'
+/**
+ * A second message cut in two: its start in the same write as an answer, the rest after a pause.
+ * `/partial-head`: the poison's head cut; `/partial-interim`: a 100 Continue cut before its last
+ * CRLF, whose rest (the CRLF, then the poison) reads as a whole response to a parser that starts there.
+ */
+const PARTIAL = {
+  '/partial-head': [POISON.slice(0, 20), POISON.slice(20)],
+  '/partial-interim': ['HTTP/1.1 100 Continue\r\n', '\r\n' + POISON]
+}
 
 /**
  * A raw upstream answering each request with `X-Id: <its path>`; after `/late` it sends POISON
@@ -56,6 +65,13 @@ async function startUpstream () {
         const answer = `HTTP/1.1 200 OK\r\nX-Id: ${path}\r\nContent-Length: 2\r\n\r\nok`
         if (path === '/extra') {
           socket.write(answer + POISON, 'latin1')
+        } else if (PARTIAL[path] !== undefined) {
+          // the start of a second message in the answer's write, the rest 50 ms later
+          const [start, rest] = PARTIAL[path]
+          socket.write(answer + start, 'latin1')
+          setTimeout(() => { if (!socket.destroyed) socket.write(rest, 'latin1') }, 50)
+        } else if (path.startsWith('/slow')) {
+          setTimeout(() => { if (!socket.destroyed) socket.write(answer, 'latin1') }, 150)
         } else if (path === '/close-after') {
           socket.end(answer, 'latin1') // closes an idle keep-alive connection at once, unannounced
         } else {
@@ -112,6 +128,22 @@ describe.each(SETUPS)('bytes beyond an upstream\'s answer, %s engine, %s front',
     expect(next.response.status).toBe(200)
     expect(next.response.headers['x-id']).toBe(`/next${path}`)
     expect(upstream.connections.find((c) => c.paths.includes(`/next${path}`))).not.toBe(carrier)
+  })
+
+  // The start of a second message in the answer's read, its rest later: node:http's client dropped
+  // that start and pooled the connection; the next request sent there read the rest as its answer
+  // (a 502, or the poison). The connection must be closed, the next request answered on another.
+  test.each(Object.keys(PARTIAL))('after %s the next request, in flight when the rest comes, gets its own answer', async (path) => {
+    const first = await get(lb.url, path)
+    expect(first.response.status).toBe(200)
+    expect(first.response.headers['x-id']).toBe(path)
+    const next = await get(lb.url, `/slow-next${path}`) // answered after 150 ms: the rest comes meanwhile
+    expect(next.raw).not.toMatch(/poison/)
+    expect(next.response.status).toBe(200)
+    expect(next.response.headers['x-id']).toBe(`/slow-next${path}`)
+    const carrier = upstream.connections.find((c) => c.paths.includes(path))
+    expect(carrier.paths).not.toContain(`/slow-next${path}`)
+    await waitFor(() => carrier.closed, { timeoutMs: 1000 })
   })
 
   // The answer's end, and the bytes after it in the same read: the request that follows at once

@@ -3,12 +3,51 @@
 const http = require('node:http')
 const https = require('node:https')
 const net = require('node:net')
+const { ResponseParser } = require('./engines/response-parser')
 
 const POOL = { maxFreeSockets: 256, scheduling: 'lifo' }
 
 /** A 'data' listener on a free socket: bytes with no request outstanding; the socket is closed. */
 function closeOutOfStep () {
   this.destroy()
+}
+
+/**
+ * Sockets that read bytes beyond the answer of the request they carried (in the answer's own read,
+ * or after it before the socket was free): never pooled. node:http's client drops the start of a
+ * second message that comes in the same read as the end of an answer (a partial head it parses,
+ * then frees with its parser), pools the socket, and parses the rest, when it comes, as the answer
+ * to the next request sent there: a 502 for that request, or another exchange's bytes as its answer.
+ */
+const outOfStep = new WeakSet()
+/** socket -> the 'data' listener that frames its current answer ({@link watchAnswer}) */
+const watchers = new WeakMap()
+
+/**
+ * Frame the answer to `req` on its socket alongside node:http's client, with the direct engine's
+ * parser (src/proxy/engines/response-parser.js): bytes past the end of that answer, or an answer
+ * the parser refuses, mark the socket out of step, and the pool closes it instead of keeping it.
+ * Call when the request has its socket (its 'socket' event), before any of it is written.
+ * @param {import('http').ClientRequest} req
+ */
+function watchAnswer (req) {
+  const socket = req.socket
+  if (!socket || watchers.has(socket)) return
+  const head = req.method === 'HEAD'
+  const parser = new ResponseParser({
+    onHead: () => head,
+    onBody: () => {},
+    onComplete: () => {}
+  })
+  const watch = (data) => {
+    if (parser.execute(data) !== null) {
+      outOfStep.add(socket)
+      socket.removeListener('data', watch)
+      watchers.delete(socket)
+    }
+  }
+  watchers.set(socket, watch)
+  socket.on('data', watch)
 }
 
 /** pooled sockets taken again: socket -> its bytesWritten when it was */
@@ -101,6 +140,12 @@ function createUpstreamAgents ({ keepAlive = true, ca = null, lookup } = {}) {
   // listener on a free socket (such bytes are dropped unseen), so the pool keeps a guard there
   // that closes it, and takes it off when the socket carries a request again (reuseSocket).
   const keepSocketAlive = function (socket) {
+    const watch = watchers.get(socket)
+    if (watch !== undefined) {
+      socket.removeListener('data', watch)
+      watchers.delete(socket)
+    }
+    if (outOfStep.has(socket)) return false // bytes past its last answer: out of step
     if (retired.has(socket) || socket.readableLength > 0) return false // bytes already waiting: out of step
     if (!Object.getPrototypeOf(this).keepSocketAlive.call(this, socket)) return false
     socket.on('data', closeOutOfStep)
@@ -195,4 +240,4 @@ function createUpstreamAgents ({ keepAlive = true, ca = null, lookup } = {}) {
   return { agentFor, freshAgentFor, retire, close }
 }
 
-module.exports = { createUpstreamAgents, sentSinceReuse, staleConnection, resendable }
+module.exports = { createUpstreamAgents, sentSinceReuse, staleConnection, resendable, watchAnswer }

@@ -6,7 +6,7 @@ const { CLIENT_FORWARDING } = require('../forwarded')
 const { withNoStore } = require('../cache-control')
 const { hasBody } = require('../body-limit')
 const { requireOptional } = require('../../common/optional-package')
-const { sentSinceReuse, staleConnection, resendable } = require('../upstream-agents')
+const { sentSinceReuse, staleConnection, resendable, watchAnswer } = require('../upstream-agents')
 const { ReplayBody } = require('./replay-body')
 
 /** The library's npm name: node-http-proxy's API, maintained (http-proxy 1.18 calls util._extend, DEP0060). */
@@ -50,6 +50,7 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
     if (!attempt) return
     attempt.proxyReq = proxyReq
     attempt.writtenAt = null
+    if (keepAlive) watchAnswer(proxyReq) // bytes past the answer: its connection is closed, not pooled again
     // the body sent on a pooled connection is kept until the answer begins, for a resend; read from
     // here, as the library's pipe does (a 'data' listener added with the pipe would start the
     // body flowing before this event, and with it the request's head)

@@ -5,7 +5,7 @@ const https = require('node:https')
 const { PassThrough } = require('node:stream')
 const { requestHeaders, responseHead, sendableReason } = require('./headers')
 const { hasBody } = require('../body-limit')
-const { sentSinceReuse, staleConnection, resendable } = require('../upstream-agents')
+const { sentSinceReuse, staleConnection, resendable, watchAnswer } = require('../upstream-agents')
 const { ReplayBody } = require('./replay-body')
 
 /**
@@ -95,6 +95,8 @@ function createNodeHttpEngine ({ timeoutMs, agents }) {
       /** performance.now() when the request was written whole */
       let writtenAt = null
       current.once('finish', () => { writtenAt = performance.now() })
+      // bytes past the answer on a pooled connection: it is closed, not pooled again
+      if (agent) current.once('socket', () => watchAnswer(current))
       current.setTimeout(timeoutMs, () => {
         timedOut = true
         current.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
