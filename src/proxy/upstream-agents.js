@@ -32,7 +32,9 @@ const watchers = new WeakMap()
  */
 function watchAnswer (req) {
   const socket = req.socket
-  if (!socket || watchers.has(socket)) return
+  if (!socket) return
+  const before = watchers.get(socket) // a socket handed from one request to the next without a stay in the pool
+  if (before !== undefined) socket.removeListener('data', before)
   const head = req.method === 'HEAD'
   const parser = new ResponseParser({
     onHead: () => head,
