@@ -175,7 +175,8 @@ describe.each(SETUPS)('bytes beyond an upstream\'s answer, %s engine, %s front',
   // The direct engine, and undici (dispatched only once the body's first bytes are here), see the
   // bytes on an idle connection, retire it and send the request on a new one; node-http and
   // http-proxy (node:http's client parses what arrives on the connection it took) refuse the
-  // answer: a 502, never the poison.
+  // answer: a 502, never the poison (or its own answer, when the bytes came before the upload took
+  // the connection, which was then closed).
   test('a request whose body comes after the late bytes gets its own answer', async () => {
     // the upload takes the pooled connection at once and sends its head with the body's first
     // bytes: the poison arrives in between, before any of the request went out
@@ -191,8 +192,9 @@ describe.each(SETUPS)('bytes beyond an upstream\'s answer, %s engine, %s front',
     if (engine === 'direct' || engine === 'undici') {
       expect(responses[0].status).toBe(200)
       expect(responses[0].headers['x-id']).toBe('/upload')
-    } else {
-      expect(responses[0].status).toBe(502)
+    } else if (responses[0].status !== 502) { // the connection was closed for the bytes before the upload took it
+      expect(responses[0].status).toBe(200)
+      expect(responses[0].headers['x-id']).toBe('/upload')
     }
   })
 })
