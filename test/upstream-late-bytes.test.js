@@ -48,6 +48,11 @@ async function startUpstream () {
         const head = buffered.slice(0, end)
         const path = head.split(' ')[1]
         const length = Number((/\r\ncontent-length: *(\d+)/i.exec(head) || [0, 0])[1])
+        if (path.startsWith('/drop-head') && conn.paths.length > 0) { // as /drop-reused, at the head
+          conn.dropped.push(path)
+          socket.destroy()
+          return
+        }
         if (buffered.length < end + 4 + length) break // the body is still to come
         buffered = buffered.slice(end + 4 + length)
         if (path.startsWith('/drop-reused') && conn.paths.length > 0) {
@@ -240,6 +245,20 @@ describe.each(RESEND)('a request on a pooled connection the upstream closes as i
     expect(upstream.connections.flatMap((conn) => conn.dropped)).toEqual([`/drop-reused-${method}`]) // dropped once
     expect(lb.stats().upstreams[0].healthy).toBe(true)
   })
+
+  if (front === 'node') {
+    test('an upload whose body is still coming is sent again with all of it', async () => {
+      await prime()
+      const c = new RawConnection(lb.url)
+      await c.send('POST /drop-head HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nhello')
+      await sleep(100)
+      await c.send('world')
+      const { responses } = await c.read(1, { timeoutMs: 2000 })
+      c.destroy()
+      expect(responses.map((r) => [r.status, r.headers['x-id']])).toEqual([[200, '/drop-head']])
+      expect(upstream.connections.flatMap((conn) => conn.dropped)).toEqual(['/drop-head'])
+    })
+  }
 
   // not an upstream that read the request, worked on it and then closed without an answer: that
   // request is not sent again (it may have been acted on)

@@ -54,6 +54,9 @@ class ReplayBody {
       }
     })
     req.once('end', () => out.end())
+    // paused when the pipe to the failed request was cut (its back-pressure, or its unpipe): a
+    // 'data' listener alone does not start a stream paused that way
+    req.resume()
   }
 
   /** Keep nothing more (the answer began, or the body was replayed). */
