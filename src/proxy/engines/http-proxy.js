@@ -1,11 +1,13 @@
 'use strict'
 
-const { Readable } = require('node:stream')
+const { PassThrough, Readable } = require('node:stream')
 const { via, contentLength, forwardingHeaders, sendableReason, FRAMING } = require('./headers')
 const { CLIENT_FORWARDING } = require('../forwarded')
 const { withNoStore } = require('../cache-control')
+const { hasBody } = require('../body-limit')
 const { requireOptional } = require('../../common/optional-package')
-const { sentSinceReuse, staleConnection } = require('../upstream-agents')
+const { sentSinceReuse, staleConnection, resendable, watchAnswer } = require('../upstream-agents')
+const { ReplayBody } = require('./replay-body')
 
 /** The library's npm name: node-http-proxy's API, maintained (http-proxy 1.18 calls util._extend, DEP0060). */
 const LIBRARY = 'http-proxy-3'
@@ -47,6 +49,13 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
     const attempt = req[kAttempt]
     if (!attempt) return
     attempt.proxyReq = proxyReq
+    attempt.writtenAt = null
+    if (keepAlive) watchAnswer(proxyReq) // bytes past the answer: its connection is closed, not pooled again
+    // the body sent on a pooled connection is kept until the answer begins, for a resend; read from
+    // here, as the library's pipe does (a 'data' listener added with the pipe would start the
+    // body flowing before this event, and with it the request's head)
+    if (attempt.withBody && attempt.sends === 1 && proxyReq.reusedSocket) attempt.kept = new ReplayBody(req)
+    proxyReq.once('finish', () => { if (attempt.proxyReq === proxyReq) attempt.writtenAt = performance.now() })
     if (attempt.aborted) {
       proxyReq.destroy()
       return
@@ -59,6 +68,10 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
     if (!attempt.trusted) for (const name of CLIENT_FORWARDING) proxyReq.removeHeader(name)
     const forwarding = forwardingHeaders(req, attempt.trusted)
     for (let i = 0; i < forwarding.length; i += 2) proxyReq.setHeader(forwarding[i], forwarding[i + 1])
+    if (attempt.startBody !== null) {
+      attempt.startBody()
+      attempt.startBody = null
+    }
     proxyReq.setTimeout(timeoutMs, () => {
       attempt.timedOut = true
       proxyReq.destroy(new Error(`upstream timed out after ${timeoutMs} ms`))
@@ -70,7 +83,8 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
       attempt.fail(new Error('upstream switched protocols unasked (101)'), 'connect')
     })
     proxyReq.on('close', () => {
-      if (!attempt.responded) attempt.fail(new Error('upstream closed the connection before responding'), 'connect')
+      if (attempt.proxyReq !== proxyReq || attempt.responded || attempt.resend()) return
+      attempt.fail(new Error('upstream closed the connection before responding'), 'connect')
     })
   })
 
@@ -84,6 +98,7 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
       return attempt.invalid(new Error('upstream answered before the request was sent'))
     }
     attempt.responded = true
+    if (attempt.kept !== null) attempt.kept.release()
     // a 101 without Upgrade comes here as a final response: nothing a client may be sent
     if (proxyRes.statusCode < 200) {
       return attempt.invalid(new Error(`upstream sent status ${proxyRes.statusCode} as a final response`))
@@ -156,15 +171,53 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
       // `Content-Length: 0` in req.headers, yet still pipes the body upstream, where it was
       // parsed as the next request (issue 25)
       framing: { transferEncoding: req.headers['transfer-encoding'], contentLength: req.headers['content-length'] },
+      /** performance.now() when the current upstream request was written whole; null: not yet */
+      writtenAt: null,
+      /** the body kept for a resend on a new connection (null: no body, or no pooled connections) */
+      kept: null,
+      resent: false,
+      withBody: !replay && hasBody(req),
+      /** @type {(() => void) | null} starts the body of a resend, once its headers are set */
+      startBody: null,
+      /** web() calls made for this attempt: a callback of an earlier one is stale */
+      sends: 0,
       fail (err, kind) {
         if (attempt.ended) return
         attempt.ended = true
+        if (attempt.kept !== null) attempt.kept.release()
         handlers.onFailure(err, kind)
       },
       abort () {
         attempt.aborted = true
         attempt.ended = true
+        if (attempt.kept !== null) attempt.kept.release()
         if (attempt.proxyReq) attempt.proxyReq.destroy()
+      },
+      /**
+       * The keep-alive race (RFC 9112 §9.3.1): a pooled connection the upstream closed as the
+       * request went out on it, nothing read. Sent once more, on a new connection, whatever the
+       * method, when its body is kept whole (src/proxy/upstream-agents.js, resendable).
+       * @returns {boolean} whether it was sent again
+       */
+      resend () {
+        const sent = attempt.proxyReq
+        if (attempt.resent || attempt.ended || attempt.responded || attempt.timedOut || sent === null) return false
+        if (withBody && (attempt.kept === null || !attempt.kept.kept)) return false
+        if (!resendable(sent, attempt.writtenAt, performance.now())) return false
+        attempt.resent = true
+        attempt.proxyReq = null
+        sent.removeAllListeners('response')
+        sent.on('error', () => {})
+        sent.destroy()
+        let body = Readable.from([])
+        if (withBody) {
+          // the body flows once the library's 'proxyReq' has set the request's headers (it comes
+          // with the new connection's socket): a write before would send them as they are
+          body = new PassThrough()
+          attempt.startBody = () => attempt.kept.replay(body)
+        }
+        send(agents.freshAgentFor(upstream.target), body)
+        return true
       },
       /** An invalid response (what Node's client let through and its server will not send): its connection is closed,
        * not pooled. */
@@ -183,20 +236,33 @@ function createHttpProxyEngine ({ keepAlive, timeoutMs, agents }) {
     // the library skips its 'proxyReq' event for requests that carry Expect: no timeout, no
     // hop-by-hop stripping. nginx drops Expect too.
     delete req.headers.expect
-    const options = { target: upstream.target, agent: agents.agentFor(upstream.target) }
-    if (replay) options.buffer = Readable.from([])
-    options.selfHandleResponse = true // the 'proxyRes' listener writes the response
-    proxy.web(req, res, options, (err) => {
-      if (req[kAttempt] !== attempt) return // a stale attempt's listener
-      // a response read whole, then bytes that are not (a body after a 204 or a HEAD answer): the
-      // pipe completes the client's response, Node closes the connection
-      if (attempt.proxyRes !== null && attempt.proxyRes.complete && !attempt.timedOut) return
-      const kind = attempt.timedOut ? 'timeout' : attempt.responded ? 'stream' : 'connect'
-      if (kind === 'connect' && attempt.proxyReq !== null && staleConnection(attempt.proxyReq)) {
-        err.staleConnection = true
-      }
-      attempt.fail(err, kind)
-    })
+    const withBody = attempt.withBody
+    const agent = agents.agentFor(upstream.target)
+    /**
+     * One web() call: the request on a connection of `agent`, the body from `buffer` (the client's
+     * request when none).
+     * @param {import('http').Agent | false} agent
+     * @param {import('stream').Readable | undefined} buffer
+     */
+    const send = (agent, buffer) => {
+      const sends = ++attempt.sends
+      const options = { target: upstream.target, agent }
+      if (buffer !== undefined) options.buffer = buffer
+      options.selfHandleResponse = true // the 'proxyRes' listener writes the response
+      proxy.web(req, res, options, (err) => {
+        if (req[kAttempt] !== attempt || attempt.sends !== sends) return // a stale attempt's (or send's) listener
+        // a response read whole, then bytes that are not (a body after a 204 or a HEAD answer): the
+        // pipe completes the client's response, Node closes the connection
+        if (attempt.proxyRes !== null && attempt.proxyRes.complete && !attempt.timedOut) return
+        const kind = attempt.timedOut ? 'timeout' : attempt.responded ? 'stream' : 'connect'
+        if (kind === 'connect' && attempt.resend()) return
+        if (kind === 'connect' && attempt.proxyReq !== null && staleConnection(attempt.proxyReq)) {
+          err.staleConnection = true
+        }
+        attempt.fail(err, kind)
+      })
+    }
+    send(agent, replay ? Readable.from([]) : undefined)
     return attempt
   }
 
