@@ -16,10 +16,10 @@ const { createWorkerPool } = require('./worker-pool')
  * @property {number} queued page requests waiting for a worker now
  * @property {number} maxQueued the longest the queue has been since the start
  * @property {number} waited page requests that had to queue since the start
- * @property {number} hitServiceCount hits whose response finished
+ * @property {number} hitServiceCount hits answered (head written; a client gone during the service time is not counted)
  * @property {number} hitServiceTotalMs the time they held a worker, summed (ms)
  * @property {number | null} hitServiceMs its mean; null before the first
- * @property {number} missServiceCount misses whose response finished (404s included)
+ * @property {number} missServiceCount misses answered (404s included)
  * @property {number} missServiceTotalMs the time they held a worker, summed (ms)
  * @property {number | null} missServiceMs its mean; null before the first
  */
@@ -35,9 +35,9 @@ const round3 = (ms) => Math.round(ms * 1000) / 1000
  *   spend: (kind: 'hit' | 'miss', extraMs: number) => Promise<void>, stats: () => CapacityStats }}
  *   `take`: null when the request holds a worker at once, else a promise of whether it holds one
  *   after queueing (false: its client left first); `hold`: from now until the response finishes or
- *   closes, then the worker is given back and a finished response's time is added to the hit or
- *   miss totals, as the returned object's `kind` says by then; `spend`: the service time of a hit or
- *   a miss plus `extraMs` of waiting (latency profile, periodic load)
+ *   closes, then the worker is given back and the time of a response whose head was written is
+ *   added to the hit or miss totals, as the returned object's `kind` says by then; `spend`: the
+ *   service time of a hit or a miss plus `extraMs` of waiting (latency profile, periodic load)
  */
 function createCapacity ({ workers, hitMs, missMs, service }) {
   const pool = createWorkerPool(workers)
@@ -56,17 +56,21 @@ function createCapacity ({ workers, hitMs, missMs, service }) {
     const takenAt = performance.now()
     const held = { kind: null }
     let done = false
-    const release = (finished) => {
+    const release = () => {
       if (done) return
       done = true
       pool.release()
-      if (!finished || held.kind === null) return
+      if (!res.headersSent || held.kind === null) return
       const m = measured[held.kind]
       m.count++
       m.totalMs += performance.now() - takenAt
     }
-    res.once('finish', () => release(true))
-    res.once('close', () => release(false))
+    // 'finish' for a response written whole; 'close' alone when the socket went first, which also
+    // happens to a complete response: node-static calls end() only once a further read of the file
+    // has found its end, and a client that has all Content-Length bytes may close before that. So a
+    // response counts as served once its head was written (after the service time), whichever came.
+    res.once('finish', release)
+    res.once('close', release)
     return held
   }
 

@@ -73,11 +73,12 @@ const { statsAllowed } = require('./stats-token')
  * @property {number} queued page requests waiting for a worker now
  * @property {number} maxQueued the longest the queue has been since the start
  * @property {number} waited page requests that had to queue since the start
- * @property {number} hitServiceCount hits whose response finished (the count behind hitServiceMs)
+ * @property {number} hitServiceCount hits answered, the count behind hitServiceMs (their head was
+ *   written: a client gone during the service time is not counted)
  * @property {number} hitServiceTotalMs measured time those hits held a worker, from taking it to the
  *   response's end, summed (ms; difference two snapshots for an interval's mean)
  * @property {number | null} hitServiceMs hitServiceTotalMs / hitServiceCount; null before the first
- * @property {number} missServiceCount misses whose response finished (404s included)
+ * @property {number} missServiceCount misses answered (404s included)
  * @property {number} missServiceTotalMs as hitServiceTotalMs, for the misses
  * @property {number | null} missServiceMs missServiceTotalMs / missServiceCount; null before the first
  * @property {number[]} latencyProfile the repeating extra delays
