@@ -68,11 +68,16 @@ const defaults = Object.freeze({
   /** admission (with shareGap; ./admission.js): an upstream whose cache results show it keeps
    * fewer keys than it holds is told (ctx.noStore, sent as Cache-Control: no-store) not to keep
    * those beyond its learnt cache size, by popularity, nor the keys it does not hold */
-  admission: true
+  admission: true,
+  /** spill (with shareGap; ./spill.js): once an upstream's latencies show a queue, a key's request
+   * goes to its holder with the shortest expected wait, and to another upstream when that wait
+   * exceeds spill × the holder's miss penalty (miss less hit service time) and the other would
+   * answer sooner even with a miss; 0 = off */
+  spill: 1
 })
 
 const NUMERIC = ['thetaMin', 'thetaMax', 'thetaStart', 'xi', 'phi', 'stimulus', 'stimulusGrowth',
-  'rounds', 'loadFactor', 'maxKeys', 'missLearning', 'idleGaps', 'balanced', 'shareGap', 'replicate']
+  'rounds', 'loadFactor', 'maxKeys', 'missLearning', 'idleGaps', 'balanced', 'shareGap', 'replicate', 'spill']
 
 function badOption (message) {
   return new ERR_POLISTES_BAD_OPTION(`wasp: ${message}`)
@@ -113,6 +118,7 @@ function resolveOptions (options) {
     throw badOption('shareGap must be 0 (off) or an integer in [2, 1e6]')
   }
   if (!(o.replicate >= 0 && o.replicate <= 1e6)) throw badOption('replicate must be 0 (off) or lie in (0, 1e6]')
+  if (!(o.spill >= 0 && o.spill <= 1e6)) throw badOption('spill must be 0 (off) or lie in (0, 1e6]')
   if (typeof o.admission !== 'boolean') throw badOption('admission must be a boolean')
   for (const f of ['cache', 'latency']) {
     if (typeof o.feedback[f] !== 'boolean') throw badOption(`feedback.${f} must be a boolean`)
