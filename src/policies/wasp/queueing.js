@@ -8,15 +8,15 @@
  *
  * - Each pick notes the chosen upstream's in-flight count before the request (`f0`, on the context).
  * - Each response is sorted by its cache result (HIT, MISS, or unknown); a class's **base** is the
- *   EWMA of its latencies sent with nothing in flight (f0 = 0: those never wait), its running
- *   minimum until then.
+ *   mean (then EWMA) of its latencies sent with nothing in flight (f0 = 0: those never wait). A class
+ *   with fewer than MIN_SAMPLES of those feeds nothing else.
  * - A response's **excess**, its latency less its class's base, feeds an EWMA per f0 (0..MAX_F):
  *   the **wait table**, the expected wait of a request sent with f0 in flight. Below the knee it
  *   reads about 0 (the jitter of the service times averages out), above it grows by the service
  *   time over the workers per request ahead. Unvisited entries are interpolated from their
  *   neighbours, and above the last known one extrapolated by at least a hit service time per request.
  * - An upstream **queues** once an entry with at least MIN_SAMPLES samples reads more than
- *   QUEUE_FACTOR × its hit base (and QUEUE_MS): until then the policy decides as before.
+ *   QUEUE_FACTOR × its slowest class base (and QUEUE_MS): until then the policy decides as before.
  *
  * A backend that never queues (unlimited concurrency, or a light load) keeps its knee unknown, its
  * expected wait 0, and the policy decides as it did before (./index.js, ./spill.js).
@@ -31,10 +31,13 @@ const ALPHA = 1 / 16
 /** The wait table covers f0 = 0..MAX_F (more in flight reads as MAX_F). */
 const MAX_F = 63
 /** Samples an entry needs before it is read. */
-const MIN_SAMPLES = 8
-/** An entry reading more than QUEUE_FACTOR × the hit base + QUEUE_MS shows a queue. */
-const QUEUE_FACTOR = 1
+const MIN_SAMPLES = 4
+/** An entry reading more than QUEUE_FACTOR × the slowest class base + QUEUE_MS shows a queue:
+ * well above the noise of service times jittered by ±50 % (the closed-loop model). */
+const QUEUE_FACTOR = 0.25
 const QUEUE_MS = 1
+/** Requests sent with at most this many in flight feed the base (with nothing in flight, none waits). */
+const BASE_F = 0
 /** Latency classes: by the X-Cache result. */
 const HIT = 0
 const MISS = 1
@@ -44,7 +47,7 @@ const OTHER = 2
 function createQueueing () {
   return {
     base: new Float64Array(3), // per class; 0 = none yet
-    zero: new Uint8Array(3), // per class: whether the base is from f0 = 0 samples (else a running minimum)
+    zero: new Uint8Array(3), // per class: its f0 = 0 samples (to 255)
     wait: new Float64Array(MAX_F + 1),
     samples: new Uint32Array(MAX_F + 1),
     queued: false
@@ -72,20 +75,20 @@ function observe (q, ctx, outcome) {
   const latency = outcome.latencyMs
   if (typeof at !== 'number' || typeof latency !== 'number' || !(latency >= 0)) return
   const c = classOf(outcome.cache)
-  if (at === 0) {
-    q.base[c] = q.zero[c] ? q.base[c] + ALPHA * (latency - q.base[c]) : latency
-    q.zero[c] = 1
-  } else if (!q.zero[c] && (q.base[c] === 0 || latency < q.base[c])) {
-    q.base[c] = latency
+  if (at <= BASE_F) {
+    const k = q.zero[c]
+    q.base[c] = k === 0 ? latency : q.base[c] + (k < 1 / ALPHA ? 1 / (k + 1) : ALPHA) * (latency - q.base[c])
+    if (k < 255) q.zero[c] = k + 1
   }
+  if (q.zero[c] < MIN_SAMPLES) return // no settled base yet: an excess over a guess would read as a queue
   const f = at < MAX_F ? at : MAX_F
   const excess = latency - q.base[c]
   const n = q.samples[f]
   q.wait[f] = n === 0 ? excess : q.wait[f] + (n < 1 / ALPHA ? 1 / (n + 1) : ALPHA) * (excess - q.wait[f])
   q.samples[f] = n + 1
   if (!q.queued && n + 1 >= MIN_SAMPLES) {
-    const hit = q.base[HIT] || q.base[OTHER] || q.base[MISS]
-    if (q.wait[f] > QUEUE_FACTOR * hit + QUEUE_MS) q.queued = true
+    const slowest = Math.max(q.base[HIT], q.base[MISS], q.base[OTHER])
+    if (q.wait[f] > QUEUE_FACTOR * slowest + QUEUE_MS) q.queued = true
   }
 }
 
@@ -122,4 +125,4 @@ function serviceOf (q, hit) {
   return q.base[hit ? HIT : MISS]
 }
 
-module.exports = { createQueueing, noteSent, observe, waitOf, serviceOf, AT }
+module.exports = { createQueueing, noteSent, observe, waitOf, serviceOf }
