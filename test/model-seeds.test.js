@@ -35,11 +35,11 @@ const EXPECTED = {
     // re-recorded for issue 28 (spill and replicateQueued act once the open-loop model's backends queue);
     // the closed-loop and workload figures are unchanged
     open: {
-      share: { u0: 0.148, u1: 0.1365, u2: 0.157, u3: 0.146, u4: 0.1405, u5: 0.1325, u6: 0.1395 },
-      hitRate: 0.766,
-      p50: 20,
-      p99: 314.22695614020904,
-      mean: 82.97672377245931
+      share: { u0: 0.129, u1: 0.1215, u2: 0.1725, u3: 0.1725, u4: 0.1185, u5: 0.1435, u6: 0.1425 },
+      hitRate: 0.7655,
+      p50: 33.75718616239794,
+      p99: 294.4287076315197,
+      mean: 99.04231319241272
     },
     workload: { hitRate: 0.88, optimum: 0.9617054351512231, balance: 1.379 }
   },

@@ -80,7 +80,8 @@ const defaults = Object.freeze({
 })
 
 const NUMERIC = ['thetaMin', 'thetaMax', 'thetaStart', 'xi', 'phi', 'stimulus', 'stimulusGrowth',
-  'rounds', 'loadFactor', 'maxKeys', 'missLearning', 'idleGaps', 'balanced', 'shareGap', 'replicate', 'spill', 'replicateQueued']
+  'rounds', 'loadFactor', 'maxKeys', 'missLearning', 'idleGaps', 'balanced', 'shareGap', 'replicate', 'spill',
+  'replicateQueued']
 
 function badOption (message) {
   return new ERR_POLISTES_BAD_OPTION(`wasp: ${message}`)

@@ -15,7 +15,7 @@
  *   reads about 0 (the jitter of the service times averages out), above it grows by the service
  *   time over the workers per request ahead. Unvisited entries are interpolated from their
  *   neighbours, and above the last known one extrapolated by at least a hit service time per request.
- * - An upstream **queues** once an entry with at least MIN_SAMPLES samples reads more than
+ * - An upstream **queues** once two neighbouring entries with MIN_SAMPLES samples each read more than
  *   QUEUE_FACTOR × its slowest class base (and QUEUE_MS): until then the policy decides as before.
  *
  * A backend that never queues (unlimited concurrency, or a light load) keeps its knee unknown, its
@@ -86,9 +86,10 @@ function observe (q, ctx, outcome) {
   const n = q.samples[f]
   q.wait[f] = n === 0 ? excess : q.wait[f] + (n < 1 / ALPHA ? 1 / (n + 1) : ALPHA) * (excess - q.wait[f])
   q.samples[f] = n + 1
-  if (!q.queued && n + 1 >= MIN_SAMPLES) {
-    const slowest = Math.max(q.base[HIT], q.base[MISS], q.base[OTHER])
-    if (q.wait[f] > QUEUE_FACTOR * slowest + QUEUE_MS) q.queued = true
+  if (!q.queued && n + 1 >= MIN_SAMPLES && f > 0 && q.samples[f - 1] >= MIN_SAMPLES) {
+    // two neighbouring entries over the bar: a queue grows with f, the noise of one entry does not
+    const bar = QUEUE_FACTOR * Math.max(q.base[HIT], q.base[MISS], q.base[OTHER]) + QUEUE_MS
+    if (q.wait[f] > bar && q.wait[f - 1] > bar) q.queued = true
   }
 }
 
