@@ -126,6 +126,7 @@ function createState (o, random) {
     joins: 0,
     swaps: 0,
     spills: 0,
+    bases: queueing.createBases(),
     // per pick: whether a listed upstream has shown a queue (./queueing.js)
     queued: false,
     // per pick: the candidates' records, θeff² (-1 when ineligible), this round's responders
@@ -353,7 +354,7 @@ function feedback (w, upstream, ctx, outcome) {
   const { memory } = w
   const urec = memory.ups.get(upstream.id)
   if (urec === undefined) return
-  queueing.observe(urec.q, ctx, outcome)
+  queueing.observe(urec.q, ctx, outcome, w.bases)
   if (w.useLatency && typeof outcome.latencyMs === 'number' && outcome.latencyMs >= 0) {
     urec.latency = ewma(urec.latency > 0 ? urec.latency : undefined, outcome.latencyMs, LATENCY_ALPHA)
   }

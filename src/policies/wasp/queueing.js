@@ -8,8 +8,9 @@
  *
  * - Each pick notes the chosen upstream's in-flight count before the request (`f0`, on the context).
  * - Each response is sorted by its cache result (HIT, MISS, or unknown); a class's **base** is the
- *   mean (then EWMA) of its latencies sent with nothing in flight (f0 = 0: those never wait). A class
- *   with fewer than MIN_SAMPLES of those feeds nothing else.
+ *   mean (then EWMA) of its latencies sent with nothing in flight (f0 = 0: those never wait); with
+ *   fewer than BASE_SAMPLES of those, the same over every upstream's (a backend under a standing
+ *   queue is never idle), and with fewer of those too the response feeds nothing.
  * - A response's **excess**, its latency less its class's base, feeds an EWMA per f0 (0..MAX_F):
  *   the **wait table**, the expected wait of a request sent with f0 in flight. Below the knee it
  *   reads about 0 (the jitter of the service times averages out), above it grows by the service
@@ -30,18 +31,23 @@ const AT = Symbol('polistes.wasp.inflightAtPick')
 const ALPHA = 1 / 16
 /** The wait table covers f0 = 0..MAX_F (more in flight reads as MAX_F). */
 const MAX_F = 63
+/** Samples with nothing in flight a base needs before it is used (±50 % jitter: within ±4 % of the mean). */
+const BASE_SAMPLES = 16
 /** Samples an entry needs before it is read. */
 const MIN_SAMPLES = 4
 /** An entry reading more than QUEUE_FACTOR × the slowest class base + QUEUE_MS shows a queue:
  * well above the noise of service times jittered by ±50 % (the closed-loop model). */
 const QUEUE_FACTOR = 0.25
 const QUEUE_MS = 1
-/** Requests sent with at most this many in flight feed the base (with nothing in flight, none waits). */
-const BASE_F = 0
 /** Latency classes: by the X-Cache result. */
 const HIT = 0
 const MISS = 1
 const OTHER = 2
+
+/** The fleet's bases (every upstream's samples with nothing in flight), for upstreams without their own. */
+function createBases () {
+  return { base: new Float64Array(3), zero: new Uint8Array(3) }
+}
 
 /** A new queueing record (on an upstream record). */
 function createQueueing () {
@@ -63,33 +69,46 @@ function classOf (cache) {
   return cache === 'HIT' ? HIT : cache === 'MISS' ? MISS : OTHER
 }
 
+/** A latency sample with nothing in flight: the mean of the first 1 / ALPHA, then an EWMA. */
+function learnBase (q, c, latency) {
+  const k = q.zero[c]
+  q.base[c] = k === 0 ? latency : q.base[c] + (k < 1 / ALPHA ? 1 / (k + 1) : ALPHA) * (latency - q.base[c])
+  if (k < 255) q.zero[c] = k + 1
+}
+
 /**
  * A response from the upstream whose queueing record is `q`: its class's base, and its excess
  * over that base into the wait table at its f0.
  * @param {ReturnType<typeof createQueueing>} q
  * @param {object} ctx the pick's context (carries f0)
  * @param {{ latencyMs?: number, cache?: string }} outcome
+ * @param {{ base: Float64Array, zero: Uint8Array }} [fleet] the bases of every upstream's samples
+ *   together: the base of an upstream that is never idle (a small backend under a long queue)
  */
-function observe (q, ctx, outcome) {
+function observe (q, ctx, outcome, fleet) {
   const at = ctx ? ctx[AT] : undefined
   const latency = outcome.latencyMs
   if (typeof at !== 'number' || typeof latency !== 'number' || !(latency >= 0)) return
   const c = classOf(outcome.cache)
-  if (at <= BASE_F) {
-    const k = q.zero[c]
-    q.base[c] = k === 0 ? latency : q.base[c] + (k < 1 / ALPHA ? 1 / (k + 1) : ALPHA) * (latency - q.base[c])
-    if (k < 255) q.zero[c] = k + 1
+  if (at === 0) {
+    learnBase(q, c, latency)
+    if (fleet) learnBase(fleet, c, latency)
   }
-  if (q.zero[c] < MIN_SAMPLES) return // no settled base yet: an excess over a guess would read as a queue
+  // no settled base yet (its own, else the fleet's): an excess over a guess would read as a queue
+  const own = q.zero[c] >= BASE_SAMPLES
+  if (!own && !(fleet && fleet.zero[c] >= BASE_SAMPLES)) return
+  const base = own ? q.base[c] : fleet.base[c]
   const f = at < MAX_F ? at : MAX_F
-  const excess = latency - q.base[c]
+  const excess = latency - base
   const n = q.samples[f]
   q.wait[f] = n === 0 ? excess : q.wait[f] + (n < 1 / ALPHA ? 1 / (n + 1) : ALPHA) * (excess - q.wait[f])
   q.samples[f] = n + 1
-  if (!q.queued && n + 1 >= MIN_SAMPLES && f > 0 && q.samples[f - 1] >= MIN_SAMPLES) {
+  if (!q.queued && n + 1 >= MIN_SAMPLES) {
     // two neighbouring entries over the bar: a queue grows with f, the noise of one entry does not
-    const bar = QUEUE_FACTOR * Math.max(q.base[HIT], q.base[MISS], q.base[OTHER]) + QUEUE_MS
-    if (q.wait[f] > bar && q.wait[f - 1] > bar) q.queued = true
+    // (the last entry stands alone: it gathers everything beyond)
+    const bar = QUEUE_FACTOR * Math.max(q.base[HIT], q.base[MISS], q.base[OTHER], base) + QUEUE_MS
+    const below = f === MAX_F || (f > 0 && q.samples[f - 1] >= MIN_SAMPLES && q.wait[f - 1] > bar)
+    if (q.wait[f] > bar && below) q.queued = true
   }
 }
 
@@ -126,4 +145,4 @@ function serviceOf (q, hit) {
   return q.base[hit ? HIT : MISS]
 }
 
-module.exports = { createQueueing, noteSent, observe, waitOf, serviceOf }
+module.exports = { createBases, createQueueing, noteSent, observe, waitOf, serviceOf }

@@ -44,6 +44,7 @@ function route (w, upstreams, krec) {
   const hit = serviceOf(hq, true) || DEFAULT_HIT
   const miss = serviceOf(hq, false) || DEFAULT_MISS * hit
   if (hWait <= w.o.spill * (miss - hit)) return h
+  const hF = upstreams[h].inflight
   let best = h
   let bestCost = hWait + hit
   for (let i = 0; i < n; i++) {
@@ -52,7 +53,9 @@ function route (w, upstreams, krec) {
     const f = upstreams[i].inflight > 0 ? upstreams[i].inflight : 0
     const held = holders.includes(recs[i])
     const wait = waitOf(q, f)
-    if (!held && wait > hit) continue // a miss goes only where a worker is (about) free
+    // a miss goes only where a worker is (about) free, and never to an upstream with more in flight
+    // than the holder (one that has not shown its queue yet reads as waiting 0)
+    if (!held && (wait > hit || f >= hF)) continue
     const cost = wait + (serviceOf(q, held) || (held ? hit : miss))
     if (cost < bestCost) { best = i; bestCost = cost }
   }
