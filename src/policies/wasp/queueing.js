@@ -19,9 +19,10 @@
  * - An upstream **queues** once two neighbouring entries with MIN_SAMPLES samples each read more than
  *   QUEUE_FACTOR × its slowest class base (and QUEUE_MS): until then the policy decides as before.
  *
- * A backend that never queues (unlimited concurrency, or a light load) keeps its knee unknown, its
- * expected wait 0, and the policy decides as it did before (./index.js, ./spill.js).
- * O(1) per pick and per response.
+ * A backend that never queues (unlimited concurrency, or a light load) is never marked, its
+ * expected wait stays 0, and the policy decides as it did before (./index.js, ./spill.js).
+ * O(1) per response; an expected wait reads one entry, or scans at most MAX_F entries for its
+ * neighbours. Memory: about 800 bytes per upstream.
  */
 
 /** The context slot holding the chosen upstream's in-flight count at the pick. */
