@@ -221,7 +221,7 @@ function contend (w, upstreams, krec) {
       }
     }
   }
-  const want = needed(krec, n, holders.length, w.o.replicate)
+  const want = needed(krec, n, holders.length, w.queued ? w.o.replicateQueued : w.o.replicate)
   let roomy
   if (holders.length < want) {
     const to = least >= 0 ? least : any

@@ -30,6 +30,14 @@ export interface WaspOptions {
   rounds?: number
   /** bounded-load guard c: an upstream at ≥ ceil(c × (total in-flight + 1) / n) is skipped (default 5) */
   loadFactor?: number
+  /**
+   * spill (with shareGap): once an upstream's latencies show a queue, a key's request goes to its
+   * holder with the shortest expected wait, and to an upstream with a free worker when that wait
+   * exceeds spill × the holder's miss penalty; 0 = off (default 1)
+   */
+  spill?: number
+  /** replication threshold (as `replicate`) once the upstreams show a queue; 0 = off (default 0.15) */
+  replicateQueued?: number
   /** key table capacity, LRU (default 10000) */
   maxKeys?: number
   /** response feedback switches (default both off) */
@@ -91,6 +99,8 @@ export interface WaspSnapshot {
   joins: number
   /** holdings contests a holder lost: the key moved to the least-held upstream of its band */
   swaps: number
+  /** decisions that sent a key's request past its holders, whose queue was too long (see `spill`) */
+  spills: number
   /** keys in the table held by more than one upstream (replicated hot keys) */
   replicated: number
   /** balanced packings computed so far (0 while `balanced` is off) */
@@ -102,10 +112,11 @@ export interface WaspSnapshot {
    * EWMA of the cache results (X-Cache HIT 1, MISS 0) of its warm held keys (1 before any);
    * `capacity`: its capacity estimate in keys, learnt from them (null: none, it is not full);
    * `admissionSize`: the keys its cache keeps, learnt from the results of kept keys (null: not
-   * learnt, it keeps everything; see `admission`) */
+   * learnt, it keeps everything; see `admission`); `queued`: whether its latencies have shown a
+   * queue (see `spill`) */
   upstreams: Array<{
     id: string, latencyMs: number, idle: number, held: number, heldHitRatio: number,
-    capacity: number | null, admissionSize: number | null
+    capacity: number | null, admissionSize: number | null, queued: boolean
   }>
   /** keys owned per upstream id: keys whose lowest threshold is that upstream's and below `thetaStart` */
   owned: Record<string, number>

@@ -50,6 +50,8 @@ const { createPacking } = require('./packing')
 const holdings = require('./holdings')
 const admission = require('./admission')
 const { snapshot } = require('./snapshot')
+const queueing = require('./queueing')
+const { route } = require('./spill')
 
 /** Weight of the newest latency sample in an upstream's EWMA (with `feedback.latency`). */
 const LATENCY_ALPHA = 0.2
@@ -123,6 +125,10 @@ function createState (o, random) {
     idleWins: 0,
     joins: 0,
     swaps: 0,
+    spills: 0,
+    bases: queueing.createBases(),
+    // per pick: whether a listed upstream has shown a queue (./queueing.js)
+    queued: false,
     // per pick: the candidates' records, θeff² (-1 when ineligible), this round's responders
     recs: new Array(16),
     eff2: new Float64Array(16),
@@ -165,11 +171,13 @@ function pick (w, upstreams, ctx) {
     holdings.contend(w, upstreams, krec)
   }
   const best = effectiveThresholds(w, upstreams, krec, total, owner)
-  let chosen = respond(w, upstreams)
+  let chosen = w.queued && w.o.shareGap > 0 && owner === undefined ? route(w, upstreams, krec) : -1
+  if (chosen < 0) chosen = respond(w, upstreams)
   if (chosen < 0) {
     w.fallbacks++
     chosen = best
   }
+  queueing.noteSent(ctx, upstreams[chosen])
   const cr = w.recs[chosen]
   keepIdleDiscount(w, krec, cr)
   learn(w, krec, cr)
@@ -186,6 +194,7 @@ function register (w, upstreams, picks) {
   let total = 0
   let latencySum = 0
   let latencyCount = 0
+  let queued = false
   for (let i = 0; i < upstreams.length; i++) {
     const urec = memory.upstream(upstreams[i].id)
     urec.idle += picks - urec.seen // picks since it last served: an absence counts as idle time
@@ -195,7 +204,9 @@ function register (w, upstreams, picks) {
     const f = upstreams[i].inflight
     if (f > 0) total += f
     if (urec.latency > 0) { latencySum += urec.latency; latencyCount++ }
+    if (urec.q.queued) queued = true
   }
+  w.queued = queued && w.o.spill > 0
   w.meanLatency = latencyCount > 0 ? latencySum / latencyCount : 0
   return total
 }
@@ -343,6 +354,7 @@ function feedback (w, upstream, ctx, outcome) {
   const { memory } = w
   const urec = memory.ups.get(upstream.id)
   if (urec === undefined) return
+  queueing.observe(urec.q, ctx, outcome, w.bases)
   if (w.useLatency && typeof outcome.latencyMs === 'number' && outcome.latencyMs >= 0) {
     urec.latency = ewma(urec.latency > 0 ? urec.latency : undefined, outcome.latencyMs, LATENCY_ALPHA)
   }

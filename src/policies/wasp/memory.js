@@ -14,6 +14,7 @@ const PAST_SIZES = 1024
 
 const { fnv1a32, hash32 } = require('../shared')
 const { createAdmission } = require('./admission')
+const { createQueueing } = require('./queueing')
 
 /**
  * @typedef {object} UpstreamRecord
@@ -32,6 +33,8 @@ const { createAdmission } = require('./admission')
  * @property {number} cap its capacity estimate in keys (Infinity: none seen, or none needed)
  * @property {{ tree: Int32Array, size: number }} admission the keys it holds by fine popularity, and
  *   its admission size (see ./admission.js)
+ * @property {object} q what its
+ *   latencies say about its queue: service times and the wait table (see ./queueing.js)
  */
 
 /**
@@ -203,7 +206,8 @@ function createMemory (o, { onEvict } = {}) {
           heldTotal: 0,
           hits: 1,
           cap: Infinity,
-          admission: createAdmission()
+          admission: createAdmission(),
+          q: createQueueing()
         }
         ups.set(id, rec)
         const size = past.get(id)

@@ -68,11 +68,20 @@ const defaults = Object.freeze({
   /** admission (with shareGap; ./admission.js): an upstream whose cache results show it keeps
    * fewer keys than it holds is told (ctx.noStore, sent as Cache-Control: no-store) not to keep
    * those beyond its learnt cache size, by popularity, nor the keys it does not hold */
-  admission: true
+  admission: true,
+  /** spill (with shareGap; ./spill.js): once an upstream's latencies show a queue, a key's request
+   * goes to its holder with the shortest expected wait, and to another upstream when that wait
+   * exceeds spill × the holder's miss penalty (miss less hit service time) and the other, with about
+   * a free worker and fewer in flight than the holder, would answer sooner even with a miss; 0 = off */
+  spill: 1,
+  /** replication once the upstreams queue (with spill): `replicate` for backends that show a queue
+   * (./queueing.js), where a holder must carry its other keys besides a hot one; 0 = off */
+  replicateQueued: 0.15
 })
 
 const NUMERIC = ['thetaMin', 'thetaMax', 'thetaStart', 'xi', 'phi', 'stimulus', 'stimulusGrowth',
-  'rounds', 'loadFactor', 'maxKeys', 'missLearning', 'idleGaps', 'balanced', 'shareGap', 'replicate']
+  'rounds', 'loadFactor', 'maxKeys', 'missLearning', 'idleGaps', 'balanced', 'shareGap', 'replicate', 'spill',
+  'replicateQueued']
 
 function badOption (message) {
   return new ERR_POLISTES_BAD_OPTION(`wasp: ${message}`)
@@ -113,6 +122,10 @@ function resolveOptions (options) {
     throw badOption('shareGap must be 0 (off) or an integer in [2, 1e6]')
   }
   if (!(o.replicate >= 0 && o.replicate <= 1e6)) throw badOption('replicate must be 0 (off) or lie in (0, 1e6]')
+  if (!(o.replicateQueued >= 0 && o.replicateQueued <= 1e6)) {
+    throw badOption('replicateQueued must be 0 (off) or lie in (0, 1e6]')
+  }
+  if (!(o.spill >= 0 && o.spill <= 1e6)) throw badOption('spill must be 0 (off) or lie in (0, 1e6]')
   if (typeof o.admission !== 'boolean') throw badOption('admission must be a boolean')
   for (const f of ['cache', 'latency']) {
     if (typeof o.feedback[f] !== 'boolean') throw badOption(`feedback.${f} must be a boolean`)

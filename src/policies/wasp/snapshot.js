@@ -60,6 +60,7 @@ function snapshot (w) {
     packings: w.packing.version,
     joins: w.joins,
     swaps: w.swaps,
+    spills: w.spills,
     replicated,
     upstreams: [...memory.ups.values()].map((u) => ({
       id: u.id,
@@ -68,7 +69,8 @@ function snapshot (w) {
       held: u.heldTotal,
       heldHitRatio: u.hits,
       capacity: u.cap === Infinity ? null : u.cap,
-      admissionSize: u.admission.size === Infinity ? null : u.admission.size
+      admissionSize: u.admission.size === Infinity ? null : u.admission.size,
+      queued: u.q.queued
     })),
     owned,
     recent

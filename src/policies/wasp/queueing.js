@@ -1,0 +1,149 @@
+/**
+ * Queueing (issue 28): what each upstream's latencies say about its queue, learnt from the
+ * responses alone (nobody tells the policy how many workers a backend has).
+ *
+ * A backend with W workers and a FIFO queue serves a request at once when fewer than W are in
+ * flight before it, and queues it otherwise: its latency is then its service time plus a wait that
+ * grows with the number in flight before it. So:
+ *
+ * - Each pick notes the chosen upstream's in-flight count before the request (`f0`, on the context).
+ * - Each response is sorted by its cache result (HIT, MISS, or unknown); a class's **base** is the
+ *   mean (then EWMA) of its latencies sent with nothing in flight (f0 = 0: those never wait); with
+ *   fewer than BASE_SAMPLES of those, the same over every upstream's (a backend under a standing
+ *   queue is never idle), and with fewer of those too the response feeds nothing.
+ * - A response's **excess**, its latency less its class's base, feeds an EWMA per f0 (0..MAX_F):
+ *   the **wait table**, the expected wait of a request sent with f0 in flight. Below the knee it
+ *   reads about 0 (the jitter of the service times averages out), above it grows by the service
+ *   time over the workers per request ahead. Unvisited entries are interpolated from their
+ *   neighbours, and above the last known one extrapolated by at least a hit service time per request.
+ * - An upstream **queues** once two neighbouring entries with MIN_SAMPLES samples each read more than
+ *   QUEUE_FACTOR × its slowest class base (and QUEUE_MS): until then the policy decides as before.
+ *
+ * A backend that never queues (unlimited concurrency, or a light load) is never marked, its
+ * expected wait stays 0, and the policy decides as it did before (./index.js, ./spill.js).
+ * O(1) per response; an expected wait reads one entry, or scans at most MAX_F entries for its
+ * neighbours. Memory: about 800 bytes per upstream.
+ */
+
+/** The context slot holding the chosen upstream's in-flight count at the pick. */
+const AT = Symbol('polistes.wasp.inflightAtPick')
+
+/** Weight of the newest sample in the base and wait-table EWMAs. */
+const ALPHA = 1 / 16
+/** The wait table covers f0 = 0..MAX_F (more in flight reads as MAX_F). */
+const MAX_F = 63
+/** Samples with nothing in flight a base needs before it is used (±50 % jitter: within ±4 % of the mean). */
+const BASE_SAMPLES = 16
+/** Samples an entry needs before it is read. */
+const MIN_SAMPLES = 4
+/** An entry reading more than QUEUE_FACTOR × the slowest class base + QUEUE_MS shows a queue:
+ * well above the noise of service times jittered by ±50 % (the closed-loop model). */
+const QUEUE_FACTOR = 0.25
+const QUEUE_MS = 1
+/** Latency classes: by the X-Cache result. */
+const HIT = 0
+const MISS = 1
+const OTHER = 2
+
+/** The fleet's bases (every upstream's samples with nothing in flight), for upstreams without their own. */
+function createBases () {
+  return { base: new Float64Array(3), zero: new Uint8Array(3) }
+}
+
+/** A new queueing record (on an upstream record). */
+function createQueueing () {
+  return {
+    base: new Float64Array(3), // per class; 0 = none yet
+    zero: new Uint8Array(3), // per class: its f0 = 0 samples (to 255)
+    wait: new Float64Array(MAX_F + 1),
+    samples: new Uint32Array(MAX_F + 1),
+    queued: false
+  }
+}
+
+/** Note the in-flight count of the chosen upstream before this request joins it. */
+function noteSent (ctx, upstream) {
+  if (ctx) ctx[AT] = upstream.inflight > 0 ? upstream.inflight : 0
+}
+
+function classOf (cache) {
+  return cache === 'HIT' ? HIT : cache === 'MISS' ? MISS : OTHER
+}
+
+/** A latency sample with nothing in flight: the mean of the first 1 / ALPHA, then an EWMA. */
+function learnBase (q, c, latency) {
+  const k = q.zero[c]
+  q.base[c] = k === 0 ? latency : q.base[c] + (k < 1 / ALPHA ? 1 / (k + 1) : ALPHA) * (latency - q.base[c])
+  if (k < 255) q.zero[c] = k + 1
+}
+
+/**
+ * A response from the upstream whose queueing record is `q`: its class's base, and its excess
+ * over that base into the wait table at its f0.
+ * @param {ReturnType<typeof createQueueing>} q
+ * @param {object} ctx the pick's context (carries f0)
+ * @param {{ latencyMs?: number, cache?: string }} outcome
+ * @param {{ base: Float64Array, zero: Uint8Array }} [fleet] the bases of every upstream's samples
+ *   together: the base of an upstream that is never idle (a small backend under a long queue)
+ */
+function observe (q, ctx, outcome, fleet) {
+  const at = ctx ? ctx[AT] : undefined
+  const latency = outcome.latencyMs
+  if (typeof at !== 'number' || typeof latency !== 'number' || !(latency >= 0)) return
+  const c = classOf(outcome.cache)
+  if (at === 0) {
+    learnBase(q, c, latency)
+    if (fleet) learnBase(fleet, c, latency)
+  }
+  // no settled base yet (its own, else the fleet's): an excess over a guess would read as a queue
+  const own = q.zero[c] >= BASE_SAMPLES
+  if (!own && !(fleet && fleet.zero[c] >= BASE_SAMPLES)) return
+  const base = own ? q.base[c] : fleet.base[c]
+  const f = at < MAX_F ? at : MAX_F
+  const excess = latency - base
+  const n = q.samples[f]
+  q.wait[f] = n === 0 ? excess : q.wait[f] + (n < 1 / ALPHA ? 1 / (n + 1) : ALPHA) * (excess - q.wait[f])
+  q.samples[f] = n + 1
+  if (!q.queued && n + 1 >= MIN_SAMPLES) {
+    // two neighbouring entries over the bar: a queue grows with f, the noise of one entry does not
+    // (the last entry stands alone: it gathers everything beyond)
+    const bar = QUEUE_FACTOR * Math.max(q.base[HIT], q.base[MISS], q.base[OTHER], base) + QUEUE_MS
+    const below = f === MAX_F || (f > 0 && q.samples[f - 1] >= MIN_SAMPLES && q.wait[f - 1] > bar)
+    if (q.wait[f] > bar && below) q.queued = true
+  }
+}
+
+/**
+ * The expected wait (ms) of a request sent now to an upstream with `inflight` in flight: the wait
+ * table's entry, or its neighbours' when it has too few samples; 0 while it has not queued.
+ */
+function waitOf (q, inflight) {
+  if (!q.queued) return 0
+  const f = inflight < MAX_F ? (inflight > 0 ? inflight : 0) : MAX_F
+  if (q.samples[f] >= MIN_SAMPLES) return q.wait[f] > 0 ? q.wait[f] : 0
+  let lo = f - 1
+  while (lo >= 0 && q.samples[lo] < MIN_SAMPLES) lo--
+  let hi = f + 1
+  while (hi <= MAX_F && q.samples[hi] < MIN_SAMPLES) hi++
+  let value
+  if (lo >= 0 && hi <= MAX_F) value = q.wait[lo] + (q.wait[hi] - q.wait[lo]) * (f - lo) / (hi - lo)
+  else if (hi <= MAX_F) value = q.wait[hi]
+  else if (lo < 0) value = 0
+  else {
+    // above every known entry: at least one hit service time per request more (a backend with one
+    // worker; a larger one shows its own, flatter slope once it is sent that many)
+    let lo2 = lo - 1
+    while (lo2 >= 0 && q.samples[lo2] < MIN_SAMPLES) lo2--
+    const measured = lo2 >= 0 ? (q.wait[lo] - q.wait[lo2]) / (lo - lo2) : 0
+    const floor = q.base[HIT] || q.base[OTHER] || q.base[MISS]
+    value = q.wait[lo] + (measured > floor ? measured : floor) * (f - lo)
+  }
+  return value > 0 ? value : 0
+}
+
+/** The expected service time of a class (HIT or MISS) at this upstream, 0 when unknown. */
+function serviceOf (q, hit) {
+  return q.base[hit ? HIT : MISS]
+}
+
+module.exports = { createBases, createQueueing, noteSent, observe, waitOf, serviceOf }

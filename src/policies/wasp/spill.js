@@ -1,0 +1,66 @@
+'use strict'
+
+/**
+ * Spill (issue 28): once the backends queue (./queueing.js learnt a knee for one of them), a key's
+ * request goes to the holder with the shortest expected wait, and leaves its holders for another
+ * upstream only when the wait there is worth a miss: when the best holder's expected wait exceeds
+ * `spill` × the miss penalty (its miss less its hit service time), and another upstream would
+ * answer sooner even as a miss (its wait + its miss service time < the holder's wait + hit time).
+ *
+ * While no candidate has queued, nothing here acts and the thresholds decide, as before.
+ * O(upstreams × holders) per pick.
+ */
+
+const { waitOf, serviceOf } = require('./queueing')
+
+/** Service times assumed before an upstream has measured its own (ms): only their ratio matters. */
+const DEFAULT_HIT = 1
+const DEFAULT_MISS = 4
+
+/**
+ * The index of the upstream that should take this request by queueing, or -1 to let the response
+ * rounds decide (nobody queues, or the key has no listed holder).
+ * @param {object} w the policy state (w.recs registered this pick)
+ * @param {readonly import('../types').Upstream[]} upstreams
+ * @param {import('./memory').KeyRecord} krec
+ * @returns {number}
+ */
+function route (w, upstreams, krec) {
+  const { recs } = w
+  const n = upstreams.length
+  const holders = krec.holders
+  let h = -1
+  let hWait = Infinity
+  let hLoad = Infinity
+  for (let i = 0; i < n; i++) {
+    if (!holders.includes(recs[i])) continue
+    const f = upstreams[i].inflight > 0 ? upstreams[i].inflight : 0
+    const wait = waitOf(recs[i].q, f)
+    const load = f
+    if (wait < hWait || (wait === hWait && load < hLoad)) { h = i; hWait = wait; hLoad = load }
+  }
+  if (h < 0 || hWait <= 0) return h
+  const hq = recs[h].q
+  const hit = serviceOf(hq, true) || DEFAULT_HIT
+  const miss = serviceOf(hq, false) || DEFAULT_MISS * hit
+  if (hWait <= w.o.spill * (miss - hit)) return h
+  const hF = upstreams[h].inflight
+  let best = h
+  let bestCost = hWait + hit
+  for (let i = 0; i < n; i++) {
+    if (i === h) continue
+    const q = recs[i].q
+    const f = upstreams[i].inflight > 0 ? upstreams[i].inflight : 0
+    const held = holders.includes(recs[i])
+    const wait = waitOf(q, f)
+    // a miss goes only where a worker is (about) free, and never to an upstream with more in flight
+    // than the holder (one that has not shown its queue yet reads as waiting 0)
+    if (!held && (wait > hit || f >= hF)) continue
+    const cost = wait + (serviceOf(q, held) || (held ? hit : miss))
+    if (cost < bestCost) { best = i; bestCost = cost }
+  }
+  if (best !== h) w.spills++
+  return best
+}
+
+module.exports = { route }
