@@ -24,6 +24,10 @@ const DEFAULTS = Object.freeze({
   cacheBytes: 0, // 0 = the cache is bounded in pages; > 0: in bytes of page bodies (cachePages ignored)
   missMs: 20, // an I/O wait of the order of a disk read plus rendering; hits cost ~0
   missCpuMs: 0, // opt-in CPU work on a miss (blocks the event loop, like template rendering)
+  hitMs: 0, // service time of a hit: ~0 unless emulating an application server (issue 28)
+  // 0 = unlimited concurrency (no queue); n: n workers and a FIFO queue (servers/worker-pool.js)
+  workers: 0,
+  service: 'timer', // hitMs / missMs as a wait (event loop free); 'cpu': busy work (event loop blocked)
   latencyProfile: [], // no extra latency unless replaying an experiment
   periodic: null, // no periodic load unless replaying experiment B (servers/periodic-load.js)
   maxInflight: 0, // 0 = unlimited
@@ -49,6 +53,14 @@ function checkNumber (name, value) {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
     throw bad(`${name} must be a number >= 0, got ${JSON.stringify(value)}`)
   }
+  return value
+}
+
+/** How a backend spends hitMs / missMs: a timer (the event loop stays free) or busy CPU work. */
+const SERVICES = Object.freeze(['timer', 'cpu'])
+
+function checkService (name, value) {
+  if (!SERVICES.includes(value)) throw bad(`${name} must be ${SERVICES.join(' or ')}, got ${JSON.stringify(value)}`)
   return value
 }
 
@@ -95,6 +107,9 @@ function normalizeBackendOptions (options = {}) {
     cacheBytes: checkInt('cacheBytes', o.cacheBytes),
     missMs: checkNumber('missMs', o.missMs),
     missCpuMs: checkNumber('missCpuMs', o.missCpuMs),
+    hitMs: checkNumber('hitMs', o.hitMs),
+    workers: checkInt('workers', o.workers),
+    service: checkService('service', o.service),
     latencyProfile: [...latencyProfile],
     periodic: o.periodic === null ? null : normalizePeriodic(o.periodic),
     maxInflight: checkInt('maxInflight', o.maxInflight),
@@ -138,6 +153,19 @@ const BACKEND_FLAGS = {
     describe: 'emulated CPU work of a cache miss, ms (blocks the event loop)',
     default: String(DEFAULTS.missCpuMs)
   },
+  'hit-ms': { type: 'string', describe: 'service time of a cache hit, ms', default: String(DEFAULTS.hitMs) },
+  workers: {
+    type: 'string',
+    describe: 'workers: a page request holds one for its service time and queues (FIFO) when all are busy ' +
+      '(0 = unlimited)',
+    default: String(DEFAULTS.workers)
+  },
+  service: {
+    type: 'string',
+    describe: 'how --hit-ms and --miss-ms are spent: timer (a wait, the event loop stays free) or cpu ' +
+      '(busy work, the event loop is blocked)',
+    default: DEFAULTS.service
+  },
   'latency-profile': {
     type: 'string',
     describe: 'repeating extra ms per response, comma list, e.g. 10,15,20,400',
@@ -171,6 +199,11 @@ const BACKEND_FLAGS = {
 const intItem = (name, text) => intOption(name, text)
 const msItem = (name, text) => numberOption(name, text)
 const rateItem = (name, text) => numberOption(name, text, { min: 0, max: 1 })
+const serviceItem = (name, text) => {
+  const value = String(text).trim()
+  if (!SERVICES.includes(value)) throw bad(`--${name} must be ${SERVICES.join(' or ')}, got "${text}"`)
+  return value
+}
 
 /** Flag name → [createBackend option, item parser]. */
 const SCALAR_FLAGS = {
@@ -178,6 +211,9 @@ const SCALAR_FLAGS = {
   'cache-bytes': ['cacheBytes', intItem],
   'miss-ms': ['missMs', msItem],
   'miss-cpu-ms': ['missCpuMs', msItem],
+  'hit-ms': ['hitMs', msItem],
+  workers: ['workers', intItem],
+  service: ['service', serviceItem],
   'max-inflight': ['maxInflight', intItem],
   'stats-keys': ['statsKeys', intItem],
   'error-rate': ['errorRate', rateItem],
@@ -211,7 +247,7 @@ function backendOptionsFromArgs (args) {
  * (`--cache-pages 2,2,4,4,8,8,8`); a single value applies to all.
  *
  * @param {Record<string, string>} args yargs result
- * @returns {object} startFleet() backend options: numbers or arrays of numbers
+ * @returns {object} startFleet() backend options: values or arrays of values (numbers; `service` strings)
  */
 function fleetOptionsFromArgs (args) {
   const out = { root: args.root }

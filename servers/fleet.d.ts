@@ -24,6 +24,9 @@ export interface FaultRates {
   dropRate?: number
 }
 
+/** How a backend spends its hit and miss service times. */
+export type BackendService = 'timer' | 'cpu'
+
 /** Options of one backend (createBackend). */
 export interface BackendOptions {
   /** name sent as `X-Server` and in /_stats (default 'a') */
@@ -38,6 +41,14 @@ export interface BackendOptions {
   missMs?: number
   /** synchronous CPU work paid by each miss, ms (default 0) */
   missCpuMs?: number
+  /** service time of each hit, ms (default 0) */
+  hitMs?: number
+  /** workers: a page request holds one for its whole service time and waits in a FIFO queue when
+   * all are busy; /_stats takes none (default 0 = unlimited, no queue) */
+  workers?: number
+  /** how hitMs / missMs are spent: 'timer' (a wait, the event loop stays free) or 'cpu' (busy
+   * work, the event loop is blocked) (default 'timer') */
+  service?: BackendService
   /** extra ms per response, cycling (default none) */
   latencyProfile?: number[]
   periodic?: PeriodicSpec | null
@@ -67,6 +78,28 @@ export interface BackendStats {
   cachedKeys: string[]
   inflight: number
   cachePages: number
+  hitMs: number
+  missMs: number
+  service: BackendService
+  /** the worker count, 0 = unlimited */
+  workers: number
+  /** page requests holding a worker now */
+  busy: number
+  /** page requests waiting for a worker now */
+  queued: number
+  /** the longest the queue has been since the start */
+  maxQueued: number
+  /** page requests that had to queue since the start */
+  waited: number
+  /** hits whose response finished, and the time they held a worker in total (ms) and on average
+   * (ms, null before the first): measured from taking the worker to the response's end */
+  hitServiceCount: number
+  hitServiceTotalMs: number
+  hitServiceMs: number | null
+  /** the same for the misses (404s included) */
+  missServiceCount: number
+  missServiceTotalMs: number
+  missServiceMs: number | null
   [field: string]: unknown
 }
 
@@ -99,6 +132,10 @@ export interface FleetOptions {
   cacheBytes?: PerBackend<number>
   missMs?: PerBackend<number>
   missCpuMs?: PerBackend<number>
+  hitMs?: PerBackend<number>
+  /** e.g. [2, 3, 4, 5, 6, 7, 8]: unequal backends */
+  workers?: PerBackend<number>
+  service?: PerBackend<BackendService>
   maxInflight?: PerBackend<number>
   closeGraceMs?: PerBackend<number>
   statsKeys?: PerBackend<number>

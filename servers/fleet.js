@@ -3,8 +3,9 @@
 /**
  * A fleet of page backends (ids a, b, c, …), in this process or one child process per backend.
  * Options can differ per backend for heterogeneous experiments: a scalar option given as an array
- * (`cachePages: [2, 2, 4, 4, 8, 8, 8]`) gives backend i the i-th value, `latencyProfiles` gives one
- * profile per backend, and `perBackend[i]` overrides anything for backend i.
+ * (`cachePages: [2, 2, 4, 4, 8, 8, 8]`, `workers: [2, 3, 4, 5, 6, 7, 8]`) gives backend i the i-th
+ * value, `latencyProfiles` gives one profile per backend, and `perBackend[i]` overrides anything for
+ * backend i.
  *
  * The package entry `polistes/fleet` (types in fleet.d.ts): `startFleet`, `createBackend`, `backendId`.
  */
@@ -21,7 +22,8 @@ const { DEFAULTS } = require('../src/config/defaults')
 const SERVER_SCRIPT = path.join(__dirname, 'static-server.js')
 /** Options that may be given once for all backends or as one value per backend. */
 const PER_BACKEND_SCALARS = [
-  'root', 'cachePages', 'cacheBytes', 'missMs', 'missCpuMs', 'maxInflight', 'statsKeys', 'closeGraceMs'
+  'root', 'cachePages', 'cacheBytes', 'missMs', 'missCpuMs', 'hitMs', 'workers', 'service', 'maxInflight', 'statsKeys',
+  'closeGraceMs'
 ]
 const FAULT_RATES = ['errorRate', 'hangRate', 'dropRate']
 const READY_TIMEOUT_MS = 10000
@@ -168,6 +170,9 @@ function childArgs (config, port, host) {
     'cache-bytes': config.cacheBytes,
     'miss-ms': config.missMs,
     'miss-cpu-ms': config.missCpuMs,
+    'hit-ms': config.hitMs,
+    workers: config.workers,
+    service: config.service,
     'max-inflight': config.maxInflight,
     'stats-keys': config.statsKeys,
     'error-rate': f.errorRate,

@@ -2,7 +2,8 @@
 
 /**
  * One page backend: node-static over `root`, behind guards, with its own bounded in-memory page
- * cache, an emulated miss cost, a latency profile, a max-inflight limit and fault injection.
+ * cache, emulated hit and miss service times, a finite number of workers with a FIFO queue (0 =
+ * unlimited), a latency profile, a max-inflight limit and fault injection.
  * Every page response carries `X-Server: <id>` and `X-Cache: HIT|MISS`; `GET /_stats` reports
  * the counters as JSON (with a stats token, only `GET /_stats?token=<token>`: servers/stats-token.js).
  * Every structure is bounded whatever the number of distinct URLs: the page cache by its
@@ -12,6 +13,13 @@
  * on a HIT we replay the cached body and entity headers from memory. A request with
  * `Cache-Control: no-store` (RFC 9111 §5.2.1.5; the balancer's admission hint) is served the same
  * way, but its MISS is not kept and its HIT leaves the page's LRU recency as it was.
+ *
+ * With `workers` > 0 a page request that passed the guards, the max-inflight limit and the fault
+ * draw takes a worker (servers/worker-pool.js), in arrival order, before its cache lookup, and
+ * holds it until its response has finished: the service time (`hitMs` or `missMs`, as a timer or
+ * as CPU work, plus the latency profile's delay) and the page's read and write. `/_stats`, the
+ * guards' answers and injected faults take no worker. A request whose client leaves while it
+ * queues leaves the queue.
  */
 
 const http = require('node:http')
@@ -26,6 +34,7 @@ const { createLatencyProfile } = require('./latency-profile')
 const { createPeriodicLoad } = require('./periodic-load')
 const { createFaults } = require('./faults')
 const { wait, burnCpu } = require('./miss-cost')
+const { createWorkerPool } = require('./worker-pool')
 const { checkMethod, resolvePagePath, guardWriteHead, parseRange } = require('./guards')
 const { hasNoStore } = require('../src/proxy/cache-control')
 const { createServedCounts } = require('./served-counts')
@@ -57,6 +66,20 @@ const { statsAllowed } = require('./stats-token')
  * @property {number} servedDropped paths pushed out of `served` by the cap since the start
  * @property {number} missMs emulated I/O wait per miss
  * @property {number} missCpuMs emulated CPU work per miss
+ * @property {number} hitMs emulated service time per hit
+ * @property {'timer' | 'cpu'} service how hitMs / missMs are spent: a wait, or busy CPU work
+ * @property {number} workers workers, 0 = unlimited (no queue)
+ * @property {number} busy page requests holding a worker now
+ * @property {number} queued page requests waiting for a worker now
+ * @property {number} maxQueued the longest the queue has been since the start
+ * @property {number} waited page requests that had to queue since the start
+ * @property {number} hitServiceCount hits whose response finished (the count behind hitServiceMs)
+ * @property {number} hitServiceTotalMs measured time those hits held a worker, from taking it to the
+ *   response's end, summed (ms; difference two snapshots for an interval's mean)
+ * @property {number | null} hitServiceMs hitServiceTotalMs / hitServiceCount; null before the first
+ * @property {number} missServiceCount misses whose response finished (404s included)
+ * @property {number} missServiceTotalMs as hitServiceTotalMs, for the misses
+ * @property {number | null} missServiceMs missServiceTotalMs / missServiceCount; null before the first
  * @property {number[]} latencyProfile the repeating extra delays
  * @property {number} latencyIndex index in latencyProfile the next response uses
  * @property {object | null} periodic the periodic load (servers/periodic-load.js), null when none
@@ -78,6 +101,11 @@ const { statsAllowed } = require('./stats-token')
  * @param {number} [options.cacheBytes=0] page cache capacity in bytes instead (LRU by size; 0: in pages)
  * @param {number} [options.missMs=20] I/O wait (timer) paid by each miss, ms
  * @param {number} [options.missCpuMs=0] synchronous CPU work paid by each miss, ms
+ * @param {number} [options.hitMs=0] service time of each hit, ms
+ * @param {number} [options.workers=0] workers; a page request holds one for its service time and
+ *   queues (FIFO) when all are busy; 0 = unlimited
+ * @param {'timer' | 'cpu'} [options.service='timer'] hitMs / missMs as a timer (the event loop
+ *   stays free) or as busy CPU work (the event loop is blocked)
  * @param {number[]} [options.latencyProfile=[]] extra ms per response, cycling
  * @param {import('./periodic-load').PeriodicSpec | null} [options.periodic=null] extra ms per response
  *   by wall time (experiment B)
@@ -126,6 +154,8 @@ function createState (o) {
     profile: createLatencyProfile(o.latencyProfile),
     periodic: createPeriodicLoad(o.periodic, o.now),
     faults: createFaults(o.faults, o.random),
+    pool: createWorkerPool(o.workers),
+    service: { hitCount: 0, hitTotalMs: 0, missCount: 0, missTotalMs: 0 },
     startedAt: performance.now(),
     hung: new Set(),
     counters: { requests: 0, rejected: 0, guarded: 0, errors: 0, hangs: 0, drops: 0 },
@@ -143,6 +173,8 @@ function createState (o) {
 function stats (b, { keys = false } = {}) {
   const { o, counters, served } = b
   const c = b.cache.stats()
+  const w = b.pool.stats()
+  const sv = b.service
   return {
     id: o.id,
     pid: process.pid,
@@ -159,6 +191,19 @@ function stats (b, { keys = false } = {}) {
     cacheBytes: o.cacheBytes,
     missMs: o.missMs,
     missCpuMs: o.missCpuMs,
+    hitMs: o.hitMs,
+    service: o.service,
+    workers: w.workers,
+    busy: w.busy,
+    queued: w.queued,
+    maxQueued: w.maxQueued,
+    waited: w.waited,
+    hitServiceCount: sv.hitCount,
+    hitServiceTotalMs: round3(sv.hitTotalMs),
+    hitServiceMs: sv.hitCount > 0 ? round3(sv.hitTotalMs / sv.hitCount) : null,
+    missServiceCount: sv.missCount,
+    missServiceTotalMs: round3(sv.missTotalMs),
+    missServiceMs: sv.missCount > 0 ? round3(sv.missTotalMs / sv.missCount) : null,
     latencyProfile: [...o.latencyProfile],
     latencyIndex: b.profile.position(),
     periodic: o.periodic,
@@ -174,6 +219,8 @@ function stats (b, { keys = false } = {}) {
   }
 }
 
+const round3 = (ms) => Math.round(ms * 1000) / 1000
+
 /** Write a whole response; while closing, with `Connection: close`. */
 function reply (b, res, status, body, headers) {
   if (b.closing) res.setHeader('Connection', 'close')
@@ -188,7 +235,10 @@ function send (b, res, status, text, headers = {}) {
   reply(b, res, status, body, head)
 }
 
-/** One request: answered by the guards or `/_stats`, refused when busy, a fault, or a page. */
+/**
+ * One request: answered by the guards or `/_stats`, refused when busy, a fault, or a page served
+ * by a worker (taken at once when one is free: with unlimited workers nothing waits).
+ */
 async function handle (b, req, res) {
   guardWriteHead(res)
   res.setHeader('X-Server', b.o.id)
@@ -201,7 +251,69 @@ async function handle (b, req, res) {
   }
   const gone = track(b, res)
   if (injectFault(b, req, res)) return
-  return servePage(b, req, res, route, gone)
+  const ticket = b.pool.take()
+  if (ticket && !(await queueForWorker(b, res, ticket, gone))) return
+  return servePage(b, req, res, route, gone, holdWorker(b, res))
+}
+
+/**
+ * Wait in the queue for a worker; leave it when the client goes away first.
+ * @param {object} b the backend's state
+ * @param {import('node:http').ServerResponse} res
+ * @param {import('./worker-pool').WorkerTicket} ticket
+ * @param {() => boolean} gone whether the response closed already
+ * @returns {Promise<boolean>} whether the request holds a worker now
+ */
+async function queueForWorker (b, res, ticket, gone) {
+  const leave = () => ticket.cancel()
+  res.once('close', leave)
+  const granted = await ticket.granted
+  res.off('close', leave)
+  if (granted && gone()) b.pool.release() // closed in the tick its worker came
+  return granted && !gone()
+}
+
+/**
+ * Hold the worker just taken until the response finishes or closes, then give it back; a finished
+ * response adds its time to the hit or miss service totals, as `held.kind` says.
+ * @param {object} b the backend's state
+ * @param {import('node:http').ServerResponse} res
+ * @returns {{ kind: 'hit' | 'miss' | null }} set by servePage once the cache has answered
+ */
+function holdWorker (b, res) {
+  const takenAt = performance.now()
+  const held = { kind: null }
+  let done = false
+  const release = (finished) => {
+    if (done) return
+    done = true
+    b.pool.release()
+    if (!finished || held.kind === null) return
+    const ms = performance.now() - takenAt
+    if (held.kind === 'hit') {
+      b.service.hitCount++
+      b.service.hitTotalMs += ms
+    } else {
+      b.service.missCount++
+      b.service.missTotalMs += ms
+    }
+  }
+  res.once('finish', () => release(true))
+  res.once('close', () => release(false))
+  return held
+}
+
+/**
+ * Spend a service time of `ms` as the backend's `service` says (a timer, or CPU work that blocks
+ * the event loop), plus `extraMs` of wait from the latency profile and the periodic load.
+ */
+async function spend (b, ms, extraMs) {
+  if (b.o.service === 'cpu') {
+    if (ms > 0) burnCpu(ms)
+    await wait(extraMs)
+  } else {
+    await wait(ms + extraMs)
+  }
 }
 
 /**
@@ -274,23 +386,25 @@ function injectFault (b, req, res) {
 }
 
 /**
- * A HIT after the profile's extra delay, or a MISS after the miss cost, unless the client left
- * meanwhile; with `Cache-Control: no-store`, a HIT that does not refresh and a MISS that is not kept.
+ * A HIT after the hit service time and the profile's extra delay, or a MISS after the miss cost,
+ * unless the client left meanwhile; with `Cache-Control: no-store`, a HIT that does not refresh and
+ * a MISS that is not kept. `held` (holdWorker) learns which of the two it is.
  */
-async function servePage (b, req, res, route, gone) {
+async function servePage (b, req, res, route, gone, held) {
   const noStore = hasNoStore(req.headers['cache-control'])
   const page = b.cache.lookup(route.key, noStore)
   const extraMs = b.profile.next() + b.periodic.next()
+  held.kind = page ? 'hit' : 'miss'
   if (page) {
     b.served.count(route.key)
     res.setHeader('X-Cache', 'HIT')
-    await wait(extraMs)
+    await spend(b, b.o.hitMs, extraMs)
     if (!gone()) sendCached(b, req, res, page)
     return
   }
   res.setHeader('X-Cache', 'MISS')
   countOnSuccess(b, res, route.key)
-  await wait(b.o.missMs + extraMs)
+  await spend(b, b.o.missMs, extraMs)
   if (b.o.missCpuMs > 0) burnCpu(b.o.missCpuMs)
   if (!gone()) serveMiss(b, req, res, route, noStore)
 }
@@ -382,7 +496,9 @@ if (require.main === module) {
     const { url } = await backend.listen(port, args.host)
     const s = backend.stats()
     const cache = s.cacheBytes ? `${s.cacheBytes} bytes` : `${s.cachePages} pages`
-    console.log(`backend ${s.id} listening on ${url} (pid ${process.pid}, cache ${cache}, miss ${s.missMs} ms)`)
+    const workers = s.workers > 0 ? `${s.workers} workers` : 'unlimited workers'
+    console.log(`backend ${s.id} listening on ${url} (pid ${process.pid}, cache ${cache}, hit ${s.hitMs} ms, ` +
+      `miss ${s.missMs} ms, ${s.service}, ${workers})`)
     exitOnStop(() => backend.close())
     if (process.send) process.send({ type: 'ready', id: s.id, url, port: Number(new URL(url).port) })
   })

@@ -39,6 +39,8 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
     ['a bad --log-level', ['--log-level', 'loud'], /^polistes: --log-level: got "loud"; expected one of: "fatal", /],
     ['zero timeout: the flag, not the key', ['--timeout', '0'], /^polistes: --timeout must be a positive number of ms, got 0$/],
     ['zero fleet size', ['--fleet-size', '0'], /^polistes: --fleet-size must be an integer in \[1, 1000\], got 0$/],
+    ['a fleet workers list of the wrong length', ['--fleet-size', '3', '--fleet-workers', '2,3'], /^polistes: --fleet-workers has 2 values for 3 backends \(--fleet-size\)/],
+    ['an unknown fleet service', ['--fleet-service', 'gpu'], /^polistes: --fleet-service must be timer or cpu, got "gpu"$/],
     ['a bad backend weight', ['--backends', 'http://127.0.0.1:9101#w=0'], /^polistes: --backends: backend #1: weight must be a positive number, got "0"$/],
     ['non-numeric port', ['--port', 'eighty'], /^polistes: --port must be a number$/],
     ['out-of-range port', ['--port', '70000'], /^polistes: --port must be an integer in \[0, 65535\], got 70000$/],

@@ -109,6 +109,7 @@ describe('an error names where the setting came from', () => {
     ['a file key by the file and the key', {}, { timeoutMs: 0 }, 'config file FILE: timeoutMs must be a positive number of ms, got 0'],
     ['a nested file key', {}, { healthCheck: { fall: 0 } }, 'config file FILE: healthCheck.fall must be an integer in [1, 1000], got 0'],
     ['a fleet file key', {}, { fleet: { missMs: -1 } }, 'config file FILE: fleet.missMs must be a non-negative number of ms, got -1'],
+    ['a fleet list of the wrong length', {}, { fleet: { workers: [1, 2] } }, 'config file FILE: fleet.workers has 2 values for 7 backends (fleet.count): give one per backend, or one number for all'],
     ['the seed\'s receiver_addresses', {}, { receiver_addresses: ['127.0.0.1:1', '127.0.0.1:1'] }, 'config file FILE: receiver_addresses: duplicate backend id "127.0.0.1:1"'],
     ['a flag against a file key', { timeoutMs: 1000 }, { tryTimeoutMs: 2000 }, 'config file FILE: tryTimeoutMs (2000) must not exceed --timeout (1000): the inactivity timeout would always fire first'],
     ['a file key against a default, named as a key', {}, { headersTimeoutMs: 70000 }, 'config file FILE: headersTimeoutMs (70000) must not exceed requestTimeoutMs (60000)'],

@@ -27,6 +27,10 @@ test.each([
   [['--error-rate', '1.5'], /--error-rate/],
   [['--hang-rate', '-0.1'], /--hang-rate/],
   [['--drop-rate', 'often'], /--drop-rate/],
+  [['--workers', '-1'], /^static-server: --workers must be an integer >= 0, got "-1"/],
+  [['--workers', '1.5'], /--workers must be an integer/],
+  [['--hit-ms', 'fast'], /--hit-ms must be a number/],
+  [['--service', 'gpu'], /^static-server: --service must be timer or cpu, got "gpu"/],
   [['--port', '70000'], /--port/],
   [['--port', 'http'], /--port/],
   [['--root', '/definitely/not/here'], /root is not a directory/],
@@ -56,20 +60,20 @@ test('a port in use: exit 2 and one line naming the address', async () => {
 test('--help prints the flags and exits 0', async () => {
   const run = await runNode(SERVER, ['--help'])
   expect(run.code).toBe(0)
-  for (const flag of ['--port', '--host', '--id', '--root', '--cache-pages', '--miss-ms', '--miss-cpu-ms', '--latency-profile', '--max-inflight', '--error-rate', '--hang-rate', '--drop-rate']) {
+  for (const flag of ['--port', '--host', '--id', '--root', '--cache-pages', '--miss-ms', '--miss-cpu-ms', '--latency-profile', '--max-inflight', '--workers', '--hit-ms', '--service', '--error-rate', '--hang-rate', '--drop-rate']) {
     expect(run.stdout).toContain(flag)
   }
 })
 
 test('prints where it listens, serves with its flags, and stops cleanly on SIGINT', async () => {
-  const { child, url } = startCli(['--port', '0', '--id', 'q', '--cache-pages', '2', '--miss-ms', '0', '--latency-profile', '0,5'])
+  const { child, url } = startCli(['--port', '0', '--id', 'q', '--cache-pages', '2', '--miss-ms', '0', '--latency-profile', '0,5', '--workers', '3', '--hit-ms', '1', '--service', 'cpu'])
   try {
     const base = await url
     expect(base).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
     const res = await rawRequest(base, '/page1.html')
     expect(res.headers['x-server']).toBe('q')
     const stats = JSON.parse((await rawRequest(base, '/_stats')).body)
-    expect(stats).toMatchObject({ id: 'q', cachePages: 2, missMs: 0, latencyProfile: [0, 5], requests: 1 })
+    expect(stats).toMatchObject({ id: 'q', cachePages: 2, missMs: 0, latencyProfile: [0, 5], requests: 1, workers: 3, hitMs: 1, service: 'cpu' })
   } finally {
     child.kill('SIGINT')
   }

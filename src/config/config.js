@@ -10,7 +10,7 @@ const {
 } = require('../common/errors')
 const { DEFAULTS, validateOptions, checkMembers } = require('./defaults')
 const { TOP_KEYS } = require('./options')
-const { onOption } = require('../common/option-checks')
+const { onOption, badOption } = require('../common/option-checks')
 const { policyNames, createPolicy } = require('../policies')
 const { parseBackends } = require('../pool/backend-spec')
 
@@ -187,7 +187,19 @@ function merge (flags, file) {
     }
   }
   checkMembers('fleet', config.fleet)
+  checkFleetLists(config.fleet)
   return config
+}
+
+/**
+ * A per-backend list of the fleet (`fleet.workers`) has one value per backend.
+ * @param {{ count: number, workers: number | number[] }} fleet checked member by member already
+ */
+function checkFleetLists (fleet) {
+  if (Array.isArray(fleet.workers) && fleet.workers.length !== fleet.count) {
+    throw badOption(['fleet.workers', 'fleet.count'], `fleet.workers has ${fleet.workers.length} values for ` +
+      `${fleet.count} backends (fleet.count): give one per backend, or one number for all`)
+  }
 }
 
 /**

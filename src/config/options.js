@@ -48,6 +48,24 @@ const boolean = (v, key) => {
     throw new ERR_POLISTES_BAD_OPTION(`${key} must be true or false, got ${JSON.stringify(v)}`)
   }
 }
+/** a number of ms >= 0 */
+const nonNegativeMs = (v, key) => {
+  if (!(Number.isFinite(v) && v >= 0)) {
+    throw new ERR_POLISTES_BAD_OPTION(`${key} must be a non-negative number of ms, got ${v}`)
+  }
+}
+/** an integer in [min, max] for every backend, or a non-empty list of them, one per backend */
+const integerOrList = (min, max) => (v, key) => {
+  if (!Array.isArray(v)) return checkInteger(key, v, min, max)
+  if (v.length === 0) throw new ERR_POLISTES_BAD_OPTION(`${key} must be an integer or a non-empty list of integers`)
+  for (const item of v) checkInteger(key, item, min, max)
+}
+/** one of `names` */
+const oneOf = (names) => (v, key) => {
+  if (!names.includes(v)) {
+    throw new ERR_POLISTES_BAD_OPTION(`${key} must be ${names.join(' or ')}, got ${JSON.stringify(v)}`)
+  }
+}
 const address = (v, key) => {
   if (typeof v !== 'string' || v === '') {
     throw new ERR_POLISTES_BAD_OPTION(`${key} must be a non-empty string`)
@@ -496,15 +514,41 @@ const OPTIONS = [
   {
     key: 'fleet.missMs',
     default: 20,
-    check: (v, key) => {
-      if (!(Number.isFinite(v) && v >= 0)) {
-        throw new ERR_POLISTES_BAD_OPTION(`${key} must be a non-negative number of ms, got ${v}`)
-      }
-    },
+    check: nonNegativeMs,
     reload: RESTART,
     balancer: false,
     flag: { name: 'miss-ms', group: 'fleet', type: 'number' },
     doc: 'emulated cost of a cache miss in ms'
+  },
+  {
+    key: 'fleet.hitMs',
+    default: 0,
+    check: nonNegativeMs,
+    reload: RESTART,
+    balancer: false,
+    flag: { name: 'hit-ms', group: 'fleet', type: 'number' },
+    doc: 'emulated service time of a cache hit in ms'
+  },
+  // finite backends (issue 28): a FIFO queue in front of n workers; the list's length is checked
+  // against fleet.count in src/config/config.js
+  {
+    key: 'fleet.workers',
+    default: 0,
+    check: integerOrList(0, 100000),
+    reload: RESTART,
+    balancer: false,
+    flag: { name: 'fleet-workers', group: 'fleet', type: 'string', parse: 'numberOrList' },
+    doc: 'workers per backend, a request holding one for its service time and queueing when all are busy: one ' +
+      'number, or a comma list with one per backend (0 = unlimited)'
+  },
+  {
+    key: 'fleet.service',
+    default: 'timer',
+    check: oneOf(['timer', 'cpu']),
+    reload: RESTART,
+    balancer: false,
+    flag: { name: 'fleet-service', group: 'fleet', type: 'string' },
+    doc: 'how hit and miss times are spent: timer (a wait) or cpu (busy work, blocking the backend\'s event loop)'
   },
 
   // general

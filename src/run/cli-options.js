@@ -51,6 +51,21 @@ function parseList (flag, value) {
 }
 
 /**
+ * A number, or a comma list of numbers (`--fleet-workers 2,3,4`); the range is checked with the options.
+ * @param {string} flag for the message
+ * @param {unknown} value
+ * @returns {number | number[]} a number for one item, else the list
+ */
+function parseNumberOrList (flag, value) {
+  const parts = String(value).split(',').map((s) => s.trim())
+  if (!parts.every((p) => p !== '' && Number.isFinite(Number(p)))) {
+    throw new ERR_POLISTES_BAD_OPTION(`--${flag} must be a number or a comma list of numbers, e.g. 2,3, got "${value}"`)
+  }
+  const numbers = parts.map(Number)
+  return numbers.length === 1 ? numbers[0] : numbers
+}
+
+/**
  * @param {string} flag for the message
  * @param {unknown} value
  */
@@ -67,6 +82,7 @@ const PARSERS = {
   json: parseJson,
   list: parseList,
   retryOn: parseRetryOn,
+  numberOrList: parseNumberOrList,
   emptyIsNull: (flag, value) => (value === '' ? null : value)
 }
 

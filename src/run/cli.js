@@ -84,9 +84,11 @@ function parseArgs (argv) {
 }
 
 /**
- * Starts the embedded fleet from the resolved `fleet` options (count, basePort, cachePages, missMs).
+ * Starts the embedded fleet from the resolved `fleet` options (count, basePort, cachePages, missMs, hitMs,
+ * workers, service).
  * @callback StartFleet
- * @param {{ count: number, basePort: number, cachePages: number, missMs: number }} fleet
+ * @param {{ count: number, basePort: number, cachePages: number, missMs: number, hitMs: number,
+ *   workers: number | number[], service: 'timer' | 'cpu' }} fleet
  * @returns {Promise<{ backends: Array<{ id: string, url: string }>, close: () => Promise<void>, statsPath?: string }>}
  *   `statsPath`: the path the fleet's backends are health-checked on (default `/_stats`)
  */
@@ -220,10 +222,22 @@ async function startFleetIfNeeded (config, startFleet, logger) {
   }
   logger.info(
     { backends: fleet.backends.map((b) => `${b.id}=${b.url}`) },
-    `embedded fleet of ${fleet.backends.length} backends (cache ${config.fleet.cachePages} pages, miss ` +
-      `${config.fleet.missMs} ms)`
+    `embedded fleet of ${fleet.backends.length} backends (${fleetSummary(config.fleet)})`
   )
   return { backends: fleet.backends.map((b) => ({ id: b.id, url: b.url })), fleet }
+}
+
+/**
+ * The fleet's settings for the start-up line: cache and miss always, the finite capacity (issue 28)
+ * when it is set.
+ * @param {{ cachePages: number, missMs: number, hitMs: number, workers: number | number[], service: string }} f
+ */
+function fleetSummary (f) {
+  const parts = [`cache ${f.cachePages} pages`, `miss ${f.missMs} ms`]
+  if (f.hitMs > 0) parts.push(`hit ${f.hitMs} ms`)
+  if (f.service !== 'timer') parts.push(`service ${f.service}`)
+  if (Array.isArray(f.workers) || f.workers > 0) parts.push(`workers ${[].concat(f.workers).join(',')}`)
+  return parts.join(', ')
 }
 
 /** Print one line for a known error and exit 2; anything else is a bug and keeps its stack. */

@@ -66,6 +66,15 @@ async function main (): Promise<void> {
   // polistes/fleet
   // @ts-expect-error count is a number
   await startFleet({ count: '3' })
+  // finite backends: workers per backend, hit and miss service times, spent as timers or CPU work
+  const finite = await startFleet({ count: 3, basePort: 0, workers: [2, 3, 4], hitMs: 5, missMs: 20, service: 'timer' })
+  const busy: number = backend.stats().busy
+  const missServiceMs: number | null = backend.stats().missServiceMs
+  void busy
+  void missServiceMs
+  // @ts-expect-error service is 'timer' or 'cpu'
+  createBackend({ service: 'gpu' })
+  await finite.close()
   await fleet.close()
 }
 void main
