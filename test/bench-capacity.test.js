@@ -111,6 +111,9 @@ describe('capacity: the physical limit', () => {
       { hits: 100, misses: 0, hitServiceTotalMs: 500, missServiceTotalMs: 0, maxQueued: 3 }]
     expect(serviceTimes(before, after)).toEqual({ hits: 200, misses: 20, hitTotalMs: 1100, missTotalMs: 420, hitMs: 5.5, missMs: 21, maxQueued: 7 })
     expect(serviceTimes(undefined, [{ hits: 1, misses: 1 }])).toBe(null) // backends without workers
+    // the counts behind the totals when the backends give them (responses finished, not requests taken)
+    const counted = (b, extra) => b.map((x, i) => ({ ...x, hitServiceCount: x.hits - extra[i], missServiceCount: x.misses }))
+    expect(serviceTimes(counted(before, [0, 0]), counted(after, [10, 0]))).toMatchObject({ hits: 190, misses: 20, hitMs: 1100 / 190 })
     const pooled = measuredService([{ service: { hits: 100, misses: 10, hitTotalMs: 600, missTotalMs: 200 } }, {},
       { service: { hits: 300, misses: 30, hitTotalMs: 1600, missTotalMs: 640 } }])
     expect(pooled).toEqual({ hitMs: 5.5, missMs: 21, hits: 400, misses: 40 })

@@ -123,7 +123,8 @@ function balancerCounts (stats) {
 /**
  * The service times the backends measured between two snapshots (backends with a finite number of
  * workers report the total ms their workers spent on hits and on misses, issue 28), summed over the
- * fleet, and the longest queue any backend has had since it started.
+ * fleet, over the responses that finished (`hitServiceCount`, `missServiceCount`), and the longest
+ * queue any backend has had since it started.
  * @param {Array<object> | undefined} before
  * @param {Array<object>} after `/_stats` of each backend, with `hitServiceTotalMs` and `missServiceTotalMs`
  * @returns {{ hits: number, misses: number, hitTotalMs: number, missTotalMs: number, hitMs: number, missMs: number,
@@ -133,8 +134,10 @@ function serviceTimes (before, after) {
   const reports = (b) => Number.isFinite(b.hitServiceTotalMs) && Number.isFinite(b.missServiceTotalMs)
   if (!after.length || !after.every(reports)) return null
   const sum = (field) => after.reduce((a, b, i) => a + delta(b, before && before[i], field), 0)
-  const hits = sum('hits')
-  const misses = sum('misses')
+  // the responses behind the totals (those that finished); backends without these counts: hits and misses
+  const counted = after.every((b) => Number.isFinite(b.hitServiceCount) && Number.isFinite(b.missServiceCount))
+  const hits = sum(counted ? 'hitServiceCount' : 'hits')
+  const misses = sum(counted ? 'missServiceCount' : 'misses')
   const hitTotalMs = sum('hitServiceTotalMs')
   const missTotalMs = sum('missServiceTotalMs')
   return {

@@ -8,7 +8,11 @@
  * `stopAfter` of its rates were over the SLO (medians over its trials). run.js writes what it returns.
  */
 
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
 const { performance } = require('node:perf_hooks')
+const { generatePages } = require('../../servers/pages')
 const { runOnce } = require('./trial')
 const { formatDuration, remainingSeconds, runLoadSeconds, planSeconds } = require('./plan')
 const { sweepCells, keepsSweeping } = require('../reports/capacity')
@@ -52,6 +56,17 @@ function formatSweepPlan (settings) {
  *   `offered` (its rate)
  */
 async function runSweep (settings, { progress }) {
+  // the pages, generated once for every cell (each fleet child would take seconds to write 2,000 files)
+  const pagesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-sweep-pages-'))
+  try {
+    generatePages({ count: settings.pages, dir: pagesDir, sizes: settings.pageSizes })
+    return await sweep({ ...settings, pagesDir }, { progress })
+  } finally {
+    fs.rmSync(pagesDir, { recursive: true, force: true })
+  }
+}
+
+async function sweep (settings, { progress }) {
   const { rates, sloMs, stopAfter } = settings.sweep
   const since = (start) => (performance.now() - start) / 1000
   const done = []

@@ -77,7 +77,7 @@ function startChildren (arm, trial, profileDir) {
 /** Start the fleet, then the balancer in front of it. */
 async function startServers (fleet, balancer, arm, settings) {
   const { backends, pageBytes } = await fleet.request('start', {
-    fleet: settings.fleet, pages: settings.pages, pageSizes: settings.pageSizes, host: HOST
+    fleet: settings.fleet, pages: settings.pages, pageSizes: settings.pageSizes, pagesDir: settings.pagesDir, host: HOST
   })
   const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
   const { url, version } = await balancer.request('start', {
