@@ -37,11 +37,15 @@ describe('bench end to end: the capacity scenario', () => {
     for (const run of doc.runs) {
       expect(run).toMatchObject({ errors: 0, non2xx: 0, requests: 100 })
       expect(run.perBackend).toHaveLength(7)
+      expect(run.servedRps).toBeGreaterThan(0) // the backends' count in the window: about the rate, far below it
+      expect(run.servedRps).toBeLessThan(200) //   if the fleet saturated
       expect(run.load.generator).toBe('open-loop')
       expect(typeof run.load.lag.p99).toBe('number')
       // the backends measured their service times: not below the timers (5 and 20 ms), but for the up to
       // a millisecond a timer may fire early on performance.now()'s clock
-      expect(run.service.hits + run.service.misses).toBeGreaterThan(90)
+      // the responses finished between the window's two snapshots (on a loaded machine some end after it)
+      expect(run.service.hits + run.service.misses).toBeGreaterThan(0)
+      expect(run.service.hits + run.service.misses).toBeLessThanOrEqual(run.requests + 16)
       expect(run.service.misses).toBeGreaterThan(0) // cold caches
       expect(run.service.missMs).toBeGreaterThanOrEqual(19)
       if (run.service.hits) expect(run.service.hitMs).toBeGreaterThanOrEqual(4)

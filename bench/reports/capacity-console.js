@@ -70,12 +70,12 @@ function limitLine (cap) {
  */
 function formatCapacityTable (doc) {
   const cap = doc.capacity
-  const rows = [['contender', 'offered', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'hit rate', 'busiest', 'errors',
+  const rows = [['contender', 'offered', 'served', 'p50 ms', 'p99 ms', 'p99.9 ms', 'hit rate', 'busiest', 'errors',
     'lag p99', 'flags']]
   let last
   for (const c of cap.cells) {
-    rows.push([c.algo === last ? '' : c.algo, int(c.rate), fmt(1)(c.rps), fmt(2)(c.p50), fmt(2)(c.p99), fmt(2)(c.p999),
-      fmt(3)(c.hitRate), fmt(3)(c.busiest), String(c.errors), fmt(2)(c.lagP99),
+    rows.push([c.algo === last ? '' : c.algo, int(c.rate), fmt(0)(c.served), fmt(2)(c.p50), fmt(2)(c.p99),
+      fmt(2)(c.p999), fmt(3)(c.hitRate), fmt(3)(c.busiest), String(c.errors), fmt(2)(c.lagP99),
       `${c.overSlo ? '>SLO' : ''}${c.lagged ? ' LAG' : ''}`.trim()])
     last = c.algo
   }
@@ -87,7 +87,8 @@ function formatCapacityTable (doc) {
       fmt(3)(c.busiest), int(c.limitOwn)])
   }
   const out = [...header(doc), '', ...table(rows), '',
-    `flags: >SLO p99 over ${cap.sloMs} ms; LAG the generator's own send lag p99 over ${cap.lagLimitMs} ms (the ` +
+    'served: the backends\' requests per second in the window. flags: >SLO p99 over ' +
+      `${cap.sloMs} ms; LAG the generator's own send lag p99 over ${cap.lagLimitMs} ms (the ` +
       'cell may measure the generator, not the fleet). busiest: the busiest backend\'s share of the requests ' +
       `(fair: ${fmt(3)(1 / cap.fleet.workers.length)})`,
     '', `capacity at SLO: the highest offered rate before the first whose p99 is over ${cap.sloMs} ms ` +

@@ -113,9 +113,9 @@ function formatCapacityHtml (doc) {
   }
   const limit = (cap.limit.measured || cap.limit.nominal).rate
   const cells = htmlTable(
-    ['contender', 'offered req/s', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'hit rate', 'busiest share', 'errors',
-      'generator lag p99 ms', 'flags'],
-    cap.cells.map((c) => [c.algo, c.rate, num(c.rps, 1), num(c.p50), num(c.p99), num(c.p999), num(c.hitRate, 3),
+    ['contender', 'offered req/s', 'served req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'hit rate', 'busiest share',
+      'errors', 'generator lag p99 ms', 'flags'],
+    cap.cells.map((c) => [c.algo, c.rate, num(c.served, 0), num(c.p50), num(c.p99), num(c.p999), num(c.hitRate, 3),
       num(c.busiest, 3), c.errors, num(c.lagP99), [c.overSlo && 'over SLO', c.lagged && 'generator lagged']
         .filter(Boolean).join(', ')])
   )

@@ -37,8 +37,10 @@ function defaultSlo (hitMs, missMs) {
  * One run of the sweep as a cell's trial: the figures the capacity table shows.
  * @param {object} run a run record (bench/runners/trial.js) with `offered`, its offered rate
  * @param {number} sloMs
- * @returns {{ algo: string, rate: number, trial: number, rps: number, p50: number, p99: number, p999: number,
- *   hitRate: number, busiest: number, errors: number, lagP99: number, lagMax: number, lagged: boolean }}
+ * @returns {{ algo: string, rate: number, trial: number, rps: number, served: number, p50: number, p99: number,
+ *   p999: number,
+ *   hitRate: number, busiest: number, errors: number, lagP99: number, lagMax: number, lagged: boolean }} `served`:
+ *   the backends' requests per second in the window (`rps` is the generator's, by intended send time)
  */
 function trialCell (run, sloMs) {
   const lag = (run.load && run.load.lag) || {}
@@ -48,6 +50,7 @@ function trialCell (run, sloMs) {
     rate: run.offered,
     trial: run.trial,
     rps: run.rps,
+    served: run.servedRps ?? NaN,
     p50: run.latency.p50,
     p99: run.latency.p99,
     p999: run.latency.p999,
@@ -65,7 +68,7 @@ function trialCell (run, sloMs) {
  * `lagged` when any trial's generator lagged), in the order the contenders first ran, rates ascending.
  * @param {object[]} runs run records with `offered`
  * @param {number} sloMs
- * @returns {Array<{ algo: string, rate: number, trials: number, rps: number, p50: number, p99: number,
+ * @returns {Array<{ algo: string, rate: number, trials: number, rps: number, served: number, p50: number, p99: number,
  *   p999: number, hitRate: number, busiest: number, errors: number, lagP99: number, lagMax: number,
  *   lagged: boolean, overSlo: boolean }>}
  */
@@ -85,6 +88,7 @@ function sweepCells (runs, sloMs) {
       rate: trials[0].rate,
       trials: trials.length,
       rps: mid('rps', 1),
+      served: mid('served', 1),
       p50: mid('p50'),
       p99,
       p999: mid('p999'),

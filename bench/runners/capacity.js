@@ -53,7 +53,7 @@ function formatSweepPlan (settings) {
  * @param {object} settings from options.js, with `sweep`
  * @param {{ progress: { line (text: string): void, tick (p: object): void } }} io
  * @returns {Promise<{ runs: object[], startedAt: Date, finishedAt: Date }>} run records, each with
- *   `offered` (its rate)
+ *   `offered` (its rate) and `servedRps` (the backends' requests per second in the window)
  */
 async function runSweep (settings, { progress }) {
   // the pages, generated once for every cell (each fleet child would take seconds to write 2,000 files)
@@ -113,7 +113,10 @@ async function sweep (settings, { progress }) {
         })
         done.push({ wall: since(start), planned })
         inRate++
-        runs.push({ ...run, offered: rate })
+        // what the backends served in the window: below the offered rate once the fleet saturates (the open
+        // loop's own count, by intended send time, is the offered rate whatever the latency)
+        const served = run.perBackend.reduce((a, b) => a + b.requests, 0) / settings.duration
+        runs.push({ ...run, offered: rate, servedRps: Math.round(served * 10) / 10 })
         progress.line(`[${rate} req/s] ${arm.label} trial ${t + 1}: p50 ${run.latency.p50} ms, p99 ` +
           `${run.latency.p99} ms, hit rate ${run.hitRate}, errors ${run.errors + run.non2xx}` +
           `${run.load.lag ? `, generator lag p99 ${run.load.lag.p99} ms` : ''}, ${eta(0)}`)
