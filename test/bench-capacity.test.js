@@ -8,7 +8,7 @@
 
 const {
   defaultSlo, lagLimitMs, sweepCells, keepsSweeping, capacityAtSlo, measuredService, physicalLimit, capacities,
-  capacityReport
+  capacityReport, issueTargets
 } = require('../bench/reports/capacity')
 const { serviceTimes } = require('../bench/reports/metrics')
 const { physicalLimit: modelLimit } = require('../bench/model/open-loop')
@@ -83,6 +83,34 @@ describe('capacity: cells, stop rule and capacity at SLO', () => {
       expect.objectContaining({ algo: 'a', capacity: 2000, firstOver: 3000, ofLimit: 0.5, p99: 30, hitRate: 0.75, busiest: 0.8, lagged: true }),
       expect.objectContaining({ algo: 'b', capacity: 0, firstOver: 1000, ofLimit: 0, lagged: false })
     ])
+  })
+})
+
+describe('capacity: the issue\'s targets', () => {
+  const runs = [
+    run('wasp', 1000, 10), run('nginx', 1000, 12), run('haproxy', 1000, 8),
+    run('wasp', 2000, 30), run('nginx', 2000, 90), run('haproxy', 2000, 35),
+    run('wasp', 3000, 38), run('haproxy', 3000, 70), run('lc', 3000, 20),
+    run('wasp', 4000, 80)
+  ]
+  const cells = sweepCells(runs, 40)
+  const contenders = capacities(cells, 4000)
+
+  test('wasp against the physical limit and the best peer (by capacity), and its p99 at every rate up to that capacity', () => {
+    const t = issueTargets(cells, contenders, 4000, ['nginx', 'haproxy'])
+    expect(t).toEqual([
+      { name: 'capacity wasp / physical limit', value: 0.75, min: 0.85, pass: false },
+      { name: 'capacity wasp / the best peer\'s (haproxy)', value: 1.5, min: 1.15, pass: true },
+      // at 1000 haproxy's p99 (8) is below wasp's (10); at 2000 both peers' are above; lc is no peer
+      { name: 'rates where a peer\'s p99 is below wasp\'s, up to the best peer\'s capacity (2000)', value: 1, max: 0, pass: false, misses: ['1000 (haproxy)'] }
+    ])
+  })
+
+  test('without peers, the limit only; without wasp, nothing; a best peer at 0 cannot be told', () => {
+    expect(issueTargets(cells, contenders, 4000, []).map((t) => t.name)).toEqual(['capacity wasp / physical limit'])
+    expect(issueTargets(cells, contenders.filter((c) => c.algo !== 'wasp'), 4000, ['nginx'])).toEqual([])
+    const zero = issueTargets(sweepCells([run('wasp', 1000, 10), run('nginx', 1000, 50)], 40), capacities(sweepCells([run('wasp', 1000, 10), run('nginx', 1000, 50)], 40), 4000), 4000, ['nginx'])
+    expect(zero.slice(1).map((t) => t.pass)).toEqual([undefined, undefined])
   })
 })
 
@@ -222,7 +250,8 @@ describe('capacity: reports', () => {
     sweep: { rates: [1500, 2000, 2500], sloMs: 40, sloDefault: true, stopAfter: 2 },
     fleet: { count: 7, workers: 4, cachePages: 100, hitMs: 5, missMs: 20, service: 'timer' },
     pages: 2000,
-    popularity: ZIPF1
+    popularity: ZIPF1,
+    peers: ['haproxy-uri-bounded-150']
   }
   const doc = {
     scenario: 'capacity',
@@ -250,6 +279,9 @@ describe('capacity: reports', () => {
       `${(1 - l.hitRate).toFixed(4)} x 21.00) = ${Math.round(l.rate).toLocaleString('en-US')} req/s`)
     expect(text).toContain('the service times the backends measured over the sweep (5,220 hits, 780 misses); at the nominal 5/20 ms')
     expect(text).toContain('peers (HAProxy version 2.6.12)')
+    expect(text).toContain('targets (issue 28):\n  MISS capacity wasp / physical limit = ')
+    expect(text).toContain('  MISS capacity wasp / the best peer\'s (haproxy-uri-bounded-150) = 0.75 (target >= 1.15)')
+    expect(text).toContain('  MISS rates where a peer\'s p99 is below wasp\'s, up to the best peer\'s capacity (2000) = 1 (target <= 0): 2000 (haproxy-uri-bounded-150)')
   })
 
   test('the HTML: p99 against the offered rate per contender with the SLO line, the capacity bars with the limit, the tables', () => {
@@ -267,6 +299,7 @@ describe('capacity: reports', () => {
     expect(html).toContain(`physical limit ${Math.round(doc.capacity.limit.measured.rate)}</text>`)
     expect(html).toContain('<td>wasp</td><td>1500</td><td>1490</td>')
     expect(html).toContain('over SLO, generator lagged')
+    expect(html).toContain('<li>MISS: capacity wasp / the best peer&#39;s (haproxy-uri-bounded-150) = 0.750 (target &ge; 1.15)</li>')
     expect(html).not.toMatch(/undefined|NaN/)
   })
 

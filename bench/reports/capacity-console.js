@@ -94,6 +94,15 @@ function formatCapacityTable (doc) {
     '', `capacity at SLO: the highest offered rate before the first whose p99 is over ${cap.sloMs} ms ` +
       '(+: none was, the capacity may lie beyond the sweep)', ...table(caps), '', limitLine(cap),
     '"own limit": the same from the service times measured in the contender\'s own cells']
+  if (cap.targets && cap.targets.length) {
+    out.push('', 'targets (issue 28):')
+    for (const t of cap.targets) {
+      const mark = t.pass === undefined ? '?' : t.pass ? 'ok  ' : 'MISS'
+      const bound = t.min !== undefined ? `>= ${t.min}` : `<= ${t.max}`
+      out.push(`  ${mark} ${t.name} = ${Number.isFinite(t.value) ? t.value : 'n/a'} (target ${bound})` +
+        `${t.misses && t.misses.length ? `: ${t.misses.join(', ')}` : ''}`)
+    }
+  }
   const peers = doc.runs.filter((r) => r.peer)
   if (peers.length) {
     const versions = [...new Set(peers.map((r) => r.peer.version).filter(Boolean))]

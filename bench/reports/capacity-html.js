@@ -160,6 +160,11 @@ ${num(cap.limit[cap.limit.basis].hitRate, 4)} (the hottest ${cap.fleet.cachePage
 cached): ${w.reduce((a, b) => a + b, 0)} workers x 1000 / (h x hit + (1 - h) x miss) = ${num(limit, 0)} req/s, from
 ${basis}.</p>
 ${caps}
+${(cap.targets || []).length
+  ? `<ul>${cap.targets.map((t) => `<li>${t.pass === undefined ? '?' : t.pass ? 'ok' : 'MISS'}: ${esc(t.name)} = ` +
+    `${esc(num(t.value, 3))} (target ${t.min !== undefined ? `&ge; ${t.min}` : `&le; ${t.max}`})` +
+    `${t.misses && t.misses.length ? `: ${esc(t.misses.join(', '))}` : ''}</li>`).join('')}</ul>`
+  : ''}
 ${rateChart('Hit rate against the offered rate (backends\' /_stats)', hit, { yLabel: 'hit rate', yMax: 1 })}
 <h2>Cells (medians over trials)</h2>
 ${cells}

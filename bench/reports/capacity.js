@@ -196,6 +196,51 @@ function capacities (cells, limitRate) {
   })
 }
 
+/**
+ * Issue 28's targets for one contender (wasp): its capacity at least 0.85 of the physical limit and
+ * 1.15 times the best peer's (HAProxy or nginx), and its p99 at or below every peer's at every rate up
+ * to the best peer's capacity.
+ * @param {ReturnType<typeof sweepCells>} cells
+ * @param {ReturnType<typeof capacities>} contenders
+ * @param {number} limitRate the physical limit, req/s
+ * @param {string[]} peers the labels of the peer arms
+ * @param {string} [algo]
+ * @returns {Array<{ name: string, value: number, min?: number, max?: number, pass: boolean | undefined,
+ *   misses?: string[] }>} pass undefined when it cannot be told (the contender or the peers did not run)
+ */
+function issueTargets (cells, contenders, limitRate, peers, algo = 'wasp') {
+  const me = contenders.find((c) => c.algo === algo)
+  if (!me) return []
+  const meets = (t) => (t.min === undefined || t.value >= t.min) && (t.max === undefined || t.value <= t.max)
+  const check = (t) => ({ ...t, pass: Number.isFinite(t.value) ? meets(t) : undefined })
+  const out = [
+    check({ name: `capacity ${algo} / physical limit`, value: round(me.capacity / limitRate, 3), min: 0.85 })
+  ]
+  const others = contenders.filter((c) => peers.includes(c.algo))
+  if (!others.length) return out
+  const best = others.reduce((a, b) => (b.capacity > a.capacity ? b : a))
+  out.push(check({
+    name: `capacity ${algo} / the best peer's (${best.algo})`,
+    value: best.capacity ? round(me.capacity / best.capacity, 3) : NaN,
+    min: 1.15
+  }))
+  const misses = []
+  for (const rate of [...new Set(cells.map((c) => c.rate))].filter((r) => r <= best.capacity)) {
+    const mine = cells.find((c) => c.algo === algo && c.rate === rate)
+    for (const peer of others) {
+      const theirs = cells.find((c) => c.algo === peer.algo && c.rate === rate)
+      if (theirs && !(mine && mine.p99 <= theirs.p99)) misses.push(`${rate} (${peer.algo})`)
+    }
+  }
+  out.push(check({
+    name: `rates where a peer's p99 is below ${algo}'s, up to the best peer's capacity (${best.capacity})`,
+    value: best.capacity ? misses.length : NaN,
+    max: 0,
+    misses
+  }))
+  return out
+}
+
 /** One value per backend of a fleet option that is a number or an array. */
 function perBackend (value, count) {
   return Array.isArray(value) ? value.slice() : Array.from({ length: count }, () => value)
@@ -229,6 +274,7 @@ function capacityReport (settings, runs) {
     const ownLimit = own ? physicalLimit({ ...shape, hitMs: own.hitMs, missMs: own.missMs }).rate : NaN
     return { ...c, limitOwn: round(ownLimit, 1) }
   })
+  const targets = issueTargets(cells, contenders, limit.rate, settings.peers || [])
   const roundLimit = (l) => l &&
     { hitRate: round(l.hitRate, 4), serviceMs: round(l.serviceMs, 3), rate: round(l.rate, 1) }
   return {
@@ -252,7 +298,8 @@ function capacityReport (settings, runs) {
       service: service && { ...service, hitMs: round(service.hitMs, 3), missMs: round(service.missMs, 3) }
     },
     cells,
-    contenders
+    contenders,
+    targets
   }
 }
 
@@ -266,5 +313,6 @@ module.exports = {
   capacityAtSlo,
   measuredService,
   physicalLimit,
-  capacities
+  capacities,
+  issueTargets
 }
