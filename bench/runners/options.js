@@ -40,7 +40,8 @@ function parser (argv) {
       default: false,
       describe: 'the scenario\'s full matrix instead of its quick default (cache: round-robin, ' +
         'chash-bounded, wasp and every installed peer arm, 3 trials of 5 s + 20 s, about 10.5 min; quick: ' +
-        'round-robin, wasp and nginx-uri, 3 trials of 5 s + 7 s, about 2 min)'
+        'round-robin, wasp and nginx-uri, 3 trials of 5 s + 7 s, about 2 min; capacity: every contender, 3 ' +
+        'trials of 10 s + 15 s per cell, quick: 1 trial of 2 s + 3 s)'
     })
     .option('algos', { type: 'string', describe: 'comma-separated algorithms (default: the scenario\'s)' })
     .option('trials', {
