@@ -91,7 +91,7 @@ export interface BackendStats {
   maxQueued: number
   /** page requests that had to queue since the start */
   waited: number
-  /** hits whose response finished, and the time they held a worker in total (ms) and on average
+  /** hits answered (a client gone before the head is not counted), and the time they held a worker in total (ms) and on average
    * (ms, null before the first): measured from taking the worker to the response's end */
   hitServiceCount: number
   hitServiceTotalMs: number

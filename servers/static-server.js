@@ -33,8 +33,8 @@ const { serveStatic } = require('./serve-static')
 const { createLatencyProfile } = require('./latency-profile')
 const { createPeriodicLoad } = require('./periodic-load')
 const { createFaults } = require('./faults')
-const { wait, burnCpu } = require('./miss-cost')
-const { createWorkerPool } = require('./worker-pool')
+const { burnCpu } = require('./miss-cost')
+const { createCapacity } = require('./capacity')
 const { checkMethod, resolvePagePath, guardWriteHead, parseRange } = require('./guards')
 const { hasNoStore } = require('../src/proxy/cache-control')
 const { createServedCounts } = require('./served-counts')
@@ -73,11 +73,12 @@ const { statsAllowed } = require('./stats-token')
  * @property {number} queued page requests waiting for a worker now
  * @property {number} maxQueued the longest the queue has been since the start
  * @property {number} waited page requests that had to queue since the start
- * @property {number} hitServiceCount hits whose response finished (the count behind hitServiceMs)
+ * @property {number} hitServiceCount hits answered, the count behind hitServiceMs (their head was
+ *   written: a client gone during the service time is not counted)
  * @property {number} hitServiceTotalMs measured time those hits held a worker, from taking it to the
  *   response's end, summed (ms; difference two snapshots for an interval's mean)
  * @property {number | null} hitServiceMs hitServiceTotalMs / hitServiceCount; null before the first
- * @property {number} missServiceCount misses whose response finished (404s included)
+ * @property {number} missServiceCount misses answered (404s included)
  * @property {number} missServiceTotalMs as hitServiceTotalMs, for the misses
  * @property {number | null} missServiceMs missServiceTotalMs / missServiceCount; null before the first
  * @property {number[]} latencyProfile the repeating extra delays
@@ -154,8 +155,7 @@ function createState (o) {
     profile: createLatencyProfile(o.latencyProfile),
     periodic: createPeriodicLoad(o.periodic, o.now),
     faults: createFaults(o.faults, o.random),
-    pool: createWorkerPool(o.workers),
-    service: { hitCount: 0, hitTotalMs: 0, missCount: 0, missTotalMs: 0 },
+    capacity: createCapacity(o),
     startedAt: performance.now(),
     hung: new Set(),
     counters: { requests: 0, rejected: 0, guarded: 0, errors: 0, hangs: 0, drops: 0 },
@@ -173,8 +173,6 @@ function createState (o) {
 function stats (b, { keys = false } = {}) {
   const { o, counters, served } = b
   const c = b.cache.stats()
-  const w = b.pool.stats()
-  const sv = b.service
   return {
     id: o.id,
     pid: process.pid,
@@ -193,17 +191,7 @@ function stats (b, { keys = false } = {}) {
     missCpuMs: o.missCpuMs,
     hitMs: o.hitMs,
     service: o.service,
-    workers: w.workers,
-    busy: w.busy,
-    queued: w.queued,
-    maxQueued: w.maxQueued,
-    waited: w.waited,
-    hitServiceCount: sv.hitCount,
-    hitServiceTotalMs: round3(sv.hitTotalMs),
-    hitServiceMs: sv.hitCount > 0 ? round3(sv.hitTotalMs / sv.hitCount) : null,
-    missServiceCount: sv.missCount,
-    missServiceTotalMs: round3(sv.missTotalMs),
-    missServiceMs: sv.missCount > 0 ? round3(sv.missTotalMs / sv.missCount) : null,
+    ...b.capacity.stats(),
     latencyProfile: [...o.latencyProfile],
     latencyIndex: b.profile.position(),
     periodic: o.periodic,
@@ -218,8 +206,6 @@ function stats (b, { keys = false } = {}) {
     ...(keys ? { served: served.snapshot() } : {})
   }
 }
-
-const round3 = (ms) => Math.round(ms * 1000) / 1000
 
 /** Write a whole response; while closing, with `Connection: close`. */
 function reply (b, res, status, body, headers) {
@@ -250,70 +236,10 @@ async function handle (b, req, res) {
     return send(b, res, 503, 'busy', { 'Retry-After': '1' })
   }
   const gone = track(b, res)
-  if (injectFault(b, req, res)) return
-  const ticket = b.pool.take()
-  if (ticket && !(await queueForWorker(b, res, ticket, gone))) return
-  return servePage(b, req, res, route, gone, holdWorker(b, res))
-}
-
-/**
- * Wait in the queue for a worker; leave it when the client goes away first.
- * @param {object} b the backend's state
- * @param {import('node:http').ServerResponse} res
- * @param {import('./worker-pool').WorkerTicket} ticket
- * @param {() => boolean} gone whether the response closed already
- * @returns {Promise<boolean>} whether the request holds a worker now
- */
-async function queueForWorker (b, res, ticket, gone) {
-  const leave = () => ticket.cancel()
-  res.once('close', leave)
-  const granted = await ticket.granted
-  res.off('close', leave)
-  if (granted && gone()) b.pool.release() // closed in the tick its worker came
-  return granted && !gone()
-}
-
-/**
- * Hold the worker just taken until the response finishes or closes, then give it back; a finished
- * response adds its time to the hit or miss service totals, as `held.kind` says.
- * @param {object} b the backend's state
- * @param {import('node:http').ServerResponse} res
- * @returns {{ kind: 'hit' | 'miss' | null }} set by servePage once the cache has answered
- */
-function holdWorker (b, res) {
-  const takenAt = performance.now()
-  const held = { kind: null }
-  let done = false
-  const release = (finished) => {
-    if (done) return
-    done = true
-    b.pool.release()
-    if (!finished || held.kind === null) return
-    const ms = performance.now() - takenAt
-    if (held.kind === 'hit') {
-      b.service.hitCount++
-      b.service.hitTotalMs += ms
-    } else {
-      b.service.missCount++
-      b.service.missTotalMs += ms
-    }
-  }
-  res.once('finish', () => release(true))
-  res.once('close', () => release(false))
-  return held
-}
-
-/**
- * Spend a service time of `ms` as the backend's `service` says (a timer, or CPU work that blocks
- * the event loop), plus `extraMs` of wait from the latency profile and the periodic load.
- */
-async function spend (b, ms, extraMs) {
-  if (b.o.service === 'cpu') {
-    if (ms > 0) burnCpu(ms)
-    await wait(extraMs)
-  } else {
-    await wait(ms + extraMs)
-  }
+  if (injectFault(b, req, res)) return // before taking a worker: a fault holds none
+  const queued = b.capacity.take(res, gone)
+  if (queued && !(await queued)) return // the client left while queued
+  return servePage(b, req, res, route, gone, b.capacity.hold(res))
 }
 
 /**
@@ -388,7 +314,7 @@ function injectFault (b, req, res) {
 /**
  * A HIT after the hit service time and the profile's extra delay, or a MISS after the miss cost,
  * unless the client left meanwhile; with `Cache-Control: no-store`, a HIT that does not refresh and
- * a MISS that is not kept. `held` (holdWorker) learns which of the two it is.
+ * a MISS that is not kept. `held` (the capacity's hold) learns which of the two it is.
  */
 async function servePage (b, req, res, route, gone, held) {
   const noStore = hasNoStore(req.headers['cache-control'])
@@ -398,13 +324,13 @@ async function servePage (b, req, res, route, gone, held) {
   if (page) {
     b.served.count(route.key)
     res.setHeader('X-Cache', 'HIT')
-    await spend(b, b.o.hitMs, extraMs)
+    await b.capacity.spend('hit', extraMs)
     if (!gone()) sendCached(b, req, res, page)
     return
   }
   res.setHeader('X-Cache', 'MISS')
   countOnSuccess(b, res, route.key)
-  await spend(b, b.o.missMs, extraMs)
+  await b.capacity.spend('miss', extraMs)
   if (b.o.missCpuMs > 0) burnCpu(b.o.missCpuMs)
   if (!gone()) serveMiss(b, req, res, route, noStore)
 }

@@ -23,6 +23,15 @@ async function start (options) {
 
 const statsOf = async (url) => JSON.parse((await rawRequest(url, '/_stats')).body)
 
+/**
+ * The stats once no page request is in flight: a client may read a response's last byte before
+ * the server has seen its 'finish', which releases the worker and counts the service time.
+ */
+const settledStats = (url) => waitFor(async () => {
+  const s = await statsOf(url)
+  return s.inflight === 0 && s.busy === 0 && s
+}, { timeoutMs: 5000, stepMs: 5 })
+
 afterAll(async () => {
   await Promise.all(open.map((b) => b.close()))
 })
@@ -91,7 +100,8 @@ function getNoting (url, p, done) {
 
 describe('a backend with workers', () => {
   test('workers 1: three misses queue behind each other, /_stats answers meanwhile, all answered 200 in order', async () => {
-    const { url } = await start({ workers: 1, missMs: 300 })
+    // the first request holds the worker 1.5 s (its latency profile's delay): time for the others to queue
+    const { url } = await start({ workers: 1, missMs: 20, latencyProfile: [1500, 0, 0] })
     const done = []
     const pages = ['/page1.html', '/page2.html', '/page3.html']
     // sent one by one, each once the backend has it, so that the arrival order is known
@@ -108,13 +118,13 @@ describe('a backend with workers', () => {
     const answers = await Promise.all([first, second, third])
     expect(answers.map((r) => [r.status, r.headers['x-cache']])).toEqual([[200, 'MISS'], [200, 'MISS'], [200, 'MISS']])
     expect(done).toEqual(pages)
-    const after = await statsOf(url)
+    const after = await settledStats(url)
     expect(after).toMatchObject({ busy: 0, queued: 0, waited: 2, misses: 3, missServiceCount: 3 })
     expect(after.maxQueued).toBeGreaterThanOrEqual(2)
   })
 
   test('workers 0 (the default): concurrent misses are all in service at once and nothing queues', async () => {
-    const { url } = await start({ missMs: 300 })
+    const { url } = await start({ missMs: 1000 })
     const pages = [1, 2, 3, 4, 5].map((n) => `/page${n}.html`)
     const answers = Promise.all(pages.map((p) => rawRequest(url, p, { timeoutMs: 10000 })))
     const during = await waitFor(async () => {
@@ -123,11 +133,11 @@ describe('a backend with workers', () => {
     }, { timeoutMs: 5000, stepMs: 5 })
     expect(during).toMatchObject({ workers: 0, queued: 0 })
     expect((await answers).map((r) => r.status)).toEqual([200, 200, 200, 200, 200])
-    expect(await statsOf(url)).toMatchObject({ workers: 0, busy: 0, queued: 0, maxQueued: 0, waited: 0 })
+    expect(await settledStats(url)).toMatchObject({ workers: 0, busy: 0, queued: 0, maxQueued: 0, waited: 0 })
   })
 
   test('a client that leaves while queued frees its place: the next request is served, no worker is lost', async () => {
-    const { url } = await start({ workers: 1, missMs: 300 })
+    const { url } = await start({ workers: 1, missMs: 20, latencyProfile: [1500, 0] })
     const first = rawRequest(url, '/page1.html', { timeoutMs: 10000 })
     await waitFor(async () => (await statsOf(url)).busy === 1, { timeoutMs: 5000, stepMs: 5 })
     const leaving = http.get(`${url}/page2.html`)
@@ -138,7 +148,7 @@ describe('a backend with workers', () => {
     expect((await first).status).toBe(200)
     expect((await rawRequest(url, '/page3.html', { timeoutMs: 10000 })).status).toBe(200)
     // page2 never took a worker: its cache lookup never happened
-    expect(await statsOf(url)).toMatchObject({ busy: 0, queued: 0, waited: 1, misses: 2, missServiceCount: 2 })
+    expect(await settledStats(url)).toMatchObject({ busy: 0, queued: 0, waited: 1, misses: 2, missServiceCount: 2 })
   })
 
   test('the measured hit and miss service totals grow with each response, and their means follow', async () => {
@@ -147,13 +157,13 @@ describe('a backend with workers', () => {
     expect(empty).toMatchObject({ hitMs: 3, missMs: 10, service: 'timer', hitServiceCount: 0, hitServiceTotalMs: 0, hitServiceMs: null, missServiceCount: 0, missServiceMs: null })
     expect((await rawRequest(url, '/page1.html')).headers['x-cache']).toBe('MISS')
     expect((await rawRequest(url, '/page1.html')).headers['x-cache']).toBe('HIT')
-    const one = await statsOf(url)
+    const one = await settledStats(url)
     expect(one).toMatchObject({ hits: 1, misses: 1, hitServiceCount: 1, missServiceCount: 1 })
     expect(one.missServiceTotalMs).toBeGreaterThanOrEqual(9) // a timer may fire up to 1 ms early
     expect(one.hitServiceTotalMs).toBeGreaterThanOrEqual(2)
     for (let i = 0; i < 3; i++) await rawRequest(url, '/page1.html')
     await rawRequest(url, '/page2.html')
-    const two = await statsOf(url)
+    const two = await settledStats(url)
     expect(two).toMatchObject({ hitServiceCount: 4, missServiceCount: 2 })
     expect(two.hitServiceTotalMs - one.hitServiceTotalMs).toBeGreaterThanOrEqual(3 * 2)
     expect(two.missServiceTotalMs - one.missServiceTotalMs).toBeGreaterThanOrEqual(9)
@@ -175,7 +185,7 @@ describe('a backend with workers', () => {
     expect(res.status).toBe(200)
     const longestGap = Math.max(...ticks.slice(1).map((t, i) => t - ticks[i]))
     expect(longestGap).toBeGreaterThanOrEqual(190)
-    expect(await statsOf(url)).toMatchObject({ service: 'cpu', missServiceCount: 1 })
+    expect(await settledStats(url)).toMatchObject({ service: 'cpu', missServiceCount: 1 })
   })
 
   test.each([
