@@ -277,6 +277,7 @@ describe('capacity: reports', () => {
     expect(caps[1]).toMatch(new RegExp(`^haproxy-uri-bounded-150\\s+2,000\\s+2,500\\s+${(2000 / l.rate).toFixed(3)}\\s+30\\.00`))
     expect(text).toContain(`fleet physical limit: 7 x 4 workers x 1000 / (h x hit + (1 - h) x miss) = 28000 / (${l.hitRate.toFixed(4)} x 6.00 + ` +
       `${(1 - l.hitRate).toFixed(4)} x 21.00) = ${Math.round(l.rate).toLocaleString('en-US')} req/s`)
+    expect(text).toContain('h the best static hit rate (the hottest 700 of 2000 pages cached)')
     expect(text).toContain('the service times the backends measured over the sweep (5,220 hits, 780 misses); at the nominal 5/20 ms')
     expect(text).toContain('peers (HAProxy version 2.6.12)')
     expect(text).toContain('targets (issue 28):\n  MISS capacity wasp / physical limit = ')
@@ -299,6 +300,7 @@ describe('capacity: reports', () => {
     expect(html).toContain(`physical limit ${Math.round(doc.capacity.limit.measured.rate)}</text>`)
     expect(html).toContain('<td>wasp</td><td>1500</td><td>1490</td>')
     expect(html).toContain('over SLO, generator lagged')
+    expect(html).toContain('(the hottest 700\nof 2000 pages cached)')
     expect(html).toContain('<li>MISS: capacity wasp / the best peer&#39;s (haproxy-uri-bounded-150) = 0.750 (target &ge; 1.15)</li>')
     expect(html).not.toMatch(/undefined|NaN/)
   })

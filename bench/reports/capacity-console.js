@@ -42,9 +42,10 @@ function header (doc) {
 /**
  * The physical limit in words: the formula with its figures, where the service times came from.
  * @param {object} cap the document's capacity block
+ * @param {number} pages the pages requested
  * @returns {string}
  */
-function limitLine (cap) {
+function limitLine (cap, pages) {
   const { limit, fleet } = cap
   const n = fleet.workers.length
   const sumW = fleet.workers.reduce((a, b) => a + b, 0)
@@ -57,7 +58,7 @@ function limitLine (cap) {
   const workers = new Set(fleet.workers).size === 1 ? `${n} x ${fleet.workers[0]}` : `${sumW}`
   return `fleet physical limit: ${workers} workers x 1000 / (h x hit + (1 - h) x miss) = ${sumW * 1000} / ` +
     `(${fmt(4)(h)} x ${fmt(2)(hitMs)} + ${fmt(4)(1 - h)} x ${fmt(2)(missMs)}) = ${int(l.rate)} req/s; h the best ` +
-    `static hit rate (the hottest ${sumC} pages cached), ` +
+    `static hit rate (the hottest ${Math.min(sumC, pages)} of ${pages} pages cached), ` +
     (s
       ? `hit and miss the service times the backends measured over the sweep (${int(s.hits)} hits, ${int(s.misses)} ` +
         `misses); at the nominal ${fleet.hitMs}/${fleet.missMs} ms: ${int(limit.nominal.rate)} req/s`
@@ -92,7 +93,7 @@ function formatCapacityTable (doc) {
       'cell may measure the generator, not the fleet). busiest: the busiest backend\'s share of the requests ' +
       `(fair: ${fmt(3)(1 / cap.fleet.workers.length)})`,
     '', `capacity at SLO: the highest offered rate before the first whose p99 is over ${cap.sloMs} ms ` +
-      '(+: none was, the capacity may lie beyond the sweep)', ...table(caps), '', limitLine(cap),
+      '(+: none was, the capacity may lie beyond the sweep)', ...table(caps), '', limitLine(cap, doc.settings.pages),
     '"own limit": the same from the service times measured in the contender\'s own cells']
   if (cap.targets && cap.targets.length) {
     out.push('', 'targets (issue 28):')

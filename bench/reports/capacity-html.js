@@ -132,6 +132,8 @@ function formatCapacityHtml (doc) {
     : `the nominal service times, hit ${cap.fleet.hitMs} ms and miss ${cap.fleet.missMs} ms (the backends did not ` +
       'report measured ones)'
   const w = cap.fleet.workers
+  const sumW = w.reduce((a, b) => a + b, 0)
+  const cached = Math.min(st.pages, cap.fleet.cachePages.reduce((a, b) => a + b, 0))
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>polistes bench: ${esc(doc.scenario)}</title>
 <style>
@@ -156,9 +158,9 @@ ${rateChart('p99 latency against the offered rate (ms; hollow: above the chart)'
 })}
 ${capacityBars('Capacity at SLO (req/s), the fleet\'s physical limit dashed', cap.contenders, limit)}
 <p>Physical limit: the throughput of a perfectly balanced fleet at the best static hit rate
-${num(cap.limit[cap.limit.basis].hitRate, 4)} (the hottest ${cap.fleet.cachePages.reduce((a, b) => a + b, 0)} pages
-cached): ${w.reduce((a, b) => a + b, 0)} workers x 1000 / (h x hit + (1 - h) x miss) = ${num(limit, 0)} req/s, from
-${basis}.</p>
+${num(cap.limit[cap.limit.basis].hitRate, 4)} (the hottest ${cached}
+of ${st.pages} pages cached): ${sumW} workers x 1000 / (h x hit + (1 - h) x miss) = ${num(limit, 0)} req/s,
+from ${basis}.</p>
 ${caps}
 ${(cap.targets || []).length
   ? `<ul>${cap.targets.map((t) => `<li>${t.pass === undefined ? '?' : t.pass ? 'ok' : 'MISS'}: ${esc(t.name)} = ` +
