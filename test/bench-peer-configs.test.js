@@ -48,6 +48,25 @@ describe('bench peer configs', () => {
     for (const x of absent) expect(l).not.toContain(x)
   })
 
+  test('the capacity arms (issue 28): bounded-load hashing at 125, 150 and 200, and leastconn, each with its own balance lines only', () => {
+    const balanceLines = (label) => lines(haproxyConfig({ mode: PEER_ARMS[label].mode, balanceFactor: PEER_ARMS[label].balanceFactor, backends, host: '127.0.0.1', port: 1 }))
+      .filter((l) => /^(balance|hash-)/.test(l))
+    expect(balanceLines('haproxy-uri-bounded')).toEqual(['balance uri', 'hash-type consistent', 'hash-balance-factor 125'])
+    expect(balanceLines('haproxy-uri-bounded-150')).toEqual(['balance uri', 'hash-type consistent', 'hash-balance-factor 150'])
+    expect(balanceLines('haproxy-uri-bounded-200')).toEqual(['balance uri', 'hash-type consistent', 'hash-balance-factor 200'])
+    expect(balanceLines('haproxy-leastconn')).toEqual(['balance leastconn'])
+    // the rest of the file is the tuned arm's, line for line
+    const rest = (label) => lines(haproxyConfig({ mode: PEER_ARMS[label].mode, balanceFactor: PEER_ARMS[label].balanceFactor, backends, host: '127.0.0.1', port: 1 }))
+      .filter((l) => !/^(balance|hash-)/.test(l))
+    for (const label of ['haproxy-uri-bounded-150', 'haproxy-uri-bounded-200', 'haproxy-leastconn']) expect(rest(label)).toEqual(rest('haproxy-uri'))
+    // run only when named: `--peers haproxy` is what it was
+    expect(parsePeers('haproxy')).toEqual(['haproxy-uri', 'haproxy-uri-bounded', 'haproxy-rr'])
+    expect(parsePeers('haproxy-leastconn,haproxy-uri-bounded-200,haproxy-uri-bounded-150'))
+      .toEqual(['haproxy-uri-bounded-150', 'haproxy-uri-bounded-200', 'haproxy-leastconn'])
+    expect(() => haproxyConfig({ mode: 'uri-bounded', balanceFactor: 100, backends, host: '127.0.0.1', port: 1 })).toThrow(/hash-balance-factor must be an integer above 100, got 100/)
+    expect(() => haproxyConfig({ mode: 'uri-bounded', balanceFactor: 1.5, backends, host: '127.0.0.1', port: 1 })).toThrow(/above 100, got 1.5/)
+  })
+
   test('nginx: one process in the foreground, files in its directory, no access log, upstream keep-alive over HTTP/1.1', () => {
     const l = lines(nginxConfig({ mode: 'uri', backends, host: '127.0.0.1', port: 8124, dir: '/tmp/x' }))
     expect(l).toEqual(expect.arrayContaining(['daemon off;', 'master_process off;', 'worker_processes 1;',

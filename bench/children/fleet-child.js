@@ -5,9 +5,10 @@
  * loop is neither the balancer's nor the load generator's.
  *
  * Requests:
- * - `start { fleet, pages, pageSizes?, seed?, host }` -> `{ backends: [{ id, url, port }], pageBytes }`:
+ * - `start { fleet, pages, pageSizes?, pagesDir?, seed?, host }` -> `{ backends: [{ id, url, port }], pageBytes }`:
  *   with other than the 25 committed pages, or with `pageSizes` (bytes per page), the pages are
- *   generated into a temporary directory (removed at close); `pageBytes` is each page's size.
+ *   generated into a temporary directory (removed at close), unless `pagesDir` holds them already
+ *   (a sweep generates them once for all its runs, and removes them); `pageBytes` is each page's size.
  * - `stats { keys? }` -> every backend's `GET /_stats` (with `keys`: `?keys=1`, requests per page),
  *   in fleet order. A backend killed by `kill` answers with its last counters until `restart`, and
  *   after it its counters go on from them (the restarted process starts at zero), so deltas between
@@ -50,11 +51,14 @@ function getJson (url) {
   })
 }
 
-async function start ({ fleet: fleetOptions, pages = DEFAULT_PAGES, pageSizes, host = '127.0.0.1' }) {
+async function start ({ fleet: fleetOptions, pages = DEFAULT_PAGES, pageSizes, pagesDir, host = '127.0.0.1' }) {
   const { startFleet } = require('../../servers/fleet')
   const options = { ...fleetOptions, basePort: 0, host }
   let root = path.join(__dirname, '..', '..', 'public')
-  if (pages !== DEFAULT_PAGES || pageSizes) {
+  if (pagesDir) {
+    options.root = pagesDir
+    root = pagesDir
+  } else if (pages !== DEFAULT_PAGES || pageSizes) {
     const { generatePages } = require('../../servers/pages')
     tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-pages-'))
     generatePages({ count: pages, dir: tmpDir, sizes: pageSizes })

@@ -19,8 +19,8 @@
 
 /**
  * @typedef {{ [section: string]: { [directive: string]: string | number | null } }} Tuning
- * @typedef {{ peer: 'haproxy' | 'nginx', mode: 'uri' | 'uri-consistent' | 'uri-bounded' | 'rr', describe: string,
- *   tuning?: Tuning, explicit?: boolean }} PeerArm
+ * @typedef {{ peer: 'haproxy' | 'nginx', mode: 'uri' | 'uri-consistent' | 'uri-bounded' | 'rr' | 'leastconn',
+ *   describe: string, balanceFactor?: number, tuning?: Tuning, explicit?: boolean }} PeerArm
  */
 
 /**
@@ -91,6 +91,23 @@ const PEER_ARMS = {
     describe: 'HAProxy balance uri, hash-type consistent, hash-balance-factor 125'
   },
   'haproxy-rr': { peer: 'haproxy', mode: 'rr', describe: 'HAProxy balance roundrobin' },
+  // the capacity scenario's (issue 28), run only when named: bounded-load hashing at looser factors
+  // (HAProxy's hash-balance-factor, in percent of the mean load), and least-connections
+  'haproxy-uri-bounded-150': {
+    peer: 'haproxy',
+    mode: 'uri-bounded',
+    balanceFactor: 150,
+    explicit: true,
+    describe: 'HAProxy balance uri, hash-type consistent, hash-balance-factor 150'
+  },
+  'haproxy-uri-bounded-200': {
+    peer: 'haproxy',
+    mode: 'uri-bounded',
+    balanceFactor: 200,
+    explicit: true,
+    describe: 'HAProxy balance uri, hash-type consistent, hash-balance-factor 200'
+  },
+  'haproxy-leastconn': { peer: 'haproxy', mode: 'leastconn', explicit: true, describe: 'HAProxy balance leastconn' },
   'nginx-uri': { peer: 'nginx', mode: 'uri', describe: 'nginx hash $request_uri (over the server list)' },
   'nginx-rr': { peer: 'nginx', mode: 'rr', describe: 'nginx round-robin' },
   // run only when named: the ring of nginx's `consistent` hashes each server's ip:port, and the
@@ -190,22 +207,32 @@ const CHURN_HEALTH_CHECK = Object.freeze({ path: '/_stats', intervalMs: 1000, ti
 const CHURN_CHECK_LINE = ` check inter ${CHURN_HEALTH_CHECK.intervalMs / 1000}s fall ` +
   `${CHURN_HEALTH_CHECK.fall} rise ${CHURN_HEALTH_CHECK.rise} observe layer4 error-limit 1 on-error mark-down`
 
+/** HAProxy's hash-balance-factor of the `uri-bounded` mode unless an arm sets its own (percent of the mean load). */
+const DEFAULT_BALANCE_FACTOR = 125
+
 /**
  * haproxy.cfg for one arm.
- * @param {{ mode: 'uri' | 'uri-bounded' | 'rr', backends: Array<{ id?: string, url: string }>, host: string, port:
- *   number, workers?: number, tuning?: Tuning, healthChecks?: boolean }} params
- *   workers: threads (`nbthread`), default 1; healthChecks (runs with --churn): a TCP connect check
+ * @param {{ mode: 'uri' | 'uri-bounded' | 'rr' | 'leastconn', backends: Array<{ id?: string, url: string }>, host:
+ *   string, port: number, workers?: number, balanceFactor?: number, tuning?: Tuning, healthChecks?: boolean }} params
+ *   workers: threads (`nbthread`), default 1; balanceFactor: `hash-balance-factor` of mode uri-bounded,
+ *   an integer above 100 (default 125); healthChecks (runs with --churn): a TCP connect check
  *   of every server each second, and a server marked down at its first connection error (`observe
  *   layer4 error-limit 1 on-error mark-down`, the passive check nginx and polistes have), so a killed
  *   server does not cost each request sent to it HAProxy's one-second retry turn-around
  * @returns {string}
  */
-function haproxyConfig ({ mode, backends, host, port, workers = 1, tuning, healthChecks = false }) {
+function haproxyConfig ({
+  mode, backends, host, port, workers = 1, balanceFactor = DEFAULT_BALANCE_FACTOR, tuning, healthChecks = false
+}) {
   checkCommon({ backends, port, host, workers })
+  if (!Number.isInteger(balanceFactor) || balanceFactor <= 100) {
+    throw new Error(`hash-balance-factor must be an integer above 100, got ${balanceFactor}`)
+  }
   const balance = {
     uri: ['balance uri', 'hash-type consistent'],
-    'uri-bounded': ['balance uri', 'hash-type consistent', 'hash-balance-factor 125'],
-    rr: ['balance roundrobin']
+    'uri-bounded': ['balance uri', 'hash-type consistent', `hash-balance-factor ${balanceFactor}`],
+    rr: ['balance roundrobin'],
+    leastconn: ['balance leastconn']
   }[mode]
   if (!balance) throw new Error(`unknown haproxy mode "${mode}"`)
   const d = applyTuning(HAPROXY_DEFAULTS, tuning)

@@ -251,6 +251,7 @@ class PeerProcess {
         host,
         port,
         workers,
+        balanceFactor: this.arm.balanceFactor,
         tuning: this.arm.tuning,
         healthChecks
       })

@@ -120,4 +120,35 @@ function balancerCounts (stats) {
   }
 }
 
-module.exports = { hitRate, perBackend, specialization, cpuPer10k, cpuSeconds, balancerCounts }
+/**
+ * The service times the backends measured between two snapshots (backends with a finite number of
+ * workers report the total ms their workers spent on hits and on misses, issue 28), summed over the
+ * fleet, over the responses that finished (`hitServiceCount`, `missServiceCount`), and the longest
+ * queue any backend has had since it started.
+ * @param {Array<object> | undefined} before
+ * @param {Array<object>} after `/_stats` of each backend, with `hitServiceTotalMs` and `missServiceTotalMs`
+ * @returns {{ hits: number, misses: number, hitTotalMs: number, missTotalMs: number, hitMs: number, missMs: number,
+ *   maxQueued: number } | null} null when the backends do not report service times
+ */
+function serviceTimes (before, after) {
+  const reports = (b) => Number.isFinite(b.hitServiceTotalMs) && Number.isFinite(b.missServiceTotalMs)
+  if (!after.length || !after.every(reports)) return null
+  const sum = (field) => after.reduce((a, b, i) => a + delta(b, before && before[i], field), 0)
+  // the responses behind the totals (those that finished); backends without these counts: hits and misses
+  const counted = after.every((b) => Number.isFinite(b.hitServiceCount) && Number.isFinite(b.missServiceCount))
+  const hits = sum(counted ? 'hitServiceCount' : 'hits')
+  const misses = sum(counted ? 'missServiceCount' : 'misses')
+  const hitTotalMs = sum('hitServiceTotalMs')
+  const missTotalMs = sum('missServiceTotalMs')
+  return {
+    hits,
+    misses,
+    hitTotalMs,
+    missTotalMs,
+    hitMs: hits ? hitTotalMs / hits : NaN,
+    missMs: misses ? missTotalMs / misses : NaN,
+    maxQueued: Math.max(0, ...after.map((b) => b.maxQueued).filter(Number.isFinite))
+  }
+}
+
+module.exports = { hitRate, perBackend, specialization, cpuPer10k, cpuSeconds, balancerCounts, serviceTimes }

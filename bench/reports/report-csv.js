@@ -36,7 +36,15 @@ const FIELDS = [
   ['optimum', (r) => r.optimum],
   ['distance', (r) => r.distance],
   ['hotPages', (r) => (r.hotPages || []).slice(0, 3).map((h) => `${h.page}:${h.replicas}`).join(';')],
-  ['churnBackend', (r) => r.churn && r.churn.backend]
+  ['churnBackend', (r) => r.churn && r.churn.backend],
+  // the capacity scenario (issue 28): the cell's offered rate and what the backends served, the
+  // busiest backend's share, the generator's worst send lag, and the service times the backends measured
+  ['offered', (r) => r.offered],
+  ['servedRps', (r) => r.servedRps],
+  ['busiestShare', (r) => (r.perBackend.length ? Math.max(...r.perBackend.map((b) => b.share)) : undefined)],
+  ['lagMax', (r) => r.load && r.load.lag && r.load.lag.max],
+  ['hitServiceMs', (r) => r.service && r.service.hitMs],
+  ['missServiceMs', (r) => r.service && r.service.missMs]
 ]
 
 function cell (value) {

@@ -286,4 +286,7 @@ each page has one backend).</p>
 `
 }
 
-module.exports = { formatHtml }
+/** The charts' size and margins, for the other reports that draw with these helpers (capacity-html.js). */
+const LAYOUT = Object.freeze({ W, H, M })
+
+module.exports = { formatHtml, esc, num, ticks, axes, legend, svg, PALETTE, LAYOUT }

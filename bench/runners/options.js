@@ -15,6 +15,7 @@ const { pageSizes } = require('../workloads/page-sizes')
 const { getScenario, scenarioNames } = require('../workloads/scenarios')
 const { PEER_ARMS, parsePeers } = require('../peers/peer-configs')
 const { findBinary, INSTALL } = require('../peers/peers')
+const { parseSweep, backendWorkers } = require('./sweep-options')
 
 const RESULTS_DIR = path.join(__dirname, '..', 'results')
 
@@ -39,7 +40,8 @@ function parser (argv) {
       default: false,
       describe: 'the scenario\'s full matrix instead of its quick default (cache: round-robin, ' +
         'chash-bounded, wasp and every installed peer arm, 3 trials of 5 s + 20 s, about 10.5 min; quick: ' +
-        'round-robin, wasp and nginx-uri, 3 trials of 5 s + 7 s, about 2 min)'
+        'round-robin, wasp and nginx-uri, 3 trials of 5 s + 7 s, about 2 min; capacity: every contender, 3 ' +
+        'trials of 10 s + 15 s per cell, quick: 1 trial of 2 s + 3 s)'
     })
     .option('algos', { type: 'string', describe: 'comma-separated algorithms (default: the scenario\'s)' })
     .option('trials', {
@@ -79,7 +81,29 @@ function parser (argv) {
         '(default: the scenario\'s; the cache scenario: the ~60 KB lorem pages)'
     })
     .option('miss-ms', { type: 'number', describe: 'emulated cost of a cache miss, ms (default 20)' })
+    .option('hit-ms', {
+      type: 'number',
+      describe: 'service time of a hit, ms, on backends with --backend-workers (default: the scenario\'s; capacity: 5)'
+    })
+    .option('backend-workers', {
+      type: 'string',
+      describe: 'workers per backend (a FIFO queue in front; a request holds one for its service time): a number, ' +
+        'or one per backend, e.g. 2,3,4,5,6,7,8 (default: the scenario\'s; capacity: 4; others unlimited)'
+    })
     .option('popularity', { type: 'string', describe: 'uniform | zipf:<s> (default: the scenario\'s, uniform)' })
+    .option('zipf', { type: 'number', describe: 'Zipf exponent s > 0: the same as --popularity zipf:<s>' })
+    .option('rates', {
+      type: 'string',
+      describe: 'capacity scenario: the offered rates swept, req/s, comma-separated (default 1500,2000,2500,3000,3500)'
+    })
+    .option('slo', {
+      type: 'number',
+      describe: 'capacity scenario: the p99 target of the capacity at SLO, ms (default 4 x hit + miss service time, 40)'
+    })
+    .option('stop-after', {
+      type: 'number',
+      describe: 'capacity scenario: a contender\'s sweep stops after this many rates over the SLO (default 2)'
+    })
     .option('shift', {
       type: 'string',
       describe: 'SECONDS[,STEP]: the popularity ranking rotates by STEP places (default a tenth of the ' +
@@ -241,7 +265,7 @@ function parseOptions (argv) {
   // the quick plan of the scenario (cache: `npm run bench` with no arguments), unless --full;
   // whatever is given explicitly overrides it
   const quick = !args.full && scenario.quick ? scenario.quick : null
-  const plan = quick || { ...FULL_PLAN, algos: scenario.algos, peers: scenario.peers }
+  const plan = quick || { ...FULL_PLAN, ...(scenario.full || {}), algos: scenario.algos, peers: scenario.peers }
 
   const known = policyNames()
   const algos = args.algos === undefined
@@ -260,9 +284,13 @@ function parseOptions (argv) {
   const warmup = number(args.warmup ?? plan.warmup, 'warmup', { min: 0, integer: true })
   const jitWarmup = number(args['jit-warmup'], 'jit-warmup', { min: 0, integer: true })
   const connections = number(args.connections ?? scenario.connections, 'connections', { min: 1, integer: true })
+  if (args.zipf !== undefined && args.popularity !== undefined) {
+    throw bad('--zipf and --popularity exclude each other: --zipf S is --popularity zipf:S')
+  }
+  if (args.zipf !== undefined) number(args.zipf, 'zipf', { min: 0, exclusiveMin: true })
   const workload = parseWorkload({
     pages: args.pages,
-    popularity: args.popularity,
+    popularity: args.zipf !== undefined ? `zipf:${args.zipf}` : args.popularity,
     'cache-pages': args['cache-pages'],
     'cache-bytes': args['cache-bytes'],
     'page-size': args['page-size'],
@@ -280,6 +308,11 @@ function parseOptions (argv) {
   const { pages, popularity } = workload
   const cachePages = workload.cachePages ?? scenario.fleet.cachePages
   const missMs = number(args['miss-ms'] ?? scenario.fleet.missMs, 'miss-ms', { min: 0 })
+  const hitMs = args['hit-ms'] ?? scenario.fleet.hitMs
+  if (hitMs !== undefined) number(hitMs, 'hit-ms', { min: 0 })
+  const workersPerBackend = backendWorkers(args['backend-workers'], scenario.fleet)
+  const sweep = parseSweep(args, scenario, { hitMs, missMs })
+  if (sweep && args.rate !== undefined) throw bad(`the ${args.scenario} scenario sweeps --rates; --rate sets one rate`)
   const rateArg = args.rate ?? scenario.rate
   const rate = rateArg === undefined
     ? undefined
@@ -336,7 +369,8 @@ function parseOptions (argv) {
     }
   }
   const notes = []
-  for (const label of peerArms(args.peers, plan, notes, { quick: Boolean(quick) })) {
+  // the quick plan's note on its one peer is the cache scenario's; a sweep names its peers in its plan
+  for (const label of peerArms(args.peers, plan, notes, { quick: Boolean(quick) && !sweep })) {
     arms.push({
       label,
       algo: label,
@@ -347,7 +381,7 @@ function parseOptions (argv) {
     })
   }
   const load = loadGenerator(args.load, {
-    rate,
+    rate: sweep ? sweep.rates[0] : rate,
     sources: Math.max(sources, ...arms.map((a) => a.sources || 0)),
     peers: arms.some((a) => a.peer),
     popularity,
@@ -365,6 +399,8 @@ function parseOptions (argv) {
   // Per-backend overrides in the scenario win over the global cache size and miss cost, as
   // startFleet() merges perBackend over the shared options.
   const fleet = { ...scenario.fleet, cachePages, missMs }
+  if (hitMs !== undefined) fleet.hitMs = hitMs
+  if (workersPerBackend !== undefined) fleet.workers = workersPerBackend
   if (workload.cacheBytes !== undefined) fleet.cacheBytes = workload.cacheBytes
   if (workload.churn && !fleet.processes) {
     fleet.processes = true
@@ -377,6 +413,8 @@ function parseOptions (argv) {
     plan: quick ? 'quick' : 'full',
     description: scenario.description,
     columns: rate ? OPEN_LOOP_COLUMNS : scenario.columns,
+    // a sweep of offered rates (the capacity scenario): { rates, sloMs, stopAfter }, else null
+    sweep,
     // ratio targets are set against the scenario's own baseline: without it in the run they mean nothing
     targets: baseline === scenario.baseline ? scenario.targets : (scenario.targets || []).filter((t) => !t.ratio),
     backendLabels: scenario.backendLabels || [],
@@ -393,6 +431,7 @@ function parseOptions (argv) {
     pages,
     cachePages,
     missMs,
+    ...(hitMs !== undefined ? { hitMs } : {}),
     popularity,
     workload,
     // bytes of each page when generated with --page-size (else the fleet's own pages)

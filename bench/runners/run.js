@@ -19,6 +19,10 @@ const { buildDocument } = require('../reports/summary')
 const { formatTable, createProgress } = require('../reports/report-console')
 const { formatCsv } = require('../reports/report-csv')
 const { formatHtml } = require('../reports/report-html')
+const { runSweep } = require('./capacity')
+const { capacityReport } = require('../reports/capacity')
+const { formatCapacityTable } = require('../reports/capacity-console')
+const { formatCapacityHtml } = require('../reports/capacity-html')
 
 /**
  * Arms in the order of trial t: rotated by t so that no algorithm always runs first or last
@@ -49,6 +53,7 @@ async function bench (settings, { stdout = process.stdout, stderr = process.stde
   const progress = createProgress(stderr, { quiet: settings.quiet })
   const profileDir = settings.profile ? path.join(settings.resultsDir, 'profiles') : undefined
   for (const note of settings.notes || []) stderr.write(note + '\n')
+  if (settings.sweep) return sweepBench(settings, { stdout, progress })
   progress.line(formatPlan(settings))
   const benchStart = performance.now()
   const since = (start) => (performance.now() - start) / 1000
@@ -103,18 +108,43 @@ async function bench (settings, { stdout = process.stdout, stderr = process.stde
   progress.clear()
 
   const doc = buildDocument(settings, runs, { startedAt, finishedAt: new Date() })
+  const table = formatTable(doc, settings.columns)
+  const paths = writeOutputs(settings, startedAt, doc, { html: formatHtml(doc), table }, stdout)
+  if (profileDir) stdout.write(`CPU profiles of the balancer in ${path.relative(process.cwd(), profileDir)}\n`)
+  return { doc, paths }
+}
+
+/**
+ * A sweep of offered rates (the capacity scenario): its cells, then the document with its capacity
+ * block instead of the medians per algorithm (which would mix the rates).
+ */
+async function sweepBench (settings, { stdout, progress }) {
+  const benchStart = performance.now()
+  const { runs, startedAt, finishedAt } = await runSweep(settings, { progress })
+  progress.line(`done in ${formatDuration((performance.now() - benchStart) / 1000)}`)
+  progress.clear()
+  const doc = buildDocument(settings, runs, { startedAt, finishedAt })
+  delete doc.summary
+  delete doc.targets
+  doc.settings.sweep = settings.sweep
+  doc.capacity = capacityReport(settings, runs)
+  const table = formatCapacityTable(doc)
+  const paths = writeOutputs(settings, startedAt, doc, { html: formatCapacityHtml(doc), table }, stdout)
+  return { doc, paths }
+}
+
+/** Write the JSON, CSV and HTML, print the table and where they went. */
+function writeOutputs (settings, startedAt, doc, { html, table }, stdout) {
   const paths = outputPaths(settings, startedAt)
   fs.mkdirSync(settings.resultsDir, { recursive: true })
   fs.mkdirSync(path.dirname(paths.json), { recursive: true })
   fs.writeFileSync(paths.json, JSON.stringify(doc, null, 2) + '\n')
   fs.writeFileSync(paths.csv, formatCsv(doc))
-  fs.writeFileSync(paths.html, formatHtml(doc))
-
-  stdout.write('\n' + formatTable(doc, settings.columns) + '\n\n')
+  fs.writeFileSync(paths.html, html)
+  stdout.write('\n' + table + '\n\n')
   stdout.write(`JSON ${path.relative(process.cwd(), paths.json)}\nCSV  ` +
     `${path.relative(process.cwd(), paths.csv)}\nHTML ${path.relative(process.cwd(), paths.html)}\n`)
-  if (profileDir) stdout.write(`CPU profiles of the balancer in ${path.relative(process.cwd(), profileDir)}\n`)
-  return { doc, paths }
+  return paths
 }
 
 async function main (argv) {

@@ -77,7 +77,7 @@ function startChildren (arm, trial, profileDir) {
 /** Start the fleet, then the balancer in front of it. */
 async function startServers (fleet, balancer, arm, settings) {
   const { backends, pageBytes } = await fleet.request('start', {
-    fleet: settings.fleet, pages: settings.pages, pageSizes: settings.pageSizes, host: HOST
+    fleet: settings.fleet, pages: settings.pages, pageSizes: settings.pageSizes, pagesDir: settings.pagesDir, host: HOST
   })
   const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
   const { url, version } = await balancer.request('start', {
@@ -226,6 +226,8 @@ function runRecord ({ arm, trial, settings, started, driven }) {
       started.pageBytes, down)
     : NaN
   const hitRate = metrics.hitRate(start.stats, last.stats)
+  // backends with finite workers: the service times they measured in the window (issue 28)
+  const service = metrics.serviceTimes(start.stats, last.stats)
   return {
     ...armFields(arm, trial, settings, seconds, started.version),
     requests: m.requests,
@@ -241,6 +243,7 @@ function runRecord ({ arm, trial, settings, started, driven }) {
     specialization: round(metrics.specialization(keys), 4),
     ...(served ? { hotPages: hotPages(served).map((h) => ({ ...h, share: round(h.share, 4) })) } : {}),
     ...(churn ? { churn: churnFields(churn, started.backends) } : {}),
+    ...(service ? { service: roundService(service) } : {}),
     ...cpuFields(start, last, seconds, m),
     load: loadFields(result, m),
     // { '/page1.html': { a: 812, c: 3 }, ... } measured window: the client's X-Server counts,
@@ -264,6 +267,17 @@ function armFields (arm, trial, settings, seconds, version) {
     ...(arm.peer ? { peer: { name: arm.peer, mode: arm.mode, version } } : {}),
     workers: arm.workers ?? settings.workers,
     trial
+  }
+}
+
+/** The window's service times, rounded for the record (the totals to the microsecond, so they pool exactly). */
+function roundService (s) {
+  return {
+    ...s,
+    hitTotalMs: round(s.hitTotalMs, 3),
+    missTotalMs: round(s.missTotalMs, 3),
+    hitMs: round(s.hitMs, 3),
+    missMs: round(s.missMs, 3)
   }
 }
 

@@ -23,6 +23,10 @@
  *   of 5 s + 20 s) are then the full matrix of `--full`. Every option given explicitly overrides both.
  * - `pages`, `popularity`, `pageSize`, `churn`: the workload (bench/workloads/workload-options.js); without
  *   `pageSize` the pages are the ~60 KB lorem pages.
+ * - `full`: optional `{ trials?, warmup?, duration? }` of the full matrix, where it differs from the bench's.
+ * - `sweep`: optional `{ rates, stopAfter }`: the scenario is a sweep of open-loop offered rates (req/s,
+ *   ascending), each contender at each rate a run of its own (a cell), a contender's sweep stopping
+ *   after `stopAfter` rates over the SLO (bench/runners/capacity.js; `--rates`, `--slo`, `--stop-after`).
  * - `columns`: table columns (see report-console.js for the known ones).
  * - `targets`: checks printed under the table, on medians over trials.
  */
@@ -101,6 +105,38 @@ const scenarios = {
       { algo: 'wasp', metric: 'distance', max: 0.02 },
       { algo: '*', metric: 'errors', max: 0 }
     ]
+  }),
+
+  // issue 28: the backends are the bottleneck. Each has 4 workers (a FIFO queue; a hit holds one 5 ms,
+  // a miss 20 ms, on timers) and an LRU of 100 pages; 2,000 pages of 4 KB under Zipf(1). An open-loop
+  // sweep of offered rates: per contender the latency-throughput curve and the capacity at the SLO
+  // (p99 <= 4 x hit + miss), beside the fleet's physical limit. The quick plan is one trial of 2 s +
+  // 3 s per cell (every contender, about 5 minutes); --full the issue's: 3 trials of 10 s + 15 s.
+  capacity: scenario({
+    description: `issue 28: ${CACHE_FLEET.count} backends x 4 workers (FIFO; hit 5 ms, miss 20 ms, timers), an ` +
+      'LRU of 100 pages each, 2,000 pages of 4 KB under Zipf(1), open-loop sweep of offered rates',
+    pages: 2000,
+    popularity: 'zipf:1',
+    pageSize: 'fixed:4096',
+    fleet: { count: CACHE_FLEET.count, cachePages: 100, workers: 4, hitMs: 5, missMs: 20, service: 'timer' },
+    // in flight at 3,500 req/s and 40 ms: 140; more lanes than that, so that a slow answer holds up few
+    // requests queued behind it on its connection
+    connections: 256,
+    algos: ['wasp', 'least-connections', 'p2c-peak-ewma', 'chash-bounded'],
+    baseline: 'wasp',
+    peers: ['nginx-uri-consistent', 'haproxy-uri', 'haproxy-uri-bounded', 'haproxy-uri-bounded-150',
+      'haproxy-uri-bounded-200', 'haproxy-leastconn'],
+    sweep: { rates: [1500, 2000, 2500, 3000, 3500], stopAfter: 2 },
+    quick: {
+      algos: ['wasp', 'least-connections', 'p2c-peak-ewma', 'chash-bounded'],
+      peers: ['nginx-uri-consistent', 'haproxy-uri-bounded', 'haproxy-uri-bounded-150', 'haproxy-uri-bounded-200',
+        'haproxy-leastconn'],
+      trials: 1,
+      warmup: 2,
+      duration: 3
+    },
+    full: { trials: 3, warmup: 10, duration: 15 },
+    columns: ['p50', 'p99', 'p999', 'hitRate', 'errors']
   }),
 
   // docs/experiments.md, A: latency-aware routing, no cache effect (every page cached after its first miss).

@@ -1,0 +1,86 @@
+'use strict'
+
+/**
+ * The options of a sweep of offered rates (the capacity scenario, issue 28) and of backends with a
+ * finite number of workers, validated for bench/runners/options.js. Bad values throw
+ * ERR_POLISTES_BAD_OPTION with the option's name.
+ */
+
+const { ERR_POLISTES_BAD_OPTION } = require('../../src/common/errors')
+const { defaultSlo, DEFAULT_STOP_AFTER } = require('../reports/capacity')
+
+const bad = (message) => new ERR_POLISTES_BAD_OPTION(message)
+
+/** The highest offered rate a sweep takes, req/s (beyond, the open-loop generator cannot keep up on one core). */
+const MAX_RATE = 100000
+
+/**
+ * `--rates 1500,2000,2500`: positive integers, distinct, returned ascending.
+ * @param {string} value
+ * @returns {number[]}
+ */
+function parseRates (value) {
+  const parts = String(value).split(',').map((x) => x.trim())
+  const rates = parts.map(Number)
+  if (!parts.length || parts.some((p) => !/^\d+$/.test(p)) || rates.some((r) => !(r >= 1 && r <= MAX_RATE))) {
+    throw bad(`--rates must be a comma list of offered rates, whole req/s from 1 to ${MAX_RATE}, e.g. ` +
+      `1500,2000,2500, got "${value}"`)
+  }
+  if (new Set(rates).size !== rates.length) throw bad(`--rates lists a rate twice: ${value}`)
+  return rates.sort((a, b) => a - b)
+}
+
+/**
+ * The sweep of a scenario that has one, with its options; null for the others, which then take none
+ * of its options.
+ * @param {{ rates?: string, slo?: number, 'stop-after'?: number, scenario: string }} args
+ * @param {{ sweep?: { rates: number[], stopAfter: number } }} scenario
+ * @param {{ hitMs?: number, missMs: number }} service the backends' nominal service times, ms
+ * @returns {{ rates: number[], sloMs: number, sloDefault: boolean, stopAfter: number } | null}
+ */
+function parseSweep (args, scenario, { hitMs, missMs }) {
+  if (!scenario.sweep) {
+    for (const name of ['rates', 'slo', 'stop-after']) {
+      if (args[name] !== undefined) throw bad(`--${name} applies to a sweep of rates (--scenario capacity)`)
+    }
+    return null
+  }
+  const rates = args.rates === undefined ? scenario.sweep.rates.slice() : parseRates(args.rates)
+  const slo = args.slo
+  if (slo !== undefined && !(typeof slo === 'number' && Number.isFinite(slo) && slo > 0)) {
+    throw bad(`--slo must be a p99 target in ms, greater than 0, got "${slo}"`)
+  }
+  const stopAfter = args['stop-after'] ?? scenario.sweep.stopAfter ?? DEFAULT_STOP_AFTER
+  if (!(Number.isInteger(stopAfter) && stopAfter >= 1)) {
+    throw bad(`--stop-after must be a whole number of rates, at least 1, got "${args['stop-after']}"`)
+  }
+  return {
+    rates,
+    sloMs: slo ?? defaultSlo(hitMs ?? 0, missMs),
+    sloDefault: slo === undefined,
+    stopAfter
+  }
+}
+
+/**
+ * `--backend-workers 4` or `2,3,4,5,6,7,8` (one per backend): the fleet's `workers` option.
+ * @param {string | undefined} value
+ * @param {{ count: number }} fleet the scenario's fleet
+ * @returns {number | number[] | undefined} undefined when not given
+ */
+function backendWorkers (value, fleet) {
+  if (value === undefined) return undefined
+  const parts = String(value).split(',').map((x) => x.trim())
+  const counts = parts.map(Number)
+  if (parts.some((p) => !/^\d+$/.test(p)) || counts.some((n) => !(n >= 1 && n <= 1000))) {
+    throw bad('--backend-workers must be a whole number of workers from 1 to 1000, or one per backend ' +
+      `(e.g. 2,3,4,5,6,7,8), got "${value}"`)
+  }
+  if (counts.length === 1) return counts[0]
+  if (counts.length !== fleet.count) {
+    throw bad(`--backend-workers lists ${counts.length} backends; the fleet has ${fleet.count}`)
+  }
+  return counts
+}
+
+module.exports = { parseSweep, backendWorkers }

@@ -1,0 +1,80 @@
+'use strict'
+
+/**
+ * A tiny real capacity sweep (issue 28): the issue's fleet of finite backends, 2 contenders at one
+ * low offered rate, 1 s measured per cell, in child processes; then what it wrote. Latencies are not
+ * checked (the machine is shared): the cells, the service times the backends measured and the
+ * physical limit computed from them are.
+ */
+
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { parseOptions } = require('../bench/runners/options')
+const { bench } = require('../bench/runners/run')
+
+jest.setTimeout(60000)
+
+describe('bench end to end: the capacity scenario', () => {
+  let dir
+  let doc
+  let out = ''
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-capacity-test-'))
+    const settings = parseOptions(['--scenario', 'capacity', '--algos', 'wasp,chash-bounded', '--peers', 'none',
+      '--rates', '100', '--pages', '200', '--warmup', '0', '--duration', '1', '--jit-warmup', '0', '--connections', '16', '--quiet',
+      '--results-dir', dir, '--out', path.join(dir, 'out.json')])
+    const stdout = { isTTY: false, write: (t) => { out += t; return true } }
+    await bench(settings, { stdout, stderr: { isTTY: false, write: () => true } })
+    doc = JSON.parse(fs.readFileSync(path.join(dir, 'out.json'), 'utf8'))
+  })
+  afterAll(() => { if (dir) fs.rmSync(dir, { recursive: true, force: true }) })
+
+  test('a cell per contender at the offered rate, every request answered, on the finite backends', () => {
+    expect(doc.scenario).toBe('capacity')
+    expect(doc.settings.sweep).toEqual({ rates: [100], sloMs: 40, sloDefault: true, stopAfter: 2 })
+    expect(doc.runs.map((r) => [r.algo, r.offered]).sort()).toEqual([['chash-bounded', 100], ['wasp', 100]])
+    for (const run of doc.runs) {
+      expect(run).toMatchObject({ errors: 0, non2xx: 0, requests: 100 })
+      expect(run.perBackend).toHaveLength(7)
+      expect(run.servedRps).toBeGreaterThan(0) // the backends' count in the window: about the rate, far below it
+      expect(run.servedRps).toBeLessThan(200) //   if the fleet saturated
+      expect(run.load.generator).toBe('open-loop')
+      expect(typeof run.load.lag.p99).toBe('number')
+      // the backends measured their service times: not below the timers (5 and 20 ms), but for the up to
+      // a millisecond a timer may fire early on performance.now()'s clock
+      // the responses finished between the window's two snapshots (on a loaded machine some end after it)
+      expect(run.service.hits + run.service.misses).toBeGreaterThan(0)
+      expect(run.service.hits + run.service.misses).toBeLessThanOrEqual(run.requests + 16)
+      expect(run.service.misses).toBeGreaterThan(0) // cold caches
+      expect(run.service.missMs).toBeGreaterThanOrEqual(19)
+      if (run.service.hits) expect(run.service.hitMs).toBeGreaterThanOrEqual(4)
+    }
+    expect(doc.capacity.cells.map((c) => [c.algo, c.rate, c.trials])).toEqual([['wasp', 100, 1], ['chash-bounded', 100, 1]])
+    expect(doc.summary).toBeUndefined() // medians per algorithm would mix the rates
+  })
+
+  test('the physical limit from the measured service times (about the nominal one, or below); a capacity per contender', () => {
+    const { limit } = doc.capacity
+    expect(limit.basis).toBe('measured')
+    expect(limit.measured.rate).toBeLessThan(limit.nominal.rate * 1.25)
+    expect(limit.service.missMs).toBeGreaterThanOrEqual(19)
+    expect(doc.capacity.contenders.map((c) => c.algo)).toEqual(['wasp', 'chash-bounded'])
+    for (const c of doc.capacity.contenders) expect([0, 100]).toContain(c.capacity)
+    expect(out).toContain('capacity at SLO: the highest offered rate before the first whose p99 is over 40 ms')
+    // 200 pages (few, so that the test writes them fast) fit the 7 x 100 pages of the caches: h = 1
+    expect(limit.measured.hitRate).toBeCloseTo(1, 9)
+    expect(out).toMatch(/fleet physical limit: 7 x 4 workers x 1000 \/ \(h x hit \+ \(1 - h\) x miss\) = 28000 \/ \(1\.0000 x \d/)
+  })
+
+  test('the CSV and the HTML beside the JSON', () => {
+    const [csv] = fs.readdirSync(dir).filter((f) => f.endsWith('-capacity.csv'))
+    const lines = fs.readFileSync(path.join(dir, csv), 'utf8').trim().split('\n')
+    expect(lines).toHaveLength(3)
+    expect(lines[0].split(',')).toEqual(expect.arrayContaining(['offered', 'busiestShare', 'hitServiceMs', 'missServiceMs']))
+    const [html] = fs.readdirSync(dir).filter((f) => f.endsWith('-capacity.html'))
+    const text = fs.readFileSync(path.join(dir, html), 'utf8')
+    expect(text).toContain('p99 latency against the offered rate')
+    expect(text).toContain('Capacity at SLO (req/s)')
+  })
+})
