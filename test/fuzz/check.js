@@ -88,6 +88,19 @@ function checkForwarded (front, upstream) {
   return failures
 }
 
+/**
+ * The request id the head at the start of `bytes` names (its `X-Fuzz-Id`), read as far as the head
+ * goes: the head of an answer cut short may itself be cut.
+ * @param {Buffer} bytes
+ * @returns {string | undefined}
+ */
+function namedId (bytes) {
+  let end = bytes.indexOf('\r\n\r\n')
+  if (end === -1) end = bytes.length
+  const m = /\r\nx-fuzz-id:[ \t]*([^\s]+)\r\n/i.exec(bytes.toString('latin1', 0, end + 2))
+  return m === null ? undefined : m[1]
+}
+
 /** Order key of an id on its connection: n, and a request carried in n's body right after n. */
 function orderKey (id) {
   const m = /\.(\d+)(s?)$/.exec(id)
@@ -195,7 +208,7 @@ function checkResponseConnection (c, conn, seen, raced = null, closeRaced = new 
   const failures = []
   const fail = (kind, detail, id) => failures.push({ kind, detail, id, conn: conn.index })
   if (seen.hung) fail('connection-hung', 'the connection was neither answered nor closed in time, even after the client ended its side')
-  const { responses, error } = readResponses(seen.received, (i) => conn.requests[i] !== undefined && conn.requests[i].method === 'HEAD', seen.closed)
+  const { responses, rest, error } = readResponses(seen.received, (i) => conn.requests[i] !== undefined && conn.requests[i].method === 'HEAD', seen.closed)
   if (error !== null && !error.startsWith('cut')) fail('client-got-bad-bytes', `${error} in ${show(seen.received, 400)}`)
   const finals = responses.filter((r) => !r.interim)
   // The one race HTTP/1.1 cannot resolve (harness.js): a raced request may get any answer; and an
@@ -211,6 +224,15 @@ function checkResponseConnection (c, conn, seen, raced = null, closeRaced = new 
   // a raced answer is allowed whole: a poison, or whatever bytes it carries (an answer that runs to
   // the connection's end takes every later byte on it, late poison included)
   const allowed = finals.filter((res, i) => isRaced(conn.requests[i]) || racedAnswer(res))
+  // An answer cut by the end of what the client received (polistes broke it off, or the client
+  // stopped reading) is not among the answers read, yet it is the answer to the next request, and a
+  // raced one is allowed whole just the same: a raced answer that runs to the connection's end (a
+  // Transfer-Encoding not ending in chunked, RFC 9112 §6.3) takes every later byte the upstream
+  // writes there, its own request's answer and late poison included, until polistes gives it up.
+  const cutFrom = rest.length > 0 && (error === null || error.startsWith('cut')) ? seen.received.length - rest.length : -1
+  if (cutFrom !== -1 && (isRaced(conn.requests[finals.length]) || racedAnswer({ headers: { 'x-fuzz-id': namedId(rest) } }))) {
+    allowed.push({ from: cutFrom, to: seen.received.length })
+  }
   for (let at = seen.received.indexOf('poison.'); at !== -1; at = seen.received.indexOf('poison.', at + 1)) {
     if (allowed.some((res) => at >= res.from && at < res.to)) continue
     fail('poison-delivered', `bytes an upstream sent after its answer reached a client: ${show(seen.received.subarray(Math.max(0, at - 60), at + 40))}`)
