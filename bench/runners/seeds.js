@@ -19,7 +19,7 @@ const DOC = path.join(__dirname, '..', '..', 'docs', 'experiments.md')
 const BEGIN = '<!-- seeds:begin -->'
 const END = '<!-- seeds:end -->'
 
-const QUICK = ['--trials', '1', '--duration', '2', '--warmup', '1', '--jit-warmup', '0', '--peers', 'none']
+const QUICK = ['--trials', '1', '--duration', '2', '--warmup', '0', '--jit-warmup', '0', '--peers', 'none']
 const full = (duration, warmup) => [
   '--trials',
   '1',
@@ -171,7 +171,7 @@ const EXPERIMENTS = [
         '--sources',
         '50',
         '--requests',
-        '2000'
+        '500'
       ]
     }],
     verdict ([doc]) {
