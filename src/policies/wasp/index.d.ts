@@ -101,6 +101,9 @@ export interface WaspSnapshot {
   swaps: number
   /** decisions that sent a key's request past its holders, whose queue was too long (see `spill`) */
   spills: number
+  /** decisions that sent a request its holders would miss and not keep to the upstream with the
+   * shortest expected wait, once the backends queue (see `spill`) */
+  freeMisses: number
   /** keys in the table held by more than one upstream (replicated hot keys) */
   replicated: number
   /** balanced packings computed so far (0 while `balanced` is off) */
