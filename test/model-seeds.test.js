@@ -34,13 +34,14 @@ const EXPECTED = {
     },
     // re-recorded for issue 28 (spill and replicateQueued act once the open-loop model's backends queue),
     // and again for its free misses (a request no holder keeps goes where a worker is free, once they
-    // queue); the closed-loop and workload figures are unchanged
+    // queue) and for no capacity shedding while they queue; the closed-loop and workload figures are
+    // unchanged
     open: {
-      share: { u0: 0.1665, u1: 0.1535, u2: 0.1075, u3: 0.1255, u4: 0.229, u5: 0.131, u6: 0.087 },
-      hitRate: 0.7405,
-      p50: 33.32914177373232,
-      p99: 202.35916961038492,
-      mean: 63.17553540722148
+      share: { u0: 0.128, u1: 0.1495, u2: 0.104, u3: 0.1575, u4: 0.2325, u5: 0.1405, u6: 0.088 },
+      hitRate: 0.758,
+      p50: 34.46221654469423,
+      p99: 202.30211252796198,
+      mean: 57.34808626346851
     },
     workload: { hitRate: 0.88, optimum: 0.9617054351512231, balance: 1.379 }
   },

@@ -36,8 +36,8 @@
  * - Capacity (`observeCache`): counts alone cannot see a small cache. An upstream whose warm held
  *   keys hit (X-Cache) less than FULL of the time is full, its capacity its holdings × that ratio:
  *   it takes no key of a band where it holds its capacity (unless nobody has room), and sheds a key
- *   of a band where it holds more, to one with room (so its coldest go first). Without cache
- *   results nothing changes.
+ *   of a band where it holds more, to one with room (so its coldest go first), except while the
+ *   backends queue (./queueing.js). Without cache results nothing changes.
  *
  * Everything is O(upstreams × holders) per pick, with no sweep over keys.
  */
@@ -237,7 +237,10 @@ function contend (w, upstreams, krec) {
   } else if (w.o.admission && least >= 0 && room(recs[least], w.o.shareGap) > 0) {
     // the least-held has room: it fills with keys its peers do not keep (above) before it takes
     // one they keep, whose move costs a miss
-  } else if (over >= 0 && least >= 0) {
+  } else if (over >= 0 && least >= 0 && !w.queued) {
+    // (not while the backends queue: the move costs a miss that holds a worker 4 times as long as a
+    // hit, the hit ratios read during a cold start's backlog are low, and the keys admission leaves
+    // out already go where a worker is free, ./spill.js `freeMiss`)
     shed(recs[over])
     swap(w, krec, recs[over], recs[least])
   } else if (most >= 0 && least >= 0 && mostHeld - leastHeld >= w.o.shareGap &&
