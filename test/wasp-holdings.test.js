@@ -253,3 +253,35 @@ describe('wasp holdings: a full upstream sheds its keys only while no backend qu
     expect(krec.holders).toEqual([holder])
   })
 })
+
+describe('wasp holdings: while the backends queue, a count contest needs twice the gap', () => {
+  const { contend } = require('../src/policies/wasp/holdings')
+  const { createMemory } = require('../src/policies/wasp/memory')
+  const { resolveOptions } = require('../src/policies/wasp/options')
+
+  /** Three upstreams; key /k held by one of them, which holds `more` keys of its band besides. */
+  function contest (queued, more) {
+    const o = resolveOptions({})
+    const memory = createMemory(o)
+    memory.tick()
+    const list = ups(3)
+    const recs = list.map((u) => memory.upstream(u.id))
+    const w = { o, memory, recs, queued, joins: 0, swaps: 0 }
+    const krec = memory.key('/k', true)
+    contend(w, list, krec)
+    const holder = krec.holders[0]
+    for (let b = krec.band; b < holder.held.length; b++) holder.held[b] += more // cumulative counts
+    contend(w, list, krec)
+    return w.swaps
+  }
+
+  test('a gap of 4 (shareGap 3): the holder loses the key with no queue, keeps it while they queue', () => {
+    expect(contest(false, 3)).toBe(1)
+    expect(contest(true, 3)).toBe(0)
+  })
+
+  test('a gap of 6 or more: it loses it either way (a re-added upstream, which holds nothing, wins its share)', () => {
+    expect(contest(false, 5)).toBe(1)
+    expect(contest(true, 5)).toBe(1)
+  })
+})
