@@ -217,3 +217,71 @@ describe('wasp holdings: contests', () => {
     expect(defaults.replicate).toBe(1)
   })
 })
+
+describe('wasp holdings: a full upstream sheds its keys only while no backend queues', () => {
+  const { contend } = require('../src/policies/wasp/holdings')
+  const { createMemory } = require('../src/policies/wasp/memory')
+  const { resolveOptions } = require('../src/policies/wasp/options')
+
+  /** A policy state as ./index.js keeps it, three upstreams registered, and key /k held by one of
+   * them, whose cache results have shown it full (capacity 0). */
+  function setup (queued) {
+    const o = resolveOptions({})
+    const memory = createMemory(o)
+    memory.tick()
+    const list = ups(3)
+    const recs = list.map((u) => memory.upstream(u.id))
+    const w = { o, memory, recs, queued, joins: 0, swaps: 0 }
+    const krec = memory.key('/k', true)
+    contend(w, list, krec) // a key short of a holder: the least-held takes it
+    const holder = krec.holders[0]
+    holder.cap = 0
+    return { w, list, krec, holder }
+  }
+
+  test('no queue: the key goes to an upstream with room (the closed-loop case, as before)', () => {
+    const { w, list, krec, holder } = setup(false)
+    contend(w, list, krec)
+    expect(w.swaps).toBe(1)
+    expect(krec.holders).not.toContain(holder)
+  })
+
+  test('the backends queue: the holder keeps it (the move would cost a miss that holds a worker 4 times as long)', () => {
+    const { w, list, krec, holder } = setup(true)
+    contend(w, list, krec)
+    expect(w.swaps).toBe(0)
+    expect(krec.holders).toEqual([holder])
+  })
+})
+
+describe('wasp holdings: while the backends queue, a count contest needs twice the gap', () => {
+  const { contend } = require('../src/policies/wasp/holdings')
+  const { createMemory } = require('../src/policies/wasp/memory')
+  const { resolveOptions } = require('../src/policies/wasp/options')
+
+  /** Three upstreams; key /k held by one of them, which holds `more` keys of its band besides. */
+  function contest (queued, more) {
+    const o = resolveOptions({})
+    const memory = createMemory(o)
+    memory.tick()
+    const list = ups(3)
+    const recs = list.map((u) => memory.upstream(u.id))
+    const w = { o, memory, recs, queued, joins: 0, swaps: 0 }
+    const krec = memory.key('/k', true)
+    contend(w, list, krec)
+    const holder = krec.holders[0]
+    for (let b = krec.band; b < holder.held.length; b++) holder.held[b] += more // cumulative counts
+    contend(w, list, krec)
+    return w.swaps
+  }
+
+  test('a gap of 4 (shareGap 3): the holder loses the key with no queue, keeps it while they queue', () => {
+    expect(contest(false, 3)).toBe(1)
+    expect(contest(true, 3)).toBe(0)
+  })
+
+  test('a gap of 6 or more: it loses it either way (a re-added upstream, which holds nothing, wins its share)', () => {
+    expect(contest(false, 5)).toBe(1)
+    expect(contest(true, 5)).toBe(1)
+  })
+})

@@ -7,6 +7,8 @@
  */
 
 const queueing = require('../src/policies/wasp/queueing')
+const admission = require('../src/policies/wasp/admission')
+const { freeMiss } = require('../src/policies/wasp/spill')
 const { createWasp } = require('../src/policies/wasp')
 const { runAt } = require('../bench/model/open-loop')
 const { createModel } = require('../bench/model/closed-loop')
@@ -82,5 +84,60 @@ describe('wasp spill: backends with a few workers each', () => {
   test('bad values are refused', () => {
     expect(() => createWasp({ spill: -1 })).toThrow(/spill/)
     expect(() => createWasp({ replicateQueued: -0.5 })).toThrow(/replicateQueued/)
+  })
+})
+
+describe('wasp free misses: a request its holders would miss and not keep', () => {
+  /** An upstream record as the policy keeps it: a queueing record, an admission record, holdings. */
+  const upstream = (id) => ({ id, q: queueing.createQueueing(), admission: admission.createAdmission(), heldTotal: 0 })
+  /** Three upstreams, u0 the holder of key k, which u0's admission (a cache of 10 keys) ranks 20th. */
+  function setup () {
+    const recs = [upstream('u0'), upstream('u1'), upstream('u2')]
+    const holder = recs[0]
+    for (let i = 0; i < 20; i++) admission.count(holder, { fine: 0 }, 1) // 20 keys more popular
+    holder.heldTotal = 21
+    holder.admission.size = 10
+    const krec = { hash: 0, fine: 100, holders: [holder], missed: true }
+    admission.count(holder, krec, 1)
+    return { w: { o: { admission: true }, recs }, krec, ups: [{ inflight: 3 }, { inflight: 2 }, { inflight: 1 }] }
+  }
+
+  test('goes to the upstream with the fewest in flight, its holder included', () => {
+    const { w, krec, ups } = setup()
+    expect(admission.keeps(krec, w.recs[0])).toBe(false)
+    expect(freeMiss(w, ups, krec)).toBe(2)
+    ups[0].inflight = 0
+    expect(freeMiss(w, ups, krec)).toBe(0)
+  })
+
+  test('an upstream that shows a queue is charged its expected wait', () => {
+    const { w, krec, ups } = setup()
+    const q = w.recs[2].q
+    for (let i = 0; i < 40; i++) {
+      for (let f = 0; f < 6; f++) respond(q, f, 5 + (f >= 1 ? f * 4 : 0), 'HIT') // one worker: 4 ms per request ahead
+    }
+    expect(queueing.waitOf(q, 1)).toBeGreaterThan(0)
+    expect(freeMiss(w, ups, krec)).toBe(1)
+  })
+
+  test('not for a key its holder keeps, nor one whose latest result there was a hit', () => {
+    const { w, krec, ups } = setup()
+    krec.missed = false // the page was cached before it fell out of the admitted set: it still hits
+    expect(freeMiss(w, ups, krec)).toBe(-1)
+    krec.missed = true
+    w.recs[0].admission.size = 30 // now it ranks within the cache: the holder keeps it
+    expect(freeMiss(w, ups, krec)).toBe(-1)
+    w.recs[0].admission.size = 10
+    w.o.admission = false
+    expect(freeMiss(w, ups, krec)).toBe(-1)
+  })
+
+  test('on the open-loop fleet, once the backends queue, the misses no holder keeps go to free workers', () => {
+    const model = { policy: null }
+    const fleet = { rate: 3000, keys: 500, cacheSize: 30 }
+    runAt((random, now) => (model.policy = createWasp({}, { random, now })), fleet, { seed: 1, warmup: 4000, measure: 4000 })
+    expect(model.policy.snapshot().freeMisses).toBeGreaterThan(0)
+    runAt((random, now) => (model.policy = createWasp({ spill: 0 }, { random, now })), fleet, { seed: 1, warmup: 4000, measure: 4000 })
+    expect(model.policy.snapshot().freeMisses).toBe(0)
   })
 })

@@ -26,7 +26,7 @@
  *   every band back, the hottest first, and the others let those keys go at once instead of
  *   forgetting them slowly. The proportional floor matters where each upstream holds hundreds of
  *   keys: there a gap of 3 is the noise of the colder bands' popularity estimates, and every swap
- *   costs a miss at the new holder.
+ *   costs a miss at the new holder. While the backends queue, both gaps are doubled (QUEUED_GAP).
  * - Replication (`replicate` R > 0): a key whose share of the requests exceeds R × 1/n (n listed
  *   upstreams: one upstream's fair share) gets another holder, up to ceil(share × n / R); one with
  *   a holder to spare (its share under 3/4 of what one fewer could carry) loses the newest.
@@ -36,8 +36,8 @@
  * - Capacity (`observeCache`): counts alone cannot see a small cache. An upstream whose warm held
  *   keys hit (X-Cache) less than FULL of the time is full, its capacity its holdings × that ratio:
  *   it takes no key of a band where it holds its capacity (unless nobody has room), and sheds a key
- *   of a band where it holds more, to one with room (so its coldest go first). Without cache
- *   results nothing changes.
+ *   of a band where it holds more, to one with room (so its coldest go first), except while the
+ *   backends queue (./queueing.js). Without cache results nothing changes.
  *
  * Everything is O(upstreams × holders) per pick, with no sweep over keys.
  */
@@ -62,6 +62,12 @@ const SHED_MARGIN = 0.5
  * `shareGap` is the noise of the colder bands' popularity estimates (measured: docs/algorithms.md,
  * "Holdings"). Where each upstream holds a few keys, `shareGap` is the larger and nothing changes. */
 const SHARE_RATIO = 0.05
+
+/** While the backends queue (./queueing.js), a holder loses a count contest only at this many times
+ * the gap (`shareGap` and SHARE_RATIO): a swap's miss then costs a queue, and the gaps the noise of
+ * the popularity estimates opens are what it mostly pays for (docs/algorithms.md, "Finite backends
+ * (issue 28)"). A re-added upstream, which holds nothing, still wins its share at once. */
+const QUEUED_GAP = 2
 
 /** A key changes band only when log2 of its gap is this far beyond the band's edges. */
 const BAND_MARGIN = 0.5
@@ -222,6 +228,9 @@ function contend (w, upstreams, krec) {
     }
   }
   const want = needed(krec, n, holders.length, w.queued ? w.o.replicateQueued : w.o.replicate)
+  // while the backends queue, a count contest needs QUEUED_GAP times the gap: each move is a miss
+  // that holds a worker 4 times as long as a hit, and most small gaps are popularity noise
+  const gapFactor = w.queued ? QUEUED_GAP : 1
   let roomy
   if (holders.length < want) {
     const to = least >= 0 ? least : any
@@ -237,11 +246,14 @@ function contend (w, upstreams, krec) {
   } else if (w.o.admission && least >= 0 && room(recs[least], w.o.shareGap) > 0) {
     // the least-held has room: it fills with keys its peers do not keep (above) before it takes
     // one they keep, whose move costs a miss
-  } else if (over >= 0 && least >= 0) {
+  } else if (over >= 0 && least >= 0 && !w.queued) {
+    // (not while the backends queue: the move costs a miss that holds a worker 4 times as long as a
+    // hit, the hit ratios read during a cold start's backlog are low, and the keys admission leaves
+    // out already go where a worker is free, ./spill.js `freeMiss`)
     shed(recs[over])
     swap(w, krec, recs[over], recs[least])
-  } else if (most >= 0 && least >= 0 && mostHeld - leastHeld >= w.o.shareGap &&
-    mostHeld - leastHeld >= SHARE_RATIO * mostHeld) {
+  } else if (most >= 0 && least >= 0 && mostHeld - leastHeld >= w.o.shareGap * gapFactor &&
+    mostHeld - leastHeld >= SHARE_RATIO * gapFactor * mostHeld) {
     swap(w, krec, recs[most], recs[least])
   }
   // the holders are the key's specialists: each answers as one, and replicas share it by load

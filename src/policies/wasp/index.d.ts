@@ -33,7 +33,8 @@ export interface WaspOptions {
   /**
    * spill (with shareGap): once an upstream's latencies show a queue, a key's request goes to its
    * holder with the shortest expected wait, and to an upstream with a free worker when that wait
-   * exceeds spill × the holder's miss penalty; 0 = off (default 1)
+   * exceeds spill × the holder's miss penalty; a request its holders would miss and not keep goes
+   * to the shortest expected wait; 0 = off (default 1)
    */
   spill?: number
   /** replication threshold (as `replicate`) once the upstreams show a queue; 0 = off (default 0.15) */
@@ -101,6 +102,9 @@ export interface WaspSnapshot {
   swaps: number
   /** decisions that sent a key's request past its holders, whose queue was too long (see `spill`) */
   spills: number
+  /** decisions that sent a request its holders would miss and not keep to the upstream with the
+   * shortest expected wait, once the backends queue (see `spill`) */
+  freeMisses: number
   /** keys in the table held by more than one upstream (replicated hot keys) */
   replicated: number
   /** balanced packings computed so far (0 while `balanced` is off) */

@@ -51,7 +51,7 @@ const holdings = require('./holdings')
 const admission = require('./admission')
 const { snapshot } = require('./snapshot')
 const queueing = require('./queueing')
-const { route } = require('./spill')
+const { route, freeMiss } = require('./spill')
 
 /** Weight of the newest latency sample in an upstream's EWMA (with `feedback.latency`). */
 const LATENCY_ALPHA = 0.2
@@ -126,6 +126,7 @@ function createState (o, random) {
     joins: 0,
     swaps: 0,
     spills: 0,
+    freeMisses: 0,
     bases: queueing.createBases(),
     // per pick: whether a listed upstream has shown a queue (./queueing.js)
     queued: false,
@@ -171,7 +172,13 @@ function pick (w, upstreams, ctx) {
     holdings.contend(w, upstreams, krec)
   }
   const best = effectiveThresholds(w, upstreams, krec, total, owner)
-  let chosen = w.queued && w.o.shareGap > 0 && owner === undefined ? route(w, upstreams, krec) : -1
+  const held = w.o.shareGap > 0 && owner === undefined
+  let chosen = held && w.queued ? freeMiss(w, upstreams, krec) : -1
+  if (chosen >= 0) {
+    w.freeMisses++
+    return served(w, upstreams, chosen, krec, ctx)
+  }
+  chosen = w.queued && held ? route(w, upstreams, krec) : -1
   if (chosen < 0) chosen = respond(w, upstreams)
   if (chosen < 0) {
     w.fallbacks++
@@ -209,6 +216,18 @@ function register (w, upstreams, picks) {
   w.queued = queued && w.o.spill > 0
   w.meanLatency = latencyCount > 0 ? latencySum / latencyCount : 0
   return total
+}
+
+/**
+ * A request sent by `freeMiss` (./spill.js): a miss wherever it goes, so the upstream neither learns
+ * the key (its threshold stays) nor keeps the page unless it has room to spare (./admission.js).
+ */
+function served (w, upstreams, chosen, krec, ctx) {
+  queueing.noteSent(ctx, upstreams[chosen])
+  const cr = w.recs[chosen]
+  cr.idle = 0
+  if (w.o.admission) admit(krec, cr, ctx)
+  return upstreams[chosen]
 }
 
 /** Requests without a key have no affinity: least in-flight, ties to the earliest listed. */
@@ -365,6 +384,7 @@ function feedback (w, upstream, ctx, outcome) {
     const held = memory.keys.get(String(key)) // no LRU touch: feedback is not a use
     if (held !== undefined) {
       holdings.observeCache(held, urec, outcome.cache === 'HIT', ctx.noStore !== true, ctx[admission.TEST] === true)
+      if (held.holders.includes(urec)) held.missed = outcome.cache === 'MISS' && ctx.noStore === true
     }
   }
   const failed = outcome.error !== undefined && outcome.error !== null

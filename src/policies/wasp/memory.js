@@ -56,6 +56,8 @@ const { createQueueing } = require('./queueing')
  * @property {number[]} warm for each holder (same order), the cache results it has reported for the
  *   key since it took it (or, with admission, since it was last told to keep it; -1 while told not
  *   to): the first is the cold miss every new holder pays, not a sign of capacity
+ * @property {boolean} missed its latest cache result from a holder was a MISS it was told not to
+ *   keep (so that holder will miss it again: see ./spill.js, `freeMiss`)
  */
 
 /**
@@ -244,7 +246,8 @@ function createMemory (o, { onEvict } = {}) {
         band: 0,
         fine: 0,
         holders: [],
-        warm: []
+        warm: [],
+        missed: false
       }
       keys.set(key, rec)
       if (keys.size > maxKeys) evictOldest()

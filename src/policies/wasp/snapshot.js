@@ -61,6 +61,7 @@ function snapshot (w) {
     joins: w.joins,
     swaps: w.swaps,
     spills: w.spills,
+    freeMisses: w.freeMisses,
     replicated,
     upstreams: [...memory.ups.values()].map((u) => ({
       id: u.id,

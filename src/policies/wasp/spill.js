@@ -7,11 +7,17 @@
  * `spill` × the miss penalty (its miss less its hit service time), and another upstream would
  * answer sooner even as a miss (its wait + its miss service time < the holder's wait + hit time).
  *
+ * And (`freeMiss`) a request that misses wherever it goes, its key kept by none of its holders
+ * (./admission.js), goes where the expected wait is shortest: the cold tail that no cache keeps is a
+ * large part of the work (a miss holds a worker 4 times as long as a hit), and served by the queues
+ * rather than by the holdings, it evens the load without costing a hit.
+ *
  * While no candidate has queued, nothing here acts and the thresholds decide, as before.
  * O(upstreams × holders) per pick.
  */
 
 const { waitOf, serviceOf } = require('./queueing')
+const admission = require('./admission')
 
 /** Service times assumed before an upstream has measured its own (ms): only their ratio matters. */
 const DEFAULT_HIT = 1
@@ -63,4 +69,41 @@ function route (w, upstreams, krec) {
   return best
 }
 
-module.exports = { route }
+/**
+ * A request that misses wherever it goes: its key is kept by none of its holders (admission ranks
+ * it beyond every holder's cache) and its latest result from a holder was such a miss (a page
+ * cached before would still hit), so the holder would serve it as a miss and not store it. It goes
+ * to the upstream with the shortest expected wait, ties to the fewest in flight (then from a start
+ * that depends on the key): the same miss, served where a worker is free. Returns that index, or
+ * -1 when some listed holder keeps the key (or it has none listed, or admission is off).
+ * @param {object} w the policy state (w.recs registered this pick)
+ * @param {readonly import('../types').Upstream[]} upstreams
+ * @param {import('./memory').KeyRecord} krec
+ * @returns {number}
+ */
+function freeMiss (w, upstreams, krec) {
+  const { recs } = w
+  const n = upstreams.length
+  const holders = krec.holders
+  if (!w.o.admission || holders.length === 0 || !krec.missed) return -1
+  let listed = false
+  for (let i = 0; i < n; i++) {
+    if (!holders.includes(recs[i])) continue
+    if (admission.keeps(krec, recs[i])) return -1
+    listed = true
+  }
+  if (!listed) return -1
+  let best = -1
+  let bestWait = Infinity
+  let bestLoad = Infinity
+  const start = krec.hash % n
+  for (let k = 0; k < n; k++) {
+    const i = (start + k) % n
+    const f = upstreams[i].inflight > 0 ? upstreams[i].inflight : 0
+    const wait = waitOf(recs[i].q, f)
+    if (wait < bestWait || (wait === bestWait && f < bestLoad)) { best = i; bestWait = wait; bestLoad = f }
+  }
+  return best
+}
+
+module.exports = { route, freeMiss }
