@@ -327,6 +327,9 @@ async function startScriptedUpstream () {
         upstream.specs.delete(spec.id)
         busy = true
         upstream.active++
+        // where the bytes past the answer's own framing begin (responses.js, `surplus`)
+        const surplusFrom = spec.writes.reduce((n, w) => n + (w === 'tick' ? 0 : w.length), 0) - (spec.surplus || 0)
+        let written = 0
         for (const w of spec.writes) {
           if (socket.destroyed) break
           if (w === 'tick') {
@@ -334,13 +337,17 @@ async function startScriptedUpstream () {
             continue
           }
           socket.write(w)
+          written += w.length
           // Late bytes (a poison after a pause) race the next request on a pooled connection: once
           // polistes has sent it, before it could read them, nothing in HTTP/1.1 tells them from its
           // answer; that request's own answer then races the request after it, and so on, for as
           // long as polistes finds a request waiting each time it has read an answer there. So
           // every request carried on this connection from here on is raced: any answer may reach it
           // (the poison, an earlier request's answer, an error), and the checks hold it to none.
-          if (w.includes(POISON_START, 0, 'latin1')) { // late, or in the same write as the answer
+          // Bytes past a Content-Length shorter than the body are extra bytes just the same, though
+          // no poison: late (split off by split-writes), they are read as the start of the next
+          // request's answer, which then fails to parse (seed 20261141, case 64581).
+          if (w.includes(POISON_START, 0, 'latin1') || (spec.surplus > 0 && written > surplusFrom)) { // late, or in the same write as the answer
             poisoned = true
             upstream.poisoned++
             markRaced()

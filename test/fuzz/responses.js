@@ -25,6 +25,9 @@ const { caseRandom } = require('./random')
  *   `delivered`: if the client gets a whole response with this id and status, the body must be this;
  *   `none`: only that nothing reaches the wrong client
  * @property {string[]} mutations what was done to it
+ * @property {number} surplus how many bytes at the end of the writes lie past the answer's own framing
+ *   (a Content-Length shorter than the body): extra bytes, as a poison is, that name no request; split
+ *   off by split-writes they come late, and race the next request on the connection as a late poison does
  */
 
 /**
@@ -102,12 +105,18 @@ function makeResponse (r, request, { badRate, exclude = [] }) {
     lines[i] = lines[i].replace(': ', ':\r\n ')
   }
   if (bad === 'bare-lf') eol = '\n'
+  // bytes the upstream writes past the end its own framing gives the answer (a Content-Length
+  // shorter than the body): extra bytes as a poison is, read by a strict parser as such
+  let surplus = 0
   if (bad === 'content-length-variant') {
     lines = lines.filter((l) => !/^(content-length|transfer-encoding):/i.test(l))
     framing = 'length'
     const n = Buffer.byteLength(body, 'latin1')
-    lines.push(r.pick([`Content-Length: +${n}`, `Content-Length: 0${n}`, `Content-Length: ${n}, ${n}`, `Content-Length: ${n}, ${n + 1}`, `Content-Length: ${n}\r\nContent-Length: ${n + 1}`,
-      `Content-Length: ${n}\r\nContent-Length: ${n}`, `Content-Length: -${n}`, `Content-Length: ${n}x`, 'Content-Length: 99999999999999999999', `Content-Length: ${Math.max(0, n - 2)}`]))
+    const short = `Content-Length: ${Math.max(0, n - 2)}`
+    const line = r.pick([`Content-Length: +${n}`, `Content-Length: 0${n}`, `Content-Length: ${n}, ${n}`, `Content-Length: ${n}, ${n + 1}`, `Content-Length: ${n}\r\nContent-Length: ${n + 1}`,
+      `Content-Length: ${n}\r\nContent-Length: ${n}`, `Content-Length: -${n}`, `Content-Length: ${n}x`, 'Content-Length: 99999999999999999999', short])
+    lines.push(line)
+    if (line === short && !head && !bodyless) surplus = n - Math.max(0, n - 2)
   }
   if (bad === 'transfer-encoding-variant') {
     lines = lines.filter((l) => !/^(content-length|transfer-encoding):/i.test(l))
@@ -175,7 +184,7 @@ function makeResponse (r, request, { badRate, exclude = [] }) {
     : ['extra-bytes', 'late-extra-bytes', 'body-on-bodyless', 'both-framings', 'early-close-body'].includes(bad) && !(bad === 'early-close-body' && framing === 'close')
         ? 'delivered'
         : 'none'
-  return { id: request.id, writes, close, status, body: Buffer.from(head ? '' : body, 'latin1'), check, mutations }
+  return { id: request.id, writes, close, status, body: Buffer.from(head ? '' : body, 'latin1'), check, mutations, surplus }
 }
 
 /**
