@@ -1,5 +1,7 @@
 'use strict'
 
+const net = require('node:net')
+const { once } = require('node:events')
 const { startBalancer } = require('../src/balancer')
 const { startUpstream, closedPort, RawConnection, waitFor } = require('./helper')
 
@@ -10,8 +12,8 @@ describe('upgrade tunnel', () => {
   afterEach(async () => {
     await Promise.all(open.splice(0).map((x) => x.close()))
   })
-  const start = async (backends) => {
-    const lb = await startBalancer({ algo: 'round-robin', port: 0, backends })
+  const start = async (backends, options = {}) => {
+    const lb = await startBalancer({ algo: 'round-robin', port: 0, backends, ...options })
     open.push(lb)
     return lb
   }
@@ -83,5 +85,71 @@ describe('upgrade tunnel', () => {
     expect(lb.stats().upstreams[0].inflight).toBe(1)
     conn.destroy()
     await waitFor(() => lb.stats().upstreams[0].inflight === 0)
+  })
+
+  // fuzz seed 20261142 case 136821: bytes that reach a handshake's connection after its head lay
+  // unread on a paused socket, so its close was never seen and the tunnel stayed in flight for good
+  describe.each(['fast', 'node'])('front %s: a handshake that gets no tunnel: the client connection closes whatever it sent after the head', (front) => {
+    /** Resolves once the balancer has no client connection and nothing in flight; else throws. */
+    const settled = (lb, timeoutMs = 3000) => waitFor(async () => {
+      const connections = await new Promise((resolve) => lb.server.getConnections((err, n) => resolve(err ? -1 : n)))
+      return connections === 0 && lb.stats().inflight === 0
+    }, { timeoutMs })
+    /** Send the handshake, then, once the upstream has it, more bytes on their own. */
+    const handshakeThenMore = async (lb, arrived, { allowHalfOpen = false } = {}) => {
+      const { port } = new URL(lb.url)
+      const socket = net.connect({ host: '127.0.0.1', port: Number(port), allowHalfOpen })
+      socket.on('error', () => {})
+      const chunks = []
+      socket.on('data', (d) => chunks.push(d))
+      await once(socket, 'connect')
+      socket.write(UPGRADE)
+      await arrived
+      socket.write('bytes for the tunnel that never opens')
+      return { socket, received: () => Buffer.concat(chunks).toString('latin1') }
+    }
+    /** An upstream that declines the handshake with 426, or (`cut`) closes the connection on it, 100 ms after it came. */
+    const upstreamThat = async (cut = false) => {
+      let arrive
+      const arrived = new Promise((resolve) => { arrive = resolve })
+      const upstream = await startUpstream((req, res) => {
+        arrive()
+        setTimeout(() => { res.writeHead(426); res.end('no') }, 100)
+      })
+      if (cut) upstream.server.on('upgrade', (req, socket) => { arrive(); setTimeout(() => socket.destroy(), 100) })
+      open.push(upstream)
+      return { upstream, arrived }
+    }
+
+    test('declined (426)', async () => {
+      const { upstream, arrived } = await upstreamThat()
+      const lb = await start([upstream.url], { front })
+      const { socket, received } = await handshakeThenMore(lb, arrived)
+      await once(socket, 'close')
+      expect(received()).toMatch(/^HTTP\/1\.1 426 /)
+      await settled(lb)
+    })
+
+    test('failed (the upstream cut the connection: 502)', async () => {
+      const { upstream, arrived } = await upstreamThat(true)
+      const lb = await start([upstream.url], { front })
+      const { socket, received } = await handshakeThenMore(lb, arrived)
+      await once(socket, 'close')
+      expect(received()).toMatch(/^HTTP\/1\.1 502 /)
+      await settled(lb)
+    })
+
+    test('a client that keeps its side open is closed about a second after the answer', async () => {
+      const { upstream, arrived } = await upstreamThat()
+      const lb = await start([upstream.url], { front })
+      const { socket, received } = await handshakeThenMore(lb, arrived, { allowHalfOpen: true })
+      await once(socket, 'end') // the balancer's FIN; this client never sends its own
+      expect(received()).toMatch(/^HTTP\/1\.1 426 /)
+      try {
+        await settled(lb, 2500)
+      } finally {
+        socket.destroy()
+      }
+    })
   })
 })

@@ -13,6 +13,12 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trail
   'content-length']
 
 /**
+ * After its last answer on a connection that gets no tunnel, how long the balancer waits for the
+ * client to close before it destroys the socket (as the front's refuse(), src/front/front-server.js).
+ */
+const LINGER_MS = 1000
+
+/**
  * @typedef {object} TunnelHandlers
  * @property {() => void} onOpen the upstream switched protocols: bytes now flow both ways
  * @property {(err: Error) => void} onFailure no connection or no answer from the upstream (the
@@ -78,6 +84,7 @@ function tunnelUpgrade (req, socket, head, target, {
   } catch (err) {
     // node:http refuses to build the request (a header it will not send): never a crash
     onFailure(err)
+    lastAnswer(socket)
     socket.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')
     return
   }
@@ -89,6 +96,7 @@ function tunnelUpgrade (req, socket, head, target, {
     if (socket.destroyed) return
     onFailure(err)
     const status = err.code === 'ETIMEDOUT' ? '504 Gateway Timeout' : '502 Bad Gateway'
+    lastAnswer(socket)
     socket.end(`HTTP/1.1 ${status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`)
   })
   proxyReq.on('upgrade', (proxyRes, upstreamSocket, upstreamHead) => {
@@ -105,6 +113,7 @@ function tunnelUpgrade (req, socket, head, target, {
     // the upstream declined the upgrade: relay its answer, then close (the client's
     // connection is in an undefined state for HTTP)
     proxyReq.setTimeout(0)
+    lastAnswer(socket)
     socket.write(statusHead(proxyRes, { close: true }))
     proxyRes.pipe(socket)
     proxyRes.on('error', () => socket.destroy())
@@ -114,6 +123,23 @@ function tunnelUpgrade (req, socket, head, target, {
   // parses them as its next request, one that passed none of the balancer's checks (Host, framing,
   // forwarding headers) - a request smuggled behind a refused upgrade.
   proxyReq.end()
+}
+
+/**
+ * The client connection of a handshake that gets no tunnel carries nothing more once the balancer's
+ * answer is out. node:http hands the upgrade over paused, and a paused socket never sees the
+ * client's FIN (or reset) behind bytes it has not read: whatever the client sent after its head
+ * kept the socket open, and the attempt in flight on its upstream, for good (fuzz seed 20261142,
+ * case 136821). So what the client sends from here on is read and dropped, and the socket is
+ * destroyed at the latest LINGER_MS after the balancer's end went out.
+ * @param {import('net').Socket} socket
+ */
+function lastAnswer (socket) {
+  socket.resume()
+  socket.once('finish', () => {
+    const linger = setTimeout(() => socket.destroy(), LINGER_MS)
+    socket.once('close', () => clearTimeout(linger))
+  })
 }
 
 /**
