@@ -65,8 +65,8 @@ describe('wasp spill: backends with a few workers each', () => {
   const run = { seed: 1, warmup: 4000, measure: 4000 }
   const wasp = (options) => (random, now) => createWasp(options, { random, now })
 
-  test('spilling past queued holders cuts the tail and evens the load (spill 0 = before)', () => {
-    const on = runAt(wasp({}), fleet, run)
+  test('spilling past queued holders cuts the tail and evens the load (spill 0, the default = before)', () => {
+    const on = runAt(wasp({ spill: 1 }), fleet, run)
     const off = runAt(wasp({ spill: 0 }), fleet, run)
     expect(on.p99).toBeLessThan(off.p99)
     expect(on.busiest).toBeLessThan(off.busiest)
@@ -78,7 +78,7 @@ describe('wasp spill: backends with a few workers each', () => {
       model.run(3000)
       return model.picks.join(',')
     }
-    expect(picks({})).toBe(picks({ spill: 0, replicateQueued: 1 }))
+    expect(picks({ spill: 1 })).toBe(picks({ spill: 0, replicateQueued: 1 }))
   })
 
   test('bad values are refused', () => {
@@ -135,7 +135,7 @@ describe('wasp free misses: a request its holders would miss and not keep', () =
   test('on the open-loop fleet, once the backends queue, the misses no holder keeps go to free workers', () => {
     const model = { policy: null }
     const fleet = { rate: 3000, keys: 500, cacheSize: 30 }
-    runAt((random, now) => (model.policy = createWasp({}, { random, now })), fleet, { seed: 1, warmup: 4000, measure: 4000 })
+    runAt((random, now) => (model.policy = createWasp({ spill: 1 }, { random, now })), fleet, { seed: 1, warmup: 4000, measure: 4000 })
     expect(model.policy.snapshot().freeMisses).toBeGreaterThan(0)
     runAt((random, now) => (model.policy = createWasp({ spill: 0 }, { random, now })), fleet, { seed: 1, warmup: 4000, measure: 4000 })
     expect(model.policy.snapshot().freeMisses).toBe(0)
