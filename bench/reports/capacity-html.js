@@ -7,7 +7,7 @@
  * physical limit, and the cells as a table.
  */
 
-const { esc, num, ticks, axes, legend, svg, PALETTE, LAYOUT } = require('./report-html')
+const { pageHead, esc, num, ticks, axes, legend, svg, PALETTE, LAYOUT } = require('./report-html')
 const { peerThreads } = require('./report-console')
 
 const { W, H, M } = LAYOUT
@@ -134,14 +134,7 @@ function formatCapacityHtml (doc) {
   const w = cap.fleet.workers
   const sumW = w.reduce((a, b) => a + b, 0)
   const cached = Math.min(st.pages, cap.fleet.cachePages.reduce((a, b) => a + b, 0))
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>polistes bench: ${esc(doc.scenario)}</title>
-<style>
-body{font-family:sans-serif;max-width:980px;margin:2em auto;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
-th:first-child,td:first-child{text-align:left}figure{margin:1.5em 0}figcaption{font-weight:bold;margin-bottom:.3em}
-</style></head><body>
-<h1>polistes bench: ${esc(doc.scenario)}</h1>
+  return `${pageHead(doc.scenario)}
 <p>${esc(doc.description)}. ${w.length} backends with ${esc(w.join('/'))} workers (a FIFO queue each), hit ` +
   `${cap.fleet.hitMs} ms and miss ${cap.fleet.missMs} ms nominal; ${st.pages} pages, ${esc(st.popularity)}; ` +
   `${st.connections} connections, open loop, latency from the intended send time. Per cell (a contender at an ` +

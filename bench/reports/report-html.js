@@ -27,6 +27,24 @@ function num (x, digits = 2) {
   return typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : '-'
 }
 
+/**
+ * The start of a report page, up to and including its title heading: the doctype, the shared style
+ * (with `extraStyle`, whole lines of CSS) and `<h1>polistes bench: scenario</h1>`.
+ * @param {string} scenario
+ * @param {string} [extraStyle]
+ * @returns {string}
+ */
+function pageHead (scenario, extraStyle = '') {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>polistes bench: ${esc(scenario)}</title>
+<style>
+body{font-family:sans-serif;max-width:980px;margin:2em auto;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th:first-child,td:first-child{text-align:left}figure{margin:1.5em 0}figcaption{font-weight:bold;margin-bottom:.3em}
+${extraStyle}</style></head><body>
+<h1>polistes bench: ${esc(scenario)}</h1>`
+}
+
 /** "Nice" upper bound and ticks for an axis from 0 to max. */
 function ticks (max, count = 5) {
   if (!(max > 0)) return { top: 1, step: 0.2 }
@@ -225,15 +243,7 @@ function formatHtml (doc) {
       `${esc(t.algo)}${t.ratio ? `/${esc(doc.settings.baseline)}` : ''} = ${esc(num(t.value, 3))} (target ` +
       `${t.min !== undefined ? `&ge; ${t.min}` : ''}${t.max !== undefined ? ` &le; ${t.max}` : ''})</li>`).join('')
 
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>polistes bench: ${esc(doc.scenario)}</title>
-<style>
-body{font-family:sans-serif;max-width:980px;margin:2em auto;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
-th:first-child,td:first-child{text-align:left}figure{margin:1.5em 0}figcaption{font-weight:bold;margin-bottom:.3em}
-.miss{color:#b00}.ok{color:#070}code{background:#f4f4f4;padding:1px 4px}
-</style></head><body>
-<h1>polistes bench: ${esc(doc.scenario)}</h1>
+  return `${pageHead(doc.scenario, '.miss{color:#b00}.ok{color:#070}code{background:#f4f4f4;padding:1px 4px}\n')}
 <p>${esc(doc.description)}. ${doc.settings.trials} trial(s) per algorithm, each on a fresh fleet (cold caches) ` +
   `and balancer:
 ${doc.settings.warmup} s learning phase, then ${doc.settings.requests
@@ -289,4 +299,4 @@ each page has one backend).</p>
 /** The charts' size and margins, for the other reports that draw with these helpers (capacity-html.js). */
 const LAYOUT = Object.freeze({ W, H, M })
 
-module.exports = { formatHtml, esc, num, ticks, axes, legend, svg, PALETTE, LAYOUT }
+module.exports = { formatHtml, pageHead, esc, num, ticks, axes, legend, svg, PALETTE, LAYOUT }
