@@ -218,25 +218,35 @@ describe('wasp holdings: contests', () => {
   })
 })
 
-describe('wasp holdings: a full upstream sheds its keys only while no backend queues', () => {
+/**
+ * A policy state as src/policies/wasp/index.js keeps it (`queued`: whether a backend shows a queue),
+ * three upstreams registered, and key /k given a holder by a first contest (a key short of a holder:
+ * the least-held takes it).
+ * @param {boolean} queued
+ */
+function heldKey (queued) {
   const { contend } = require('../src/policies/wasp/holdings')
   const { createMemory } = require('../src/policies/wasp/memory')
   const { resolveOptions } = require('../src/policies/wasp/options')
+  const o = resolveOptions({})
+  const memory = createMemory(o)
+  memory.tick()
+  const list = ups(3)
+  const recs = list.map((u) => memory.upstream(u.id))
+  const w = { o, memory, recs, queued, joins: 0, swaps: 0 }
+  const krec = memory.key('/k', true)
+  contend(w, list, krec)
+  return { w, list, krec, holder: krec.holders[0] }
+}
 
-  /** A policy state as ./index.js keeps it, three upstreams registered, and key /k held by one of
-   * them, whose cache results have shown it full (capacity 0). */
+describe('wasp holdings: a full upstream sheds its keys only while no backend queues', () => {
+  const { contend } = require('../src/policies/wasp/holdings')
+
+  /** Key /k held by an upstream whose cache results have shown it full (capacity 0). */
   function setup (queued) {
-    const o = resolveOptions({})
-    const memory = createMemory(o)
-    memory.tick()
-    const list = ups(3)
-    const recs = list.map((u) => memory.upstream(u.id))
-    const w = { o, memory, recs, queued, joins: 0, swaps: 0 }
-    const krec = memory.key('/k', true)
-    contend(w, list, krec) // a key short of a holder: the least-held takes it
-    const holder = krec.holders[0]
-    holder.cap = 0
-    return { w, list, krec, holder }
+    const held = heldKey(queued)
+    held.holder.cap = 0
+    return held
   }
 
   test('no queue: the key goes to an upstream with room (the closed-loop case, as before)', () => {
@@ -256,20 +266,10 @@ describe('wasp holdings: a full upstream sheds its keys only while no backend qu
 
 describe('wasp holdings: while the backends queue, a count contest needs twice the gap', () => {
   const { contend } = require('../src/policies/wasp/holdings')
-  const { createMemory } = require('../src/policies/wasp/memory')
-  const { resolveOptions } = require('../src/policies/wasp/options')
 
-  /** Three upstreams; key /k held by one of them, which holds `more` keys of its band besides. */
+  /** Key /k held by an upstream which holds `more` keys of its band besides. */
   function contest (queued, more) {
-    const o = resolveOptions({})
-    const memory = createMemory(o)
-    memory.tick()
-    const list = ups(3)
-    const recs = list.map((u) => memory.upstream(u.id))
-    const w = { o, memory, recs, queued, joins: 0, swaps: 0 }
-    const krec = memory.key('/k', true)
-    contend(w, list, krec)
-    const holder = krec.holders[0]
+    const { w, list, krec, holder } = heldKey(queued)
     for (let b = krec.band; b < holder.held.length; b++) holder.held[b] += more // cumulative counts
     contend(w, list, krec)
     return w.swaps
