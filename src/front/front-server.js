@@ -3,6 +3,7 @@
 const http = require('node:http')
 const https = require('node:https')
 const { attachFastFront } = require('./fast-front')
+const { destroyAfterLinger } = require('../common/linger')
 
 /**
  * How often Node looks for requests past `headersTimeoutMs`/`requestTimeoutMs`. Node's default,
@@ -10,14 +11,6 @@ const { attachFastFront } = require('./fast-front')
  * connections once a second costs next to nothing.
  */
 const CHECK_INTERVAL_MS = 1000
-
-/**
- * After answering a request it could not take, how long the balancer waits for the client to
- * read the answer and close before it destroys the socket (nginx's lingering close, bounded).
- * Destroying at once, as Node does, resets a connection with unread bytes, and the client may lose
- * the answer; waiting for the client, as a plain `end()` would, lets a slow client keep the socket.
- */
-const LINGER_MS = 1000
 
 /** The answers to a request Node could not parse, as Node itself writes them (no body). */
 const ANSWERS = {
@@ -98,15 +91,14 @@ function createFrontServer (handler, {
  * not parse (too-large headers 431, too slow 408, malformed 400), a CONNECT, an upgrade it cannot
  * tunnel. As Node's own default, answered only when nothing was written on the connection yet
  * (never into the middle of a response); the connection is closed either way, at the latest
- * LINGER_MS later.
+ * LINGER_MS later (src/common/linger.js).
  * @param {import('node:net').Socket} socket
  * @param {string} [status='400 Bad Request'] e.g. '503 Service Unavailable'
  */
 function refuse (socket, status = '400 Bad Request') {
   if (!socket.writable || socket.destroyed || socket.bytesWritten > 0) return socket.destroy()
   socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
-  const linger = setTimeout(() => socket.destroy(), LINGER_MS)
-  socket.once('close', () => clearTimeout(linger))
+  destroyAfterLinger(socket)
 }
 
 module.exports = { createFrontServer, refuse, CHECK_INTERVAL_MS }

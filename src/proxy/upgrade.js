@@ -5,18 +5,13 @@ const https = require('node:https')
 const net = require('node:net')
 const { forwardingHeaders, FRAMING } = require('./engines/headers')
 const { CLIENT_FORWARDING } = require('./forwarded')
+const { destroyAfterLinger } = require('../common/linger')
 
 /** Headers that concern one hop only (RFC 9110 §7.6.1), never copied onto the upstream hop. */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
   // the handshake goes up without a body (the balancer refuses one that declares a body): what
   // follows the head is the tunnel's
   'content-length']
-
-/**
- * After its last answer on a connection that gets no tunnel, how long the balancer waits for the
- * client to close before it destroys the socket (as the front's refuse(), src/front/front-server.js).
- */
-const LINGER_MS = 1000
 
 /**
  * @typedef {object} TunnelHandlers
@@ -131,15 +126,12 @@ function tunnelUpgrade (req, socket, head, target, {
  * client's FIN (or reset) behind bytes it has not read: whatever the client sent after its head
  * kept the socket open, and the attempt in flight on its upstream, for good (fuzz seed 20261142,
  * case 136821). So what the client sends from here on is read and dropped, and the socket is
- * destroyed at the latest LINGER_MS after the balancer's end went out.
+ * destroyed at the latest LINGER_MS (src/common/linger.js) after the balancer's end went out.
  * @param {import('net').Socket} socket
  */
 function lastAnswer (socket) {
   socket.resume()
-  socket.once('finish', () => {
-    const linger = setTimeout(() => socket.destroy(), LINGER_MS)
-    socket.once('close', () => clearTimeout(linger))
-  })
+  socket.once('finish', () => destroyAfterLinger(socket))
 }
 
 /**
