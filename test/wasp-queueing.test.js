@@ -52,6 +52,38 @@ describe('wasp queueing: the wait table', () => {
     expect(queueing.waitOf(q, 9)).toBe(0)
   })
 
+  test('latencies that scatter at rest (CPU contention) do not read as a queue; the same rise on tight ones does', () => {
+    const feed = (spread) => {
+      const q = queueing.createQueueing()
+      const random = mulberry32(5)
+      for (let i = 0; i < 40; i++) {
+        for (let f = 0; f < 12; f++) {
+          const rise = f * 2 // 2 ms per request in flight, from the first: no knee
+          respond(q, f, 5 + rise + spread * (2 * random() - 1), 'HIT')
+        }
+      }
+      return q
+    }
+    expect(feed(0.5).queued).toBe(true) // spread ~0.25 ms: a 2.25 ms bar, crossed from f = 2
+    const scattered = feed(20) // spread ~10 ms at rest: rises of 22 ms are within its noise
+    expect(scattered.dev[0]).toBeGreaterThan(5)
+    expect(scattered.queued).toBe(false)
+    expect(queueing.waitOf(scattered, 11)).toBe(0)
+  })
+
+  test('a queue that fades is read again: the upstream stops queueing once no two entries show it', () => {
+    const q = queueing.createQueueing()
+    for (let i = 0; i < 40; i++) {
+      for (let f = 0; f < 12; f++) respond(q, f, 5 + (f >= 4 ? (f - 3) * 2 : 0), 'HIT')
+    }
+    expect(q.queued).toBe(true)
+    for (let i = 0; i < 200; i++) {
+      for (let f = 0; f < 12; f++) respond(q, f, 5, 'HIT') // the same backend, its queue gone
+    }
+    expect(q.queued).toBe(false)
+    expect(queueing.waitOf(q, 11)).toBe(0)
+  })
+
   test('no base from requests sent with nothing in flight: nothing is learnt', () => {
     const q = queueing.createQueueing()
     for (let i = 0; i < 100; i++) respond(q, 6, 50, 'MISS')
@@ -65,7 +97,7 @@ describe('wasp spill: backends with a few workers each', () => {
   const run = { seed: 1, warmup: 4000, measure: 4000 }
   const wasp = (options) => (random, now) => createWasp(options, { random, now })
 
-  test('spilling past queued holders cuts the tail and evens the load (spill 0, the default = before)', () => {
+  test('spilling past queued holders cuts the tail and evens the load (spill 1, the default; spill 0 = before issue 28)', () => {
     const on = runAt(wasp({ spill: 1 }), fleet, run)
     const off = runAt(wasp({ spill: 0 }), fleet, run)
     expect(on.p99).toBeLessThan(off.p99)

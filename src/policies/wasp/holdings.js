@@ -176,6 +176,12 @@ function needed (krec, n, have, replicate) {
   return have
 }
 
+/** Whether one of a key's holders shows a queue (./queueing.js). */
+function heldByQueued (holders) {
+  for (const h of holders) if (h.q.queued) return true
+  return false
+}
+
 /**
  * The contests for `krec` among the listed candidates (`w.recs[0..n-1]`, registered this pick):
  * absent holders give the key up, a key short of holders gets the least-held candidate of its band,
@@ -227,7 +233,9 @@ function contend (w, upstreams, krec) {
       }
     }
   }
-  const want = needed(krec, n, holders.length, w.queued ? w.o.replicateQueued : w.o.replicate)
+  // replicas for a key hotter than its holder can carry while that holder shows a queue (not every
+  // key of the fleet once one upstream does: on small caches each replica costs a page's hits)
+  const want = needed(krec, n, holders.length, w.queued && heldByQueued(holders) ? w.o.replicateQueued : w.o.replicate)
   // while the backends queue, a count contest needs QUEUED_GAP times the gap: each move is a miss
   // that holds a worker 4 times as long as a hit, and most small gaps are popularity noise
   const gapFactor = w.queued ? QUEUED_GAP : 1

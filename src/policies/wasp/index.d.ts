@@ -34,10 +34,10 @@ export interface WaspOptions {
    * spill (with shareGap): once an upstream's latencies show a queue, a key's request goes to its
    * holder with the shortest expected wait, and to an upstream with a free worker when that wait
    * exceeds spill × the holder's miss penalty; a request its holders would miss and not keep goes
-   * to the shortest expected wait; 0 = off (the default: opt-in, see docs/algorithms.md "Finite backends")
+   * to the shortest expected wait; 0 = off (default 1; see docs/algorithms.md "Finite backends")
    */
   spill?: number
-  /** replication threshold (as `replicate`) once the upstreams show a queue; 0 = off (default 0.15) */
+  /** replication threshold (as `replicate`) for a key whose holder shows a queue; 0 = off (default 0.15) */
   replicateQueued?: number
   /** key table capacity, LRU (default 10000) */
   maxKeys?: number

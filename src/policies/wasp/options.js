@@ -74,9 +74,9 @@ const defaults = Object.freeze({
    * exceeds spill × the holder's miss penalty (miss less hit service time) and the other, with about
    * a free worker and fewer in flight than the holder, would answer sooner even with a miss; and a
    * request its holders would miss and not keep (admission) goes to the shortest expected wait; 0 = off */
-  spill: 0,
-  /** replication once the upstreams queue (with spill): `replicate` for backends that show a queue
-   * (./queueing.js), where a holder must carry its other keys besides a hot one; 0 = off */
+  spill: 1,
+  /** replication once the upstreams queue (with spill): `replicate` for a key whose holder shows a
+   * queue (./queueing.js), where a holder must carry its other keys besides a hot one; 0 = off */
   replicateQueued: 0.15
 })
 

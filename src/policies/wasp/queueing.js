@@ -16,8 +16,13 @@
  *   reads about 0 (the jitter of the service times averages out), above it grows by the service
  *   time over the workers per request ahead. Unvisited entries are interpolated from their
  *   neighbours, and above the last known one extrapolated by at least a hit service time per request.
- * - An upstream **queues** once two neighbouring entries with MIN_SAMPLES samples each read more than
- *   QUEUE_FACTOR × its slowest class base (and QUEUE_MS): until then the policy decides as before.
+ * - An upstream **queues** while two neighbouring entries with MIN_SAMPLES samples each read more than
+ *   QUEUE_FACTOR × its slowest class base + QUEUE_MS + SPREAD_FACTOR × the **spread** of latencies
+ *   sent with nothing in flight (their mean absolute deviation from the base, in the class that
+ *   spreads least): until then the policy decides as before. The spread is what tells a worker
+ *   queue from CPU contention: a backend whose latencies at rest already scatter by milliseconds
+ *   (an event loop shared with busy neighbours, a loaded machine) shows rises of that size at every
+ *   in-flight count, and moving its requests to another upstream would cost hits and free nothing.
  *
  * A backend that never queues (unlimited concurrency, or a light load) is never marked, its
  * expected wait stays 0, and the policy decides as it did before (./index.js, ./spill.js).
@@ -40,6 +45,12 @@ const MIN_SAMPLES = 4
  * well above the noise of service times jittered by ±50 % (the closed-loop model). */
 const QUEUE_FACTOR = 0.25
 const QUEUE_MS = 1
+/** A queue must read this many spreads (mean absolute deviations at rest) more besides: CPU
+ * contention scatters the latencies of requests sent to an idle backend by as much as it raises the
+ * busy ones, a FIFO of workers does not (its idle requests take their service time). */
+const SPREAD_FACTOR = 3
+/** A queued upstream's table is read again every RECHECK responses: its queue may have gone. */
+const RECHECK = 16
 /** Latency classes: by the X-Cache result. */
 const HIT = 0
 const MISS = 1
@@ -47,16 +58,18 @@ const OTHER = 2
 
 /** The fleet's bases (every upstream's samples with nothing in flight), for upstreams without their own. */
 function createBases () {
-  return { base: new Float64Array(3), zero: new Uint8Array(3) }
+  return { base: new Float64Array(3), dev: new Float64Array(3), zero: new Uint8Array(3) }
 }
 
 /** A new queueing record (on an upstream record). */
 function createQueueing () {
   return {
     base: new Float64Array(3), // per class; 0 = none yet
+    dev: new Float64Array(3), // per class: the mean absolute deviation from the base
     zero: new Uint8Array(3), // per class: its f0 = 0 samples (to 255)
     wait: new Float64Array(MAX_F + 1),
     samples: new Uint32Array(MAX_F + 1),
+    seen: 0, // responses that fed the table
     queued: false
   }
 }
@@ -70,11 +83,28 @@ function classOf (cache) {
   return cache === 'HIT' ? HIT : cache === 'MISS' ? MISS : OTHER
 }
 
-/** A latency sample with nothing in flight: the mean of the first 1 / ALPHA, then an EWMA. */
+/**
+ * A latency sample with nothing in flight: the base is the mean of the first 1 / ALPHA, then an
+ * EWMA; the spread the same of its absolute deviations from the base before it.
+ */
 function learnBase (q, c, latency) {
   const k = q.zero[c]
+  if (k > 0) {
+    const d = latency > q.base[c] ? latency - q.base[c] : q.base[c] - latency
+    q.dev[c] = k === 1 ? d : q.dev[c] + (k < 1 / ALPHA ? 1 / k : ALPHA) * (d - q.dev[c])
+  }
   q.base[c] = k === 0 ? latency : q.base[c] + (k < 1 / ALPHA ? 1 / (k + 1) : ALPHA) * (latency - q.base[c])
   if (k < 255) q.zero[c] = k + 1
+}
+
+/** The spread at rest: the least of the classes' with a settled base (their own, else the fleet's). */
+function spreadOf (q, fleet) {
+  let spread = Infinity
+  for (let c = 0; c < 3; c++) {
+    const d = q.zero[c] >= BASE_SAMPLES ? q.dev[c] : fleet && fleet.zero[c] >= BASE_SAMPLES ? fleet.dev[c] : Infinity
+    if (d < spread) spread = d
+  }
+  return spread
 }
 
 /**
@@ -104,13 +134,28 @@ function observe (q, ctx, outcome, fleet) {
   const n = q.samples[f]
   q.wait[f] = n === 0 ? excess : q.wait[f] + (n < 1 / ALPHA ? 1 / (n + 1) : ALPHA) * (excess - q.wait[f])
   q.samples[f] = n + 1
-  if (!q.queued && n + 1 >= MIN_SAMPLES) {
-    // two neighbouring entries over the bar: a queue grows with f, the noise of one entry does not
-    // (the last entry stands alone: it gathers everything beyond)
-    const bar = QUEUE_FACTOR * Math.max(q.base[HIT], q.base[MISS], q.base[OTHER], base) + QUEUE_MS
-    const below = f === MAX_F || (f > 0 && q.samples[f - 1] >= MIN_SAMPLES && q.wait[f - 1] > bar)
-    if (q.wait[f] > bar && below) q.queued = true
+  q.seen++
+  if (q.queued ? q.seen % RECHECK === 0 : n + 1 >= MIN_SAMPLES) {
+    const bar = QUEUE_FACTOR * Math.max(q.base[HIT], q.base[MISS], q.base[OTHER], base) + QUEUE_MS +
+      SPREAD_FACTOR * spreadOf(q, fleet)
+    q.queued = q.queued ? anyQueue(q, bar) : overBar(q, f, bar)
   }
+}
+
+/**
+ * Whether entry f and the one below it both read more than the bar (with MIN_SAMPLES each): a queue
+ * grows with f, the noise of one entry does not (the last entry stands alone: it gathers
+ * everything beyond).
+ */
+function overBar (q, f, bar) {
+  if (q.samples[f] < MIN_SAMPLES || !(q.wait[f] > bar)) return false
+  return f === MAX_F || (f > 0 && q.samples[f - 1] >= MIN_SAMPLES && q.wait[f - 1] > bar)
+}
+
+/** Whether some entry still shows the queue (a transient, e.g. a cold start or a pause, fades). */
+function anyQueue (q, bar) {
+  for (let f = 1; f <= MAX_F; f++) if (overBar(q, f, bar)) return true
+  return false
 }
 
 /**
@@ -135,8 +180,8 @@ function waitOf (q, inflight) {
     let lo2 = lo - 1
     while (lo2 >= 0 && q.samples[lo2] < MIN_SAMPLES) lo2--
     const measured = lo2 >= 0 ? (q.wait[lo] - q.wait[lo2]) / (lo - lo2) : 0
-    const floor = q.base[HIT] || q.base[OTHER] || q.base[MISS]
-    value = q.wait[lo] + (measured > floor ? measured : floor) * (f - lo)
+    const slope = q.base[HIT] || q.base[OTHER] || q.base[MISS]
+    value = q.wait[lo] + (measured > slope ? measured : slope) * (f - lo)
   }
   return value > 0 ? value : 0
 }
