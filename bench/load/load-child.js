@@ -26,12 +26,10 @@
  * form. Pushed: `tick { bucket }` at each whole second, `done { result }` at the end.
  */
 
-const autocannon = require('autocannon')
 const { serve } = require('../children/child')
 const { summarize, percentile } = require('../reports/stats')
 const { createSampler, shiftedPage, pagePath } = require('../workloads/popularity')
 const { mulberry32 } = require('../../src/common/prng')
-const { runOpenLoop, loopbackSources } = require('./open-loop')
 const { startWrk } = require('./load-wrk')
 const { procCpu } = require('../peers/peers')
 
@@ -172,6 +170,9 @@ function closedLoop ({ url, connections, warmup, duration, timeout, sample, rec,
       }
     }]
   }
+  // required here, as the open loop's undici in lanes(): a child runs one generator, and loading
+  // the other costs a fresh process a quarter of a CPU-second
+  const autocannon = require('autocannon')
   const instance = autocannon(opts, (err, result) => {
     if (err) process.send({ type: 'fatal', error: err.message })
     resolveDone({
@@ -193,6 +194,7 @@ function closedLoop ({ url, connections, warmup, duration, timeout, sample, rec,
  * by intended send time (closed loop: the send time).
  */
 function lanes ({ url, connections, rate, sources, requests, warmup, duration, timeout, sample, rec }) {
+  const { runOpenLoop, loopbackSources } = require('./open-loop')
   const run = runOpenLoop({
     url,
     rate,
