@@ -67,7 +67,7 @@ const EXPERIMENTS = [
     parts: [{
       scenario: 'latency-profiles',
       full: full(12, 3),
-      quick: [...QUICK, '--algos', 'round-robin,ewma', '--keep-alive', '--connections', '20']
+      quick: [...QUICK, '--algos', 'round-robin,ewma', '--keep-alive']
     }],
     verdict ([doc]) {
       const rr = figures(doc, 'round-robin')
@@ -147,7 +147,7 @@ const EXPERIMENTS = [
     parts: [{
       scenario: 'regions',
       full: full(12, 3),
-      quick: [...QUICK, '--algos', 'round-robin,latency-weighted', '--connections', '20']
+      quick: [...QUICK, '--algos', 'round-robin,latency-weighted']
     }],
     verdict ([doc]) {
       const rr = figures(doc, 'round-robin')
