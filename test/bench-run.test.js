@@ -2,7 +2,7 @@
 
 /**
  * A tiny real bench: fleet, balancer and autocannon in child processes, 2 algorithms x 1 trial,
- * 1 s learning + 2 s measured, then the JSON, CSV and HTML it writes.
+ * 1 s learning + 1 s measured, then the JSON, CSV and HTML it writes.
  */
 
 const fs = require('node:fs')
@@ -21,7 +21,7 @@ describe('bench end to end', () => {
   let progress = ''
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-test-'))
-    const settings = parseOptions(['--algos', 'round-robin,wasp', '--peers', 'none', '--trials', '1', '--warmup', '1', '--duration', '2',
+    const settings = parseOptions(['--algos', 'round-robin,wasp', '--peers', 'none', '--trials', '1', '--warmup', '1', '--duration', '1',
       '--jit-warmup', '0', '--connections', '8', '--results-dir', dir, '--out', path.join(dir, 'out.json')])
     result = await bench(settings, { stdout: sink, stderr: { isTTY: false, write: (t) => { progress += t; return true } } })
   })
@@ -30,7 +30,7 @@ describe('bench end to end', () => {
   test('writes JSON with one run per algorithm in the documented schema', () => {
     const doc = JSON.parse(fs.readFileSync(path.join(dir, 'out.json'), 'utf8'))
     expect(doc.scenario).toBe('cache')
-    expect(doc.settings).toMatchObject({ plan: 'quick', trials: 1, warmup: 1, duration: 2 })
+    expect(doc.settings).toMatchObject({ plan: 'quick', trials: 1, warmup: 1, duration: 1 })
     expect(doc.runs.map((r) => r.algo).sort()).toEqual(['round-robin', 'wasp'])
     for (const run of doc.runs) {
       expect(run).toMatchObject({ trial: 1, errors: 0, non2xx: 0 })
@@ -44,9 +44,9 @@ describe('bench end to end', () => {
       expect(run.cpuPer10k).toBeGreaterThan(0)
       expect(run.perBackend).toHaveLength(7)
       expect(run.perBackend.reduce((a, b) => a + b.requests, 0)).toBeGreaterThan(0)
-      expect(run.timeline.map((p) => p.t)).toEqual([1, 2, 3])
+      expect(run.timeline.map((p) => p.t)).toEqual([1, 2])
       expect(run.timeline[0].phase).toBe('learning')
-      expect(run.timeline[2]).toMatchObject({ phase: 'measured' })
+      expect(run.timeline[1]).toMatchObject({ phase: 'measured' })
       expect(run.learning.requests).toBeGreaterThan(0)
       const { failures, noUpstream } = run.balancer
       expect(run.balancer.requests).toBeGreaterThan(0)
@@ -59,11 +59,11 @@ describe('bench end to end', () => {
 
   test('progress: the plan first, then a line per run with the ETA of the runs left, then the time it took', () => {
     const lines = progress.trim().split('\n')
-    expect(lines[0]).toBe('plan (quick; --full runs the whole matrix): round-robin, wasp x 1 trial = 2 runs of 1 s learning + 2 s measured: about 8s')
+    expect(lines[0]).toBe('plan (quick; --full runs the whole matrix): round-robin, wasp x 1 trial = 2 runs of 1 s learning + 1 s measured: about 6s')
     expect(lines[1]).toMatch(/^\[1\/2\] round-robin trial 1: [\d.]+ req\/s, .*, errors 0, ETA (\d+)s$/)
-    // the run left: its 3 s of load plus the overhead the first run measured (starting and stopping its processes)
+    // the run left: its 2 s of load plus the overhead the first run measured (starting and stopping its processes)
     const eta = Number(lines[1].match(/ETA (\d+)s$/)[1])
-    expect(eta).toBeGreaterThanOrEqual(3)
+    expect(eta).toBeGreaterThanOrEqual(2)
     expect(eta).toBeLessThan(20)
     expect(lines[2]).toMatch(/^\[2\/2\] wasp trial 1: .*, errors 0$/)
     expect(lines[3]).toMatch(/^done in \d+s$/)
@@ -88,7 +88,7 @@ describe('bench end to end: the zipf scenario with byte-bounded caches and churn
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-zipf-'))
     const settings = parseOptions(['--scenario', 'zipf', '--pages', '40', '--cache-bytes', '200k', '--churn', '--algos', 'wasp', '--peers', 'none',
-      '--trials', '1', '--warmup', '1', '--duration', '3', '--jit-warmup', '0', '--connections', '8', '--results-dir', dir, '--out', path.join(dir, 'out.json'), '--quiet'])
+      '--trials', '1', '--warmup', '0', '--duration', '3', '--jit-warmup', '0', '--connections', '8', '--results-dir', dir, '--out', path.join(dir, 'out.json'), '--quiet'])
     result = await bench(settings, { stdout: { isTTY: false, write: (t) => { out += t; return true } }, stderr: sink })
   })
   afterAll(() => { if (dir) fs.rmSync(dir, { recursive: true, force: true }) })

@@ -157,6 +157,10 @@ describe('wasp in the closed-loop model', () => {
     expect(model.run(2000).hitRate).toBeGreaterThanOrEqual(0.9)
   })
 
+  // the colony scenarios below: 5,000 requests of learning, then a window of 2,000 (the model is seeded:
+  // the figures in the comments are what these seeds give)
+  const MEASURE = 2000
+
   test('colonies: each sees only its own in-flight requests, and requests go to them in turn', () => {
     const seen = [[], []]
     const colony = (c) => ({
@@ -177,36 +181,37 @@ describe('wasp in the closed-loop model', () => {
   test.each(['uniform', { zipf: 1 }])('colonies: 4 wasp colonies with the options of --workers (balanced 16) keep the hit rate of one colony with the defaults; without them they lose it (%j, seeds 1-8)', (popularity) => {
     const seeds8 = [1, 2, 3, 4, 5, 6, 7, 8]
     const mean = (colonies, options) => seeds8.reduce((sum, seed) =>
-      sum + scenario((random) => createWasp(options, { random }), { seed, colonies, popularity }).hitRate, 0) / seeds8.length
+      sum + scenario((random) => createWasp(options, { random }), { seed, colonies, popularity, measure: MEASURE }).hitRate, 0) / seeds8.length
     const one = mean(1, {})
     const four = mean(4, workerConfig({ algo: 'wasp', policyOptions: {}, workers: 4 }).policyOptions)
-    expect(one).toBeGreaterThanOrEqual(0.95) // measured 0.987 uniform, 0.959 Zipf(1)
-    expect(four).toBeGreaterThanOrEqual(one - 0.03) // the target; measured 0.999 and 0.998
-    expect(mean(4, {})).toBeLessThan(0.8) // every colony learns its own division: measured 0.373 and 0.728 (admission keeps Zipf's colder pages out)
+    expect(one).toBeGreaterThanOrEqual(0.95) // measured 0.999 uniform, 0.981 Zipf(1)
+    expect(four).toBeGreaterThanOrEqual(one - 0.03) // the target; measured 1.000 and 0.998
+    expect(mean(4, {})).toBeLessThan(0.8) // every colony learns its own division: measured 0.399 and 0.616 (admission keeps Zipf's colder pages out)
   })
 
   test('colonies: with caches of unequal size, weights in proportion to them give each backend its fair count of keys (seeds 1-3)', () => {
     const cacheSize = [2, 2, 4, 4, 8, 8, 8]
     const hitRate = (weights) => [1, 2, 3].reduce((sum, seed) =>
-      sum + scenario((random) => createWasp({ balanced: 16 }, { random }), { seed, colonies: 4, cacheSize, weights }).hitRate, 0) / 3
+      sum + scenario((random) => createWasp({ balanced: 16 }, { random }), { seed, colonies: 4, cacheSize, weights, measure: MEASURE }).hitRate, 0) / 3
     const equal = hitRate(undefined)
     const weighted = hitRate(cacheSize)
-    expect(equal).toBeLessThan(0.92) // 3 or 4 keys on a 2-page cache: measured 0.874
-    expect(weighted).toBeGreaterThanOrEqual(0.97) // measured 0.997
+    expect(equal).toBeLessThan(0.92) // 3 or 4 keys on a 2-page cache: measured 0.870
+    expect(weighted).toBeGreaterThanOrEqual(0.97) // measured 0.998
   })
 
   test.each(['uniform', { zipf: 1 }])('one colony, caches of 2, 2, 4, 4, 8, 8, 8 pages and no weights: the holdings contest learns the capacities from X-Cache (%j, seeds 1-3)', (popularity) => {
     const cacheSize = [2, 2, 4, 4, 8, 8, 8]
     const hitRate = (feedback) => [1, 2, 3].reduce((sum, seed) =>
-      sum + scenario((random) => createWasp({}, { random }), { seed, cacheSize, popularity, feedback }).hitRate, 0) / 3
+      sum + scenario((random) => createWasp({}, { random }), { seed, cacheSize, popularity, feedback, measure: MEASURE }).hitRate, 0) / 3
     const told = hitRate(true)
-    expect(told).toBeGreaterThanOrEqual(0.95) // measured 0.968 uniform, 0.957 Zipf(1)
+    expect(told).toBeGreaterThanOrEqual(0.95) // measured 0.960 uniform, 0.959 Zipf(1)
     expect(hitRate(false)).toBeLessThan(told - 0.02) // no X-Cache: counts alone, 3 or 4 keys on a 2-page cache
   })
 
   test('colonies: 16 balanced colonies still agree (seeds 1-3)', () => {
     for (const seed of [1, 2, 3]) {
-      expect(scenario((random) => createWasp({ balanced: 16 }, { random }), { seed, colonies: 16 }).hitRate).toBeGreaterThanOrEqual(0.95)
+      // measured 1.000, 0.986, 1.000
+      expect(scenario((random) => createWasp({ balanced: 16 }, { random }), { seed, colonies: 16, measure: MEASURE }).hitRate).toBeGreaterThanOrEqual(0.95)
     }
   })
 

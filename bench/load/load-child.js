@@ -26,12 +26,10 @@
  * form. Pushed: `tick { bucket }` at each whole second, `done { result }` at the end.
  */
 
-const autocannon = require('autocannon')
 const { serve } = require('../children/child')
 const { summarize, percentile } = require('../reports/stats')
 const { createSampler, shiftedPage, pagePath } = require('../workloads/popularity')
 const { mulberry32 } = require('../../src/common/prng')
-const { runOpenLoop, loopbackSources } = require('./open-loop')
 const { startWrk } = require('./load-wrk')
 const { procCpu } = require('../peers/peers')
 
@@ -172,6 +170,7 @@ function closedLoop ({ url, connections, warmup, duration, timeout, sample, rec,
       }
     }]
   }
+  const autocannon = require('autocannon') // loaded by start() before its clock
   const instance = autocannon(opts, (err, result) => {
     if (err) process.send({ type: 'fatal', error: err.message })
     resolveDone({
@@ -193,6 +192,7 @@ function closedLoop ({ url, connections, warmup, duration, timeout, sample, rec,
  * by intended send time (closed loop: the send time).
  */
 function lanes ({ url, connections, rate, sources, requests, warmup, duration, timeout, sample, rec }) {
+  const { runOpenLoop, loopbackSources } = require('./open-loop') // loaded by start() before its clock
   const run = runOpenLoop({
     url,
     rate,
@@ -227,6 +227,10 @@ function start ({
   if (requests !== undefined && (rate || load !== 'node')) {
     throw new Error('requests needs the closed-loop node generator')
   }
+  // only the generator this child runs is loaded (autocannon and the open loop's undici each cost a
+  // fresh process a quarter of a CPU-second), and before the clock starts, not in the learning phase
+  if (rate || load === 'node') require('./open-loop')
+  else if (load !== 'wrk') require('autocannon')
   const rank = createSampler(popularity, pages, mulberry32(seed))
   // with a shift, the ranking rotates every shift.seconds since the start of the learning phase
   const sample = shift

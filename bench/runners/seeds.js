@@ -19,7 +19,10 @@ const DOC = path.join(__dirname, '..', '..', 'docs', 'experiments.md')
 const BEGIN = '<!-- seeds:begin -->'
 const END = '<!-- seeds:end -->'
 
-const QUICK = ['--trials', '1', '--duration', '2', '--warmup', '0', '--jit-warmup', '0', '--peers', 'none']
+// the quick variant (the test's): 1 s per arm and a light load, enough for every arm to answer
+const QUICK = ['--trials', '1', '--duration', '1', '--warmup', '0', '--jit-warmup', '0', '--peers', 'none']
+// the cache scenarios' backends answer as fast as the CPU allows: a fixed rate, not a closed loop
+const QUICK_RATE = [...QUICK, '--connections', '8', '--rate', '200']
 const full = (duration, warmup) => [
   '--trials',
   '1',
@@ -141,7 +144,11 @@ const EXPERIMENTS = [
     original: 'Workers in regions (emea ~325-375 ms, us ~350-430, asia ~535-600), Random, Lowest, ' +
       'EqualWorkers, EqualRegions, Smart (share proportional to speed). "Lowest" by far the slowest; about ' +
       '500 concurrent requests before the forwarder failed. No table of figures.',
-    parts: [{ scenario: 'regions', full: full(12, 3), quick: [...QUICK, '--algos', 'round-robin,latency-weighted'] }],
+    parts: [{
+      scenario: 'regions',
+      full: full(12, 3),
+      quick: [...QUICK, '--algos', 'round-robin,latency-weighted']
+    }],
     verdict ([doc]) {
       const rr = figures(doc, 'round-robin')
       const lw = figures(doc, 'latency-weighted')
@@ -167,11 +174,11 @@ const EXPERIMENTS = [
         '--algos',
         'round-robin,ip-hash',
         '--connections',
-        '50',
+        '20',
         '--sources',
-        '50',
+        '20',
         '--requests',
-        '500'
+        '200'
       ]
     }],
     verdict ([doc]) {
@@ -209,11 +216,11 @@ const EXPERIMENTS = [
       'one page per run. Round-robin 39.39 req/s vs wasp 41.21 after training (+4.4 %); latency 856 vs 933 ' +
       'ms mean (+9 %).',
     parts: [
-      { scenario: 'cache-off', full: full(12, 3), quick: QUICK },
+      { scenario: 'cache-off', full: full(12, 3), quick: QUICK_RATE },
       {
         scenario: 'cache',
         full: [...full(12, 3), '--algos', 'round-robin,wasp'],
-        quick: [...QUICK, '--algos', 'round-robin,wasp']
+        quick: [...QUICK_RATE, '--algos', 'round-robin,wasp']
       }
     ],
     verdict ([off, on]) {
