@@ -8,6 +8,7 @@ const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const { oncePerRun } = require('./once-per-run')
 
 const ROOT = path.join(__dirname, '..')
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm'
@@ -33,11 +34,6 @@ function pinned (name) {
   return `${name}@${version}`
 }
 
-/** Sleep `ms` milliseconds, synchronously (the suites' beforeAll hooks install synchronously). */
-function sleepSync (ms) {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
-}
-
 /**
  * Pack the repository into `dir`: the tarball's path and the packed file paths.
  * @param {string} dir
@@ -49,52 +45,24 @@ function packInto (dir) {
 }
 
 /**
- * The repository's tarball, packed once per jest run: test/pack-setup.js (jest's globalSetup) names an
- * empty folder in POLISTES_PACK_DIR; the first suite that asks packs into it, the others (in other
- * workers) wait for that tarball. Without POLISTES_PACK_DIR (a suite run outside this jest config), a
- * tarball of its own in a new temporary folder.
+ * The repository's tarball, packed once per jest run (test/once-per-run.js): the first suite that asks
+ * packs it, the others (in other workers) wait for that tarball. Without POLISTES_PACK_DIR (a suite run
+ * outside this jest config), a tarball of its own in a new temporary folder.
  *
  * @returns {{ file: string, files: string[], remove: () => void }} the tarball's path, the packed file
  *   paths, and the removal of a tarball of its own (nothing for the shared one: the teardown removes it)
  */
 function packedTarball () {
-  const shared = process.env.POLISTES_PACK_DIR
-  if (!shared) {
-    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-pack-'))
-    const remove = () => fs.rmSync(tmp, { recursive: true, force: true })
-    try {
-      return { ...packInto(tmp), remove }
-    } catch (err) {
-      remove()
-      throw err
-    }
-  }
-  const result = path.join(shared, 'packed.json')
-  let mine = true
+  const shared = oncePerRun('npm-pack', (dir) => packInto(dir))
+  if (shared) return { ...shared, remove: () => {} }
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-pack-'))
+  const remove = () => fs.rmSync(tmp, { recursive: true, force: true })
   try {
-    fs.mkdirSync(path.join(shared, 'lock')) // atomic: one suite packs
+    return { ...packInto(tmp), remove }
   } catch (err) {
-    if (err.code !== 'EEXIST') throw err
-    mine = false
+    remove()
+    throw err
   }
-  if (mine) {
-    let outcome
-    try {
-      outcome = { ok: packInto(shared) }
-    } catch (err) {
-      outcome = { error: err.message }
-    }
-    fs.writeFileSync(`${result}.tmp`, JSON.stringify(outcome))
-    fs.renameSync(`${result}.tmp`, result) // whole, or not there
-  }
-  const deadline = Date.now() + 180000
-  while (!fs.existsSync(result)) {
-    if (Date.now() > deadline) throw new Error(`npm pack: no tarball in ${shared} after 180 s`)
-    sleepSync(100)
-  }
-  const outcome = JSON.parse(fs.readFileSync(result, 'utf8'))
-  if (outcome.error) throw new Error(`npm pack failed: ${outcome.error}`)
-  return { ...outcome.ok, remove: () => {} }
 }
 
 /**
