@@ -4,15 +4,11 @@ const { execFileSync, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { installPacked, packedTarball, plainEnv, ROOT } = require('./packed-consumer')
+const { CONSUMER_PACKAGES, installPacked, packedTarball, plainEnv, ROOT } = require('./packed-consumer')
 const { buildInfoFile } = require('./tsc')
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 const run = (args, cwd) => execFileSync(npm, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
-
-/** The libraries the adapters wrap, with their types, and TypeScript: what a TypeScript newcomer installs. */
-const CONSUMER_PACKAGES = ['typescript', '@types/node', 'undici', 'http-proxy', '@types/http-proxy', 'http-proxy-3', 'http-proxy-middleware', 'fastify', '@fastify/http-proxy', '@fastify/reply-from', 'node-static', 'lru-cache',
-  '@types/ws@8.18.2'] // @fastify/http-proxy's types import 'ws', whose types it does not install
 
 const cjs = `
 const { createWasp, defaults } = require('polistes/wasp')

@@ -5,6 +5,7 @@
 // cache when it has them (`--prefer-offline`: `npm ci` of this repository put them there).
 
 const { execFileSync } = require('node:child_process')
+const crypto = require('node:crypto')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
@@ -66,32 +67,55 @@ function packedTarball () {
 }
 
 /**
+ * What a consumer of the docs and the types installs beside polistes: the libraries the adapters wrap,
+ * with their types, and TypeScript (test/package.test.js type-checks there; test/docs-examples.test.js
+ * runs the docs' examples there, which use the libraries).
+ */
+const CONSUMER_PACKAGES = ['typescript', '@types/node', 'undici', 'http-proxy', '@types/http-proxy', 'http-proxy-3',
+  'http-proxy-middleware', 'fastify', '@fastify/http-proxy', '@fastify/reply-from', 'node-static', 'lru-cache',
+  '@types/ws@8.18.2'] // @fastify/http-proxy's types import 'ws', whose types it does not install
+
+/**
  * Install the repository's tarball (packed once per run: packedTarball), with `packages`, into a new
- * folder under the system's temporary directory.
+ * folder: once per jest run for a given list (test/once-per-run.js; the suites that ask for the same
+ * list share the folder, and write files of distinct names in it), else under the system's temporary
+ * directory.
  *
  * @param {string[]} packages names (pinned to this repository's node_modules) or `name@version` specs
  * @returns {{ dir: string, files: string[], remove: () => void }} the consumer's folder, the packed
- *   file paths, and its removal
+ *   file paths, and its removal (nothing for a shared one: the teardown removes it)
  */
 function installPacked (packages = []) {
+  const name = `consumer-${crypto.createHash('sha256').update(JSON.stringify(packages)).digest('hex').slice(0, 12)}`
+  const shared = oncePerRun(name, (run) => {
+    const folder = path.join(run, name)
+    fs.mkdirSync(folder)
+    return installInto(folder, packages)
+  })
+  if (shared) return { ...shared, remove: () => {} }
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-consumer-'))
-  let tarball
-  const remove = () => {
-    fs.rmSync(tmp, { recursive: true, force: true })
-    if (tarball) tarball.remove()
-  }
+  const remove = () => fs.rmSync(tmp, { recursive: true, force: true })
   try {
-    tarball = packedTarball()
-    const dir = path.join(tmp, 'consumer')
-    fs.mkdirSync(dir)
-    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }, null, 2))
-    const specs = packages.map((p) => (p.lastIndexOf('@') > 0 ? p : pinned(p)))
-    npm(['install', tarball.file, ...specs, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], dir)
-    return { dir, files: tarball.files, remove }
+    return { ...installInto(tmp, packages), remove }
   } catch (err) {
     remove()
     throw err
   }
 }
 
-module.exports = { installPacked, packedTarball, plainEnv, pinned, ROOT }
+/** The tarball and `packages` installed in `folder`/consumer: its path and the packed file paths. */
+function installInto (folder, packages) {
+  const tarball = packedTarball()
+  try {
+    const dir = path.join(folder, 'consumer')
+    fs.mkdirSync(dir)
+    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }, null, 2))
+    const specs = packages.map((p) => (p.lastIndexOf('@') > 0 ? p : pinned(p)))
+    npm(['install', tarball.file, ...specs, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], dir)
+    return { dir, files: tarball.files }
+  } finally {
+    tarball.remove()
+  }
+}
+
+module.exports = { CONSUMER_PACKAGES, installPacked, packedTarball, plainEnv, pinned, ROOT }
