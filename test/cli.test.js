@@ -17,6 +17,10 @@ const CLI = cliEntry()
 /** Run the CLI to completion (bounded) and collect its output. */
 const run = (args) => runNode(CLI, args, { timeoutMs: 10000 })
 
+/** `polistes --help`, run once for the suite's two describes that read it. */
+let helpRun
+const runHelp = () => (helpRun ??= run(['--help']))
+
 const oneLine = (text) => text.trim().split('\n').length === 1 && !/\n\s+at /.test(text)
 
 describe('bad input: one clear line on stderr and exit code 2', () => {
@@ -171,7 +175,7 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
   })
 
   test('--help prints usage and exits 0', async () => {
-    const { code, stdout } = await run(['--help'])
+    const { code, stdout } = await runHelp()
     expect(code).toBe(0)
     expect(stdout).toMatch(/--algo/)
     expect(stdout).toMatch(/--no-keep-alive|--keep-alive/)
@@ -181,7 +185,7 @@ describe('bad input: one clear line on stderr and exit code 2', () => {
 describe('--help', () => {
   let help
   beforeAll(async () => {
-    const { code, stdout } = await run(['--help'])
+    const { code, stdout } = await runHelp()
     expect(code).toBe(0)
     help = stdout
   })

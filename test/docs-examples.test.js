@@ -8,7 +8,7 @@ const fs = require('node:fs')
 const http = require('node:http')
 const path = require('node:path')
 const { spawn, spawnSync } = require('node:child_process')
-const { installPacked, plainEnv, ROOT } = require('./packed-consumer')
+const { CONSUMER_PACKAGES, installPacked, plainEnv, ROOT } = require('./packed-consumer')
 const { expectedPrints, mismatches } = require('./doc-prints')
 const { startFleet } = require('../servers/fleet')
 
@@ -34,7 +34,8 @@ const SERVERS = ['wasp-proxy.js']
 const runnable = exampleFiles.filter((f) => !helpers.includes(f) && !SERVERS.includes(f))
 
 let consumer
-beforeAll(() => { consumer = installPacked(PEERS) }, 300000)
+// the libraries (and the types, unused here) as test/package.test.js installs them: one folder per run for both
+beforeAll(() => { consumer = installPacked(CONSUMER_PACKAGES) }, 300000)
 afterAll(() => { if (consumer) consumer.remove() })
 
 /** Run a file of the consumer's folder with plain node; its exit status and output. */
@@ -71,6 +72,7 @@ test.each(blocks)('%s example %i runs from the installed package and prints what
 
 test('examples/ ships in the package, and each example requires only public entry points, the libraries and its siblings', () => {
   expect(consumer.files).toEqual(expect.arrayContaining(exampleFiles.map((f) => `examples/${f}`)))
+  expect(CONSUMER_PACKAGES).toEqual(expect.arrayContaining(PEERS)) // the consumer's folder has them
   const allowed = new Set([...ENTRY_POINTS, ...PEERS, ...helpers.map((f) => `./${f.replace(/\.js$/, '')}`)])
   for (const file of exampleFiles) {
     const required = [...source(file).matchAll(/(?:require\(|from |import\()'([^']+)'/g)].map((m) => m[1]).filter((m) => !m.startsWith('node:'))

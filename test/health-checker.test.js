@@ -215,9 +215,17 @@ describe('slow start through real HTTP: a recovered upstream\'s share ramps', ()
     const t0 = performance.now()
     const windows = [0, 0, 0, 0].map(() => ({ b: 0, all: 0 }))
     const agent = new http.Agent({ keepAlive: true })
+    // at most 300 requests a window, spread over it (its k-th not before its start + k * gapMs; a window
+    // that falls behind catches up at full speed within itself): a fast machine samples the ramp as
+    // evenly as a slow one, without burning the whole window in a busy loop
+    const windowMs = slowStartMs / 3
+    const gapMs = windowMs / 300
     let i = 0
     for (;;) {
-      const w = Math.floor((performance.now() - t0) / (slowStartMs / 3))
+      const now = performance.now() - t0
+      const early = Math.floor(now / windowMs) * windowMs + windows[Math.min(Math.floor(now / windowMs), windows.length - 1)].all * gapMs - now
+      if (early > 0) await sleep(early)
+      const w = Math.floor((performance.now() - t0) / windowMs)
       if (w >= windows.length) break
       const res = await request(`${lb.url}/page${(i++ % 25) + 1}.html`, { agent })
       windows[w].all++

@@ -13,6 +13,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { spawn, execFileSync } = require('node:child_process')
 const { once } = require('node:events')
+const { oncePerRun } = require('./once-per-run')
 
 /**
  * One HTTP request with the path sent exactly as given (no URL normalization, so `/../x` and
@@ -171,7 +172,8 @@ function startServerCli (script, args) {
 }
 
 /**
- * Test-only TLS material, made with `openssl` in a fresh temporary directory: a private CA (and its key), a
+ * Test-only TLS material, made with `openssl` once per jest run and copied into a fresh temporary
+ * directory (made there when run outside this jest config): a private CA (and its key), a
  * server certificate it signed for localhost and 127.0.0.1 (valid 2 days), that certificate's key,
  * a second unrelated key, a self-signed certificate no CA vouches for (all EC P-256: fast to make), and
  * a self-signed RSA certificate (`rsaCert`).
@@ -179,6 +181,32 @@ function startServerCli (script, args) {
  */
 function makeCertificates () {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-tls-'))
+  const f = (name) => path.join(dir, name)
+  // made once per jest run (test/once-per-run.js) and copied: each caller has its own folder to write in
+  const made = oncePerRun('certificates', (run) => {
+    const folder = path.join(run, 'certificates')
+    fs.mkdirSync(folder)
+    generateCertificates(folder)
+    return folder
+  })
+  if (made) fs.cpSync(made, dir, { recursive: true })
+  else generateCertificates(dir)
+  return {
+    dir,
+    rsaCert: f('rsa.pem'),
+    ca: f('ca.pem'),
+    caKey: f('ca.key'),
+    cert: f('cert.pem'),
+    key: f('key.pem'),
+    otherKey: f('other.key'),
+    selfSigned: f('self.pem'),
+    selfSignedKey: f('self.key'),
+    remove: () => fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** The files makeCertificates names, made with openssl in `dir`. */
+function generateCertificates (dir) {
   const f = (name) => path.join(dir, name)
   const openssl = (...args) => execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10000 })
   const newKey = (file) => openssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', file)
@@ -194,18 +222,6 @@ function makeCertificates () {
   openssl('req', '-x509', '-new', '-key', f('self.key'), '-days', '2', '-subj', '/CN=localhost',
     '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-out', f('self.pem'))
   openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('rsa.key'), '-days', '2', '-subj', '/CN=localhost', '-out', f('rsa.pem'))
-  return {
-    dir,
-    rsaCert: f('rsa.pem'),
-    ca: f('ca.pem'),
-    caKey: f('ca.key'),
-    cert: f('cert.pem'),
-    key: f('key.pem'),
-    otherKey: f('other.key'),
-    selfSigned: f('self.pem'),
-    selfSignedKey: f('self.key'),
-    remove: () => fs.rmSync(dir, { recursive: true, force: true })
-  }
 }
 
 /**

@@ -5,9 +5,11 @@
 // cache when it has them (`--prefer-offline`: `npm ci` of this repository put them there).
 
 const { execFileSync } = require('node:child_process')
+const crypto = require('node:crypto')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const { oncePerRun } = require('./once-per-run')
 
 const ROOT = path.join(__dirname, '..')
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm'
@@ -33,11 +35,6 @@ function pinned (name) {
   return `${name}@${version}`
 }
 
-/** Sleep `ms` milliseconds, synchronously (the suites' beforeAll hooks install synchronously). */
-function sleepSync (ms) {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
-}
-
 /**
  * Pack the repository into `dir`: the tarball's path and the packed file paths.
  * @param {string} dir
@@ -49,81 +46,76 @@ function packInto (dir) {
 }
 
 /**
- * The repository's tarball, packed once per jest run: test/pack-setup.js (jest's globalSetup) names an
- * empty folder in POLISTES_PACK_DIR; the first suite that asks packs into it, the others (in other
- * workers) wait for that tarball. Without POLISTES_PACK_DIR (a suite run outside this jest config), a
- * tarball of its own in a new temporary folder.
+ * The repository's tarball, packed once per jest run (test/once-per-run.js): the first suite that asks
+ * packs it, the others (in other workers) wait for that tarball. Without POLISTES_PACK_DIR (a suite run
+ * outside this jest config), a tarball of its own in a new temporary folder.
  *
  * @returns {{ file: string, files: string[], remove: () => void }} the tarball's path, the packed file
  *   paths, and the removal of a tarball of its own (nothing for the shared one: the teardown removes it)
  */
 function packedTarball () {
-  const shared = process.env.POLISTES_PACK_DIR
-  if (!shared) {
-    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-pack-'))
-    const remove = () => fs.rmSync(tmp, { recursive: true, force: true })
-    try {
-      return { ...packInto(tmp), remove }
-    } catch (err) {
-      remove()
-      throw err
-    }
-  }
-  const result = path.join(shared, 'packed.json')
-  let mine = true
+  const shared = oncePerRun('npm-pack', (dir) => packInto(dir))
+  if (shared) return { ...shared, remove: () => {} }
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-pack-'))
+  const remove = () => fs.rmSync(tmp, { recursive: true, force: true })
   try {
-    fs.mkdirSync(path.join(shared, 'lock')) // atomic: one suite packs
-  } catch (err) {
-    if (err.code !== 'EEXIST') throw err
-    mine = false
-  }
-  if (mine) {
-    let outcome
-    try {
-      outcome = { ok: packInto(shared) }
-    } catch (err) {
-      outcome = { error: err.message }
-    }
-    fs.writeFileSync(`${result}.tmp`, JSON.stringify(outcome))
-    fs.renameSync(`${result}.tmp`, result) // whole, or not there
-  }
-  const deadline = Date.now() + 180000
-  while (!fs.existsSync(result)) {
-    if (Date.now() > deadline) throw new Error(`npm pack: no tarball in ${shared} after 180 s`)
-    sleepSync(100)
-  }
-  const outcome = JSON.parse(fs.readFileSync(result, 'utf8'))
-  if (outcome.error) throw new Error(`npm pack failed: ${outcome.error}`)
-  return { ...outcome.ok, remove: () => {} }
-}
-
-/**
- * Install the repository's tarball (packed once per run: packedTarball), with `packages`, into a new
- * folder under the system's temporary directory.
- *
- * @param {string[]} packages names (pinned to this repository's node_modules) or `name@version` specs
- * @returns {{ dir: string, files: string[], remove: () => void }} the consumer's folder, the packed
- *   file paths, and its removal
- */
-function installPacked (packages = []) {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-consumer-'))
-  let tarball
-  const remove = () => {
-    fs.rmSync(tmp, { recursive: true, force: true })
-    if (tarball) tarball.remove()
-  }
-  try {
-    tarball = packedTarball()
-    const dir = path.join(tmp, 'consumer')
-    fs.mkdirSync(dir)
-    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }, null, 2))
-    const specs = packages.map((p) => (p.lastIndexOf('@') > 0 ? p : pinned(p)))
-    npm(['install', tarball.file, ...specs, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], dir)
-    return { dir, files: tarball.files, remove }
+    return { ...packInto(tmp), remove }
   } catch (err) {
     remove()
     throw err
   }
 }
 
-module.exports = { installPacked, packedTarball, plainEnv, pinned, ROOT }
+/**
+ * What a consumer of the docs and the types installs beside polistes: the libraries the adapters wrap,
+ * with their types, and TypeScript (test/package.test.js type-checks there; test/docs-examples.test.js
+ * runs the docs' examples there, which use the libraries).
+ */
+const CONSUMER_PACKAGES = ['typescript', '@types/node', 'undici', 'http-proxy', '@types/http-proxy', 'http-proxy-3',
+  'http-proxy-middleware', 'fastify', '@fastify/http-proxy', '@fastify/reply-from', 'node-static', 'lru-cache',
+  '@types/ws@8.18.2'] // @fastify/http-proxy's types import 'ws', whose types it does not install
+
+/**
+ * Install the repository's tarball (packed once per run: packedTarball), with `packages`, into a new
+ * folder: once per jest run for a given list (test/once-per-run.js; the suites that ask for the same
+ * list share the folder, and write files of distinct names in it), else under the system's temporary
+ * directory.
+ *
+ * @param {string[]} packages names (pinned to this repository's node_modules) or `name@version` specs
+ * @returns {{ dir: string, files: string[], remove: () => void }} the consumer's folder, the packed
+ *   file paths, and its removal (nothing for a shared one: the teardown removes it)
+ */
+function installPacked (packages = []) {
+  const name = `consumer-${crypto.createHash('sha256').update(JSON.stringify(packages)).digest('hex').slice(0, 12)}`
+  const shared = oncePerRun(name, (run) => {
+    const folder = path.join(run, name)
+    fs.mkdirSync(folder)
+    return installInto(folder, packages)
+  })
+  if (shared) return { ...shared, remove: () => {} }
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-consumer-'))
+  const remove = () => fs.rmSync(tmp, { recursive: true, force: true })
+  try {
+    return { ...installInto(tmp, packages), remove }
+  } catch (err) {
+    remove()
+    throw err
+  }
+}
+
+/** The tarball and `packages` installed in `folder`/consumer: its path and the packed file paths. */
+function installInto (folder, packages) {
+  const tarball = packedTarball()
+  try {
+    const dir = path.join(folder, 'consumer')
+    fs.mkdirSync(dir)
+    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }, null, 2))
+    const specs = packages.map((p) => (p.lastIndexOf('@') > 0 ? p : pinned(p)))
+    npm(['install', tarball.file, ...specs, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], dir)
+    return { dir, files: tarball.files }
+  } finally {
+    tarball.remove()
+  }
+}
+
+module.exports = { CONSUMER_PACKAGES, installPacked, packedTarball, plainEnv, pinned, ROOT }

@@ -15,17 +15,27 @@ const ROOT = path.join(__dirname, '..')
 const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
 
 /**
+ * Where a project's build info is kept between runs: the system's temporary folder, one file per
+ * checkout and project.
+ * @param {string} tsconfig the project's tsconfig file name
+ * @returns {string} the build info's path
+ */
+function buildInfoFile (tsconfig) {
+  const checkout = crypto.createHash('sha256').update(ROOT).digest('hex').slice(0, 12)
+  return path.join(os.tmpdir(), `polistes-tsc-${checkout}-${tsconfig.replace(/\.json$/, '')}.tsbuildinfo`)
+}
+
+/**
  * Run tsc on one of test/types' projects.
  * @param {string} tsconfig its file name in test/types
  * @returns {{ status: number | null, output: string }} tsc's exit status and everything it printed
  */
 function typeCheck (tsconfig) {
-  const checkout = crypto.createHash('sha256').update(ROOT).digest('hex').slice(0, 12)
-  const buildInfo = path.join(os.tmpdir(), `polistes-tsc-${checkout}-${tsconfig.replace(/\.json$/, '')}.tsbuildinfo`)
+  const buildInfo = buildInfoFile(tsconfig)
   const result = spawnSync(process.execPath, [TSC, '-p', path.join(ROOT, 'test', 'types', tsconfig), '--incremental', '--tsBuildInfoFile', buildInfo], {
     cwd: ROOT, encoding: 'utf8', timeout: 60000
   })
   return { status: result.status, output: `${result.stdout}${result.stderr}${result.error ? result.error.message : ''}` }
 }
 
-module.exports = { typeCheck }
+module.exports = { buildInfoFile, typeCheck }
