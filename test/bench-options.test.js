@@ -229,6 +229,48 @@ describe('bench options', () => {
     }
   })
 
+  describe('--out and --results-dir are checked before anything runs', () => {
+    let tmp
+    beforeAll(() => {
+      tmp = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'polistes-bench-out-'))
+      fs.writeFileSync(path.join(tmp, 'file.json'), '{}\n')
+    })
+    afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }))
+
+    test('a directory as --out: one line, exit 2, nothing run (no plan line, no results written)', () => {
+      const r = spawnSync(process.execPath, [RUN, '--out', tmp, '--peers', 'none', '--results-dir', tmp], { encoding: 'utf8' })
+      expect(r.status).toBe(2)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toBe(`polistes bench: --out ${tmp} is a directory; give the JSON file's path, e.g. ${path.join(tmp, 'run.json')}\n`)
+      expect(fs.readdirSync(tmp)).toEqual(['file.json'])
+    })
+
+    test('a path under a file, a file as --results-dir: rejected; a new file in folders yet to be made: accepted', () => {
+      const file = path.join(tmp, 'file.json')
+      expect(() => parseOptions(['--out', path.join(file, 'run.json')])).toThrow(expect.objectContaining({
+        code: 'ERR_POLISTES_BAD_OPTION', message: `--out ${path.join(file, 'run.json')}: ${file} is not a directory`
+      }))
+      expect(() => parseOptions(['--results-dir', file])).toThrow(`--results-dir ${file} is not a directory`)
+      expect(() => parseOptions(['--out', ''])).toThrow('--out needs a path')
+      const deep = path.join(tmp, 'new', 'deeper', 'run.json')
+      expect(parseOptions(['--out', deep, '--peers', 'none']).out).toBe(deep)
+      expect(parseOptions(['--out', file, '--peers', 'none']).out).toBe(file) // overwritten at the end
+      expect(fs.existsSync(path.join(tmp, 'new'))).toBe(false) // parsing creates nothing
+    })
+
+    // root may write anywhere: the check of a folder without write permission needs another user
+    const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+    (asRoot ? test.skip : test)('a folder the run cannot write in is rejected', () => {
+      const locked = path.join(tmp, 'locked')
+      fs.mkdirSync(locked, { mode: 0o500 })
+      try {
+        expect(() => parseOptions(['--out', path.join(locked, 'run.json')])).toThrow(`cannot write in ${locked}`)
+      } finally {
+        fs.chmodSync(locked, 0o700)
+      }
+    })
+  })
+
   test('the latency-profiles scenario runs each algorithm with and without keep-alive', () => {
     const s = parseOptions(['--scenario', 'latency-profiles', '--algos', 'round-robin,ewma'])
     expect(s.arms.map((a) => a.label)).toEqual(['round-robin', 'round-robin (no-ka)', 'ewma', 'ewma (no-ka)'])

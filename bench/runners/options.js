@@ -5,6 +5,7 @@
  * Every mistake becomes a PolistesError with a one-line message; bench/runners/run.js prints it and exits 2.
  */
 
+const fs = require('node:fs')
 const path = require('node:path')
 const yargs = require('yargs/yargs')
 const { PolistesError, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('../../src/common/errors')
@@ -394,6 +395,9 @@ function parseOptions (argv) {
     throw bad('--requests counts requests of the closed-loop Node generator (--load node, or --sources); ' +
       `this run uses ${load}`)
   }
+  // where the results go, checked now: a run of minutes must not end in EISDIR or EACCES
+  const out = args.out === undefined ? undefined : writablePath(args.out, 'out', { dir: false })
+  const resultsDir = writablePath(args['results-dir'], 'results-dir', { dir: true })
   const baseline = algos.includes(scenario.baseline) ? scenario.baseline : algos[0]
 
   // Per-backend overrides in the scenario win over the global cache size and miss cost, as
@@ -447,11 +451,61 @@ function parseOptions (argv) {
     workers,
     peerWorkers,
     fleet,
-    out: args.out === undefined ? undefined : path.resolve(args.out),
-    resultsDir: path.resolve(args['results-dir']),
+    out,
+    resultsDir,
     profile: args.profile,
     quiet: args.quiet,
     notes
+  }
+}
+
+/**
+ * The absolute path of `--out` (a file) or `--results-dir` (a directory), once it is known that the
+ * run can write there: an existing path of the right kind, writable, or a path whose nearest existing
+ * ancestor is a writable directory (run.js creates the folders missing in between).
+ * @param {string} value as given
+ * @param {string} name the option's name, for the message
+ * @param {{ dir: boolean }} kind a directory (--results-dir) or a file (--out)
+ * @returns {string}
+ * @throws {PolistesError} when the run could not write there
+ */
+function writablePath (value, name, { dir }) {
+  if (String(value).trim() === '') throw bad(`--${name} needs a path`)
+  const resolved = path.resolve(String(value))
+  const stat = statOf(resolved)
+  if (stat) {
+    if (dir && !stat.isDirectory()) throw bad(`--${name} ${value} is not a directory`)
+    if (!dir && stat.isDirectory()) {
+      throw bad(`--${name} ${value} is a directory; give the JSON file's path, e.g. ${path.join(value, 'run.json')}`)
+    }
+    if (!writable(resolved)) throw bad(`--${name} ${value} is not writable`)
+    return resolved
+  }
+  let parent = path.dirname(resolved)
+  let parentStat = statOf(parent)
+  while (!parentStat && path.dirname(parent) !== parent) {
+    parent = path.dirname(parent)
+    parentStat = statOf(parent)
+  }
+  if (!parentStat || !parentStat.isDirectory()) throw bad(`--${name} ${value}: ${parent} is not a directory`)
+  if (!writable(parent)) throw bad(`--${name} ${value}: cannot write in ${parent}`)
+  return resolved
+}
+
+function statOf (p) {
+  try {
+    return fs.statSync(p)
+  } catch {
+    return null
+  }
+}
+
+function writable (p) {
+  try {
+    fs.accessSync(p, fs.constants.W_OK)
+    return true
+  } catch {
+    return false
   }
 }
 
