@@ -195,7 +195,13 @@ describe('bench options', () => {
     [['--shift', '10'], 'ERR_POLISTES_BAD_OPTION', /--shift rotates the popularity ranking/],
     [['--scenario', 'zipf', '--shift', '0'], 'ERR_POLISTES_BAD_OPTION', /--shift must be SECONDS\[,STEP\]/],
     [['--scenario', 'zipf', '--shift', '5,200'], 'ERR_POLISTES_BAD_OPTION', /STEP < pages \(200\)/],
-    [['--scenario', 'many-clients', '--churn'], 'ERR_POLISTES_BAD_OPTION', /--churn .* cannot be timed in --requests/]
+    [['--scenario', 'many-clients', '--churn'], 'ERR_POLISTES_BAD_OPTION', /--churn .* cannot be timed in --requests/],
+    [['--kill', '3:2'], 'ERR_POLISTES_BAD_OPTION', /--kill runs a kill\/restart cell of a sweep of rates/],
+    [['--scenario', 'capacity', '--kill', '3'], 'ERR_POLISTES_BAD_OPTION', /--kill must be AT:DOWN, whole seconds of at least 1/],
+    [['--scenario', 'capacity', '--kill', '0:2', '--duration', '9'], 'ERR_POLISTES_BAD_OPTION', /--kill must be AT:DOWN/],
+    [['--scenario', 'capacity', '--kill', '2:1'], 'ERR_POLISTES_BAD_OPTION', /restarts backend a at second 3 of a 3 s window: give a longer --duration/],
+    [['--scenario', 'capacity', '--kill', '1:1', '--rates', '1500,2000'], 'ERR_POLISTES_BAD_OPTION', /one offered rate; --rates lists 2/],
+    [['--scenario', 'capacity', '--kill', '1:1', '--churn'], 'ERR_POLISTES_BAD_OPTION', /--kill and --churn exclude each other/]
   ])('%j is rejected with %s', (argv, code, message) => {
     expect(() => parseOptions(argv)).toThrow(expect.objectContaining({ code, message: expect.stringMatching(message) }))
   })
@@ -217,6 +223,16 @@ describe('bench options', () => {
     const plain = parseOptions(['--peers', 'none'])
     expect(plain.pageSizes).toBeUndefined()
     expect(plain.fleet).toEqual({ count: 7, cachePages: 4, missMs: 20 })
+  })
+
+  test('--kill AT:DOWN: one cell per contender at 2,000 req/s unless --rates gives one rate, backend a, a fleet of processes', () => {
+    const s = parseOptions(['--scenario', 'capacity', '--kill', '2:2', '--duration', '10', '--peers', 'none'])
+    expect(s).toMatchObject({ kill: { index: 0, at: 2, down: 2 }, duration: 10, sweep: { rates: [2000], sloMs: 40 } })
+    expect(s.fleet.processes).toBe(true)
+    expect(s.notes).toContain('note: --kill runs each backend as a process of its own (to SIGKILL one)')
+    expect(parseOptions(['--scenario', 'capacity', '--kill', '1:1', '--rates', '2500', '--peers', 'none']).sweep.rates).toEqual([2500])
+    expect(parseOptions(['--scenario', 'capacity', '--peers', 'none'])).toMatchObject({ kill: null, fleet: { workers: 4 } })
+    expect(parseOptions(['--scenario', 'capacity', '--peers', 'none']).fleet.processes).toBeUndefined()
   })
 
   test('a bad option prints one line and exits 2', () => {

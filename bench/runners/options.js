@@ -16,7 +16,7 @@ const { pageSizes } = require('../workloads/page-sizes')
 const { getScenario, scenarioNames } = require('../workloads/scenarios')
 const { PEER_ARMS, parsePeers } = require('../peers/peer-configs')
 const { findBinary, INSTALL } = require('../peers/peers')
-const { parseSweep, backendWorkers } = require('./sweep-options')
+const { parseSweep, parseKill, backendWorkers, KILL_RATE } = require('./sweep-options')
 
 const RESULTS_DIR = path.join(__dirname, '..', 'results')
 
@@ -104,6 +104,12 @@ function parser (argv) {
     .option('stop-after', {
       type: 'number',
       describe: 'capacity scenario: a contender\'s sweep stops after this many rates over the SLO (default 2)'
+    })
+    .option('kill', {
+      type: 'string',
+      describe: 'capacity scenario: AT:DOWN, a kill/restart cell per contender at one offered rate (--rates, ' +
+        `default ${KILL_RATE}): backend a SIGKILLed AT s into the measured window and started again, cold, on its ` +
+        'port DOWN s later; reports the failed requests by kind and the regain time (backends run as processes)'
     })
     .option('shift', {
       type: 'string',
@@ -313,6 +319,9 @@ function parseOptions (argv) {
   if (hitMs !== undefined) number(hitMs, 'hit-ms', { min: 0 })
   const workersPerBackend = backendWorkers(args['backend-workers'], scenario.fleet)
   const sweep = parseSweep(args, scenario, { hitMs, missMs })
+  const kill = parseKill(args.kill, { duration, sweep, rates: args.rates })
+  if (kill && args.rates === undefined) sweep.rates = [KILL_RATE]
+  if (kill && (args.churn ?? scenario.churn)) throw bad('--kill and --churn exclude each other: both kill backend a')
   if (sweep && args.rate !== undefined) throw bad(`the ${args.scenario} scenario sweeps --rates; --rate sets one rate`)
   const rateArg = args.rate ?? scenario.rate
   const rate = rateArg === undefined
@@ -406,9 +415,9 @@ function parseOptions (argv) {
   if (hitMs !== undefined) fleet.hitMs = hitMs
   if (workersPerBackend !== undefined) fleet.workers = workersPerBackend
   if (workload.cacheBytes !== undefined) fleet.cacheBytes = workload.cacheBytes
-  if (workload.churn && !fleet.processes) {
+  if ((workload.churn || kill) && !fleet.processes) {
     fleet.processes = true
-    notes.push('note: --churn runs each backend as a process of its own (to SIGKILL one)')
+    notes.push(`note: --${kill ? 'kill' : 'churn'} runs each backend as a process of its own (to SIGKILL one)`)
   }
 
   return {
@@ -419,6 +428,8 @@ function parseOptions (argv) {
     columns: rate ? OPEN_LOOP_COLUMNS : scenario.columns,
     // a sweep of offered rates (the capacity scenario): { rates, sloMs, stopAfter }, else null
     sweep,
+    // a kill/restart cell (--kill): { index, at, down } seconds into the measured window, else null
+    kill,
     // ratio targets are set against the scenario's own baseline: without it in the run they mean nothing
     targets: baseline === scenario.baseline ? scenario.targets : (scenario.targets || []).filter((t) => !t.ratio),
     backendLabels: scenario.backendLabels || [],
