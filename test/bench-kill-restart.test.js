@@ -2,9 +2,9 @@
 
 /**
  * The capacity scenario's kill/restart cell (`--kill AT:DOWN`): its figures from a timeline (pure), and
- * one real short cell (polistes wasp at a low rate, backend a SIGKILLed 1 s into a 3 s window and started
+ * one real short cell (polistes wasp at a low rate, backend a crashed 1 s into a 3 s window and started
  * again 1 s later): the backend went down (the balancer's connections to it were refused), came back (it
- * served again, a new process on its port), no request failed, and the report holds its numbers.
+ * served again, a new backend on its port), no request failed, and the report holds its numbers.
  */
 
 const fs = require('node:fs')
@@ -65,7 +65,7 @@ describe('kill/restart figures', () => {
       expect.objectContaining({ algo: 'x', trials: 2, failed: 3, failures: { ECONNRESET: 2, 'status 502': 1 }, regainS: null })
     ])
     const table = formatKillTable(report)
-    expect(table).toMatch(/^kill\/restart at 2000 req\/s: backend a SIGKILLed 2 s into the measured window/)
+    expect(table).toMatch(/^kill\/restart at 2000 req\/s: backend a crashed 2 s into the measured window \(listening socket and connections closed\)/)
     expect(table).toMatch(/\nx +3 {2}ECONNRESET: 2, status 502: 1 +- +20\.0 +50\.0 +never +1$/)
   })
 })
@@ -88,9 +88,9 @@ describe('a real kill/restart cell', () => {
   })
   afterAll(() => { if (dir) fs.rmSync(dir, { recursive: true, force: true }) })
 
-  test('backend a went down (refused connections, retried) and came back (a new process served on its port)', () => {
+  test('backend a went down (refused connections, retried) and came back (a new backend served on its port)', () => {
     expect(doc.settings.kill).toEqual({ index: 0, at: 1, down: 1 })
-    expect(doc.settings.fleet.processes).toBe(true)
+    expect(doc.settings.fleet.processes).toBeUndefined() // the sweep's fleet: one process, crashed in it
     const [run] = doc.runs
     expect(run.churn).toMatchObject({ backend: 'a', killedAt: 1, restartedAt: 2 })
     expect(run.churn.restartMs).toBeGreaterThan(0)
@@ -98,7 +98,7 @@ describe('a real kill/restart cell', () => {
     expect(run.balancer.failures.connect).toBeGreaterThanOrEqual(1)
     expect(run.balancer.retries).toBe(run.balancer.failures.connect)
     expect(run.errors + run.non2xx).toBe(0)
-    // by backend a's own count (its new process's): nothing while down, requests after the restart
+    // by backend a's own count (its new backend's): nothing while down, requests after the restart
     const at = (t) => run.timeline.find((p) => p.t === t)
     expect(at(2).churned).toBe(0)
     expect(at(3).churned).toBeGreaterThan(0)
@@ -112,7 +112,7 @@ describe('a real kill/restart cell', () => {
     expect(run.kill).toMatchObject({ backend: 'a', failed: 0, failures: {}, regainS: 0 })
     expect(doc.kill).toMatchObject({ backend: 'a', at: 1, down: 1, rate: 100, sloMs: 10000 })
     expect(doc.kill.contenders).toEqual([expect.objectContaining({ algo: 'wasp', trials: 1, failed: 0, regainS: 0 })])
-    expect(out).toContain('kill/restart at 100 req/s: backend a SIGKILLed 1 s into the measured window')
+    expect(out).toContain('kill/restart at 100 req/s: backend a crashed 1 s into the measured window')
     expect(out).toMatch(/\nwasp +0 {2}- +\d+ /)
   })
 })

@@ -225,11 +225,10 @@ describe('bench options', () => {
     expect(plain.fleet).toEqual({ count: 7, cachePages: 4, missMs: 20 })
   })
 
-  test('--kill AT:DOWN: one cell per contender at 2,000 req/s unless --rates gives one rate, backend a, a fleet of processes', () => {
+  test('--kill AT:DOWN: one cell per contender at 2,000 req/s unless --rates gives one rate, backend a, the sweep\'s fleet', () => {
     const s = parseOptions(['--scenario', 'capacity', '--kill', '2:2', '--duration', '10', '--peers', 'none'])
     expect(s).toMatchObject({ kill: { index: 0, at: 2, down: 2 }, duration: 10, sweep: { rates: [2000], sloMs: 40 } })
-    expect(s.fleet.processes).toBe(true)
-    expect(s.notes).toContain('note: --kill runs each backend as a process of its own (to SIGKILL one)')
+    expect(s.fleet.processes).toBeUndefined() // one process, as the sweep's: the backend crashes in it
     expect(parseOptions(['--scenario', 'capacity', '--kill', '1:1', '--rates', '2500', '--peers', 'none']).sweep.rates).toEqual([2500])
     expect(parseOptions(['--scenario', 'capacity', '--peers', 'none'])).toMatchObject({ kill: null, fleet: { workers: 4 } })
     expect(parseOptions(['--scenario', 'capacity', '--peers', 'none']).fleet.processes).toBeUndefined()

@@ -13,8 +13,8 @@
  *   in fleet order. A backend killed by `kill` answers with its last counters until `restart`, and
  *   after it its counters go on from them (the restarted process starts at zero), so deltas between
  *   snapshots stay true across churn.
- * - `kill { index }`: SIGKILL one backend (a fleet of processes only); `restart { index }`: start
- *   it again, cold, on its old port.
+ * - `kill { index }`: crash one backend (a fleet of processes: SIGKILL; in-process: its listening socket
+ *   and connections closed at once); `restart { index }`: start it again, cold, on its old port.
  * - `cpu`: this process's CPU plus its backend processes' (a fleet of processes), `process.cpuUsage()` form.
  * `close` stops the fleet and exits.
  */
@@ -99,7 +99,7 @@ async function stats ({ keys = false } = {}) {
 }
 
 function checkIndex (index) {
-  if (!fleet || !fleet.kill) throw new Error('churn needs a fleet of processes (fleet option processes: true)')
+  if (!fleet) throw new Error('no fleet started')
   if (!Number.isInteger(index) || index < 0 || index >= fleet.backends.length) {
     throw new Error(`no backend at index ${index}`)
   }

@@ -122,8 +122,9 @@ function formatKillTable (report) {
     .join('  ').trimEnd())
   lines.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '))
   return [
-    `kill/restart at ${report.rate} req/s: backend ${report.backend} SIGKILLed ${report.at} s into the measured ` +
-      `window, started again on its port ${report.down} s later; regain: seconds after the restart from which ` +
+    `kill/restart at ${report.rate} req/s: backend ${report.backend} crashed ${report.at} s into the measured ` +
+      `window (listening socket and connections closed), started again on its port ${report.down} s later; ` +
+      'regain: seconds after the restart from which ' +
       `every second had p99 <= ${report.sloMs} ms and no failed request (medians over trials; failures summed; ` +
       'retries: the polistes balancer\'s)',
     ...lines

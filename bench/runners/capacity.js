@@ -41,7 +41,7 @@ function formatSweepPlan (settings) {
   const { rates, sloMs, stopAfter } = settings.sweep
   const cells = settings.arms.length * rates.length * settings.trials
   const kill = settings.kill
-    ? `; kill/restart: backend a SIGKILLed ${settings.kill.at} s into each measured window, started again ` +
+    ? `; kill/restart: backend a crashed ${settings.kill.at} s into each measured window, started again ` +
       `${settings.kill.down} s later`
     : ''
   const total = planSeconds({ runs: cells, planned: runLoadSeconds(settings), jitWarmup: settings.jitWarmup })

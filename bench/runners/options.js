@@ -108,8 +108,9 @@ function parser (argv) {
     .option('kill', {
       type: 'string',
       describe: 'capacity scenario: AT:DOWN, a kill/restart cell per contender at one offered rate (--rates, ' +
-        `default ${KILL_RATE}): backend a SIGKILLed AT s into the measured window and started again, cold, on its ` +
-        'port DOWN s later; reports the failed requests by kind and the regain time (backends run as processes)'
+        `default ${KILL_RATE}): backend a crashed AT s into the measured window (its listening socket and ` +
+        'connections closed at once) and started again, cold, on its port DOWN s later; reports the failed ' +
+        'requests by kind and the regain time'
     })
     .option('shift', {
       type: 'string',
@@ -415,9 +416,9 @@ function parseOptions (argv) {
   if (hitMs !== undefined) fleet.hitMs = hitMs
   if (workersPerBackend !== undefined) fleet.workers = workersPerBackend
   if (workload.cacheBytes !== undefined) fleet.cacheBytes = workload.cacheBytes
-  if ((workload.churn || kill) && !fleet.processes) {
+  if (workload.churn && !fleet.processes) {
     fleet.processes = true
-    notes.push(`note: --${kill ? 'kill' : 'churn'} runs each backend as a process of its own (to SIGKILL one)`)
+    notes.push('note: --churn runs each backend as a process of its own (to SIGKILL one)')
   }
 
   return {
