@@ -66,7 +66,10 @@ describe('kill/restart figures', () => {
     ])
     const table = formatKillTable(report)
     expect(table).toMatch(/^kill\/restart at 2000 req\/s: backend a crashed 2 s into the measured window \(listening socket and connections closed\)/)
-    expect(table).toMatch(/\nx +3 {2}ECONNRESET: 2, status 502: 1 +- +20\.0 +50\.0 +never +1$/)
+    expect(table).toMatch(/\nx +3 {2}ECONNRESET: 2, status 502: 1 +- +20\.0 +50\.0 +never +1$/m)
+    // a p99 over the SLO before the crash: the cell was not in steady state
+    const unsettled = formatKillTable({ ...report, contenders: [{ ...report.contenders[0], p99Before: 41 }] })
+    expect(unsettled).toMatch(/\nwasp +0 {2}- +- +41\.0 +50\.0 +3 +1 {2}UNSETTLED$/)
   })
 })
 

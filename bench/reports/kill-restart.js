@@ -110,12 +110,13 @@ const num = (digits) => (x) => (typeof x === 'number' && Number.isFinite(x) ? x.
  * @returns {string}
  */
 function formatKillTable (report) {
-  const rows = [['contender', 'failed', 'by kind', 'retries', 'p99 before', 'worst p99', 'regain s', 'backend back s']]
+  const rows = [['contender', 'failed', 'by kind', 'retries', 'p99 before', 'worst p99', 'regain s', 'backend back s',
+    'flags']]
   for (const c of report.contenders) {
     const kinds = Object.entries(c.failures).map(([k, n]) => `${k}: ${n}`).join(', ') || '-'
     rows.push([c.algo, String(c.failed), kinds, c.retries === null ? '-' : String(c.retries), num(1)(c.p99Before),
       num(1)(c.worstP99), c.regainS === null ? 'never' : String(c.regainS),
-      c.backendBackS === null ? 'never' : String(c.backendBackS)])
+      c.backendBackS === null ? 'never' : String(c.backendBackS), c.p99Before > report.sloMs ? 'UNSETTLED' : ''])
   }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
   const lines = rows.map((r) => r.map((c, i) => (i === 0 || i === 2 ? c.padEnd(widths[i]) : c.padStart(widths[i])))
@@ -126,7 +127,8 @@ function formatKillTable (report) {
       `window (listening socket and connections closed), started again on its port ${report.down} s later; ` +
       'regain: seconds after the restart from which ' +
       `every second had p99 <= ${report.sloMs} ms and no failed request (medians over trials; failures summed; ` +
-      'retries: the polistes balancer\'s)',
+      'retries: the polistes balancer\'s; UNSETTLED: p99 over the SLO before the crash already, the regain time ' +
+      'includes the cold start\'s backlog)',
     ...lines
   ].join('\n')
 }

@@ -71,6 +71,12 @@ async function runSweep (settings, { progress }) {
   }
 }
 
+/** The progress line's words on a kill/restart cell ('' for a cell without one). */
+function regainText (kill) {
+  if (!kill) return ''
+  return kill.regainS === null ? ', not regained in the window' : `, regained ${kill.regainS} s after the restart`
+}
+
 async function sweep (settings, { progress }) {
   const { rates, sloMs, stopAfter } = settings.sweep
   const since = (start) => (performance.now() - start) / 1000
@@ -125,7 +131,7 @@ async function sweep (settings, { progress }) {
         runs.push({ ...run, offered: rate, servedRps: Math.round(served * 10) / 10, ...(kill ? { kill } : {}) })
         progress.line(`[${rate} req/s] ${arm.label} trial ${t + 1}: p50 ${run.latency.p50} ms, p99 ` +
           `${run.latency.p99} ms, hit rate ${run.hitRate}, errors ${run.errors + run.non2xx}` +
-          `${kill ? `, regain ${kill.regainS ?? 'never'} s after the restart` : ''}` +
+          regainText(kill) +
           `${run.load.lag ? `, generator lag p99 ${run.load.lag.p99} ms` : ''}, ${eta(0)}`)
       }
     }
