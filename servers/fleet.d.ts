@@ -163,10 +163,10 @@ export interface Fleet {
   statsToken: string | null
   /** the path of every backend's /_stats, token included */
   statsPath: string
-  /** with `processes`: SIGKILL backend `index` */
-  kill?: (index: number) => Promise<void>
-  /** with `processes`: start backend `index` again, cold, on its old port */
-  restart?: (index: number) => Promise<{ id: string, url: string, port: number, pid?: number }>
+  /** crash backend `index`: with `processes` SIGKILL, in-process its listening socket and connections closed at once */
+  kill: (index: number) => Promise<void>
+  /** start backend `index` again, cold, on its old port */
+  restart: (index: number) => Promise<{ id: string, url: string, port: number, pid?: number }>
 }
 
 /** Start a fleet of backends; rejects with a PolistesError (bad option, port in use), leaving nothing running. */

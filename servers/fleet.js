@@ -111,9 +111,9 @@ function resolveBackends (shared, count, perBackend) {
  *   statsToken: string | null, statsPath: string,
  *   kill?: (index: number) => Promise<void>, restart?: (index: number) => Promise<object> }>}
  *   `statsPath`: the path of every backend's `/_stats`, token included (what a health checker of
- *   the fleet GETs); `kill` (SIGKILL) and `restart` (cold, same port) of one backend, with `processes`
- *   only; rejects with a PolistesError (bad option, port in use, child failed); nothing is left
- *   running then
+ *   the fleet GETs); `kill` (SIGKILL; in-process: its listening socket and connections closed at once, as a
+ *   crash) and `restart` (cold, same port) of one backend; rejects with a PolistesError (bad option, port in
+ *   use, child failed); nothing is left running then
  */
 async function startFleet (options = {}) {
   const {
@@ -154,7 +154,34 @@ async function startInProcess (configs, portOf, host) {
     throw failed.reason
   }
   const backends = results.map((r, i) => ({ id: configs[i].id, url: r.value.url, port: r.value.port }))
-  return { backends, close }
+  let closing = false
+  const check = (index) => {
+    if (!Number.isInteger(index) || index < 0 || index >= started.length) throw bad(`no backend at index ${index}`)
+    if (closing) throw bad('the fleet is closing')
+  }
+  /**
+   * Crash backend `index` (churn, a kill/restart cell): its listening socket and every connection closed at
+   * once, the requests in flight never answered; resolves once it no longer listens.
+   */
+  const kill = async (index) => {
+    check(index)
+    const { server } = started[index]
+    if (!server.listening) return
+    const closed = new Promise((resolve) => server.close(() => resolve()))
+    server.closeAllConnections()
+    await closed
+  }
+  /** Start backend `index` again, cold (a new backend, an empty cache), on its old port. */
+  const restart = async (index) => {
+    check(index)
+    if (started[index].server.listening) throw bad(`backend ${configs[index].id} is still running`)
+    const backend = createBackend(configs[index])
+    const { url, port } = await backend.listen(backends[index].port, host)
+    started[index] = backend
+    backends[index] = { id: configs[index].id, url, port }
+    return backends[index]
+  }
+  return { backends, close: () => { closing = true; return close() }, kill, restart }
 }
 
 function childArgs (config, port, host) {

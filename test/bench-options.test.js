@@ -195,7 +195,13 @@ describe('bench options', () => {
     [['--shift', '10'], 'ERR_POLISTES_BAD_OPTION', /--shift rotates the popularity ranking/],
     [['--scenario', 'zipf', '--shift', '0'], 'ERR_POLISTES_BAD_OPTION', /--shift must be SECONDS\[,STEP\]/],
     [['--scenario', 'zipf', '--shift', '5,200'], 'ERR_POLISTES_BAD_OPTION', /STEP < pages \(200\)/],
-    [['--scenario', 'many-clients', '--churn'], 'ERR_POLISTES_BAD_OPTION', /--churn .* cannot be timed in --requests/]
+    [['--scenario', 'many-clients', '--churn'], 'ERR_POLISTES_BAD_OPTION', /--churn .* cannot be timed in --requests/],
+    [['--kill', '3:2'], 'ERR_POLISTES_BAD_OPTION', /--kill runs a kill\/restart cell of a sweep of rates/],
+    [['--scenario', 'capacity', '--kill', '3'], 'ERR_POLISTES_BAD_OPTION', /--kill must be AT:DOWN, whole seconds of at least 1/],
+    [['--scenario', 'capacity', '--kill', '0:2', '--duration', '9'], 'ERR_POLISTES_BAD_OPTION', /--kill must be AT:DOWN/],
+    [['--scenario', 'capacity', '--kill', '2:1'], 'ERR_POLISTES_BAD_OPTION', /restarts backend a at second 3 of a 3 s window: give a longer --duration/],
+    [['--scenario', 'capacity', '--kill', '1:1', '--rates', '1500,2000'], 'ERR_POLISTES_BAD_OPTION', /one offered rate; --rates lists 2/],
+    [['--scenario', 'capacity', '--kill', '1:1', '--churn'], 'ERR_POLISTES_BAD_OPTION', /--kill and --churn exclude each other/]
   ])('%j is rejected with %s', (argv, code, message) => {
     expect(() => parseOptions(argv)).toThrow(expect.objectContaining({ code, message: expect.stringMatching(message) }))
   })
@@ -219,6 +225,15 @@ describe('bench options', () => {
     expect(plain.fleet).toEqual({ count: 7, cachePages: 4, missMs: 20 })
   })
 
+  test('--kill AT:DOWN: one cell per contender at 2,000 req/s unless --rates gives one rate, backend a, the sweep\'s fleet', () => {
+    const s = parseOptions(['--scenario', 'capacity', '--kill', '2:2', '--duration', '10', '--peers', 'none'])
+    expect(s).toMatchObject({ kill: { index: 0, at: 2, down: 2 }, duration: 10, sweep: { rates: [2000], sloMs: 40 } })
+    expect(s.fleet.processes).toBeUndefined() // one process, as the sweep's: the backend crashes in it
+    expect(parseOptions(['--scenario', 'capacity', '--kill', '1:1', '--rates', '2500', '--peers', 'none']).sweep.rates).toEqual([2500])
+    expect(parseOptions(['--scenario', 'capacity', '--peers', 'none'])).toMatchObject({ kill: null, fleet: { workers: 4 } })
+    expect(parseOptions(['--scenario', 'capacity', '--peers', 'none']).fleet.processes).toBeUndefined()
+  })
+
   test('a bad option prints one line and exits 2', () => {
     for (const argv of [['--algos', 'foo'], ['--popularity', 'foo'], ['--duration', '-1'], ['--scenario', 'zipf', '--page-size', 'lognormal:1k'], ['--scenario', 'zipf', '--pages', '-3']]) {
       const r = spawnSync(process.execPath, [RUN, ...argv], { encoding: 'utf8' })
@@ -227,6 +242,48 @@ describe('bench options', () => {
       expect(r.stderr.trim().split('\n')).toHaveLength(1)
       expect(r.stderr).toMatch(/^polistes bench: /)
     }
+  })
+
+  describe('--out and --results-dir are checked before anything runs', () => {
+    let tmp
+    beforeAll(() => {
+      tmp = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'polistes-bench-out-'))
+      fs.writeFileSync(path.join(tmp, 'file.json'), '{}\n')
+    })
+    afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }))
+
+    test('a directory as --out: one line, exit 2, nothing run (no plan line, no results written)', () => {
+      const r = spawnSync(process.execPath, [RUN, '--out', tmp, '--peers', 'none', '--results-dir', tmp], { encoding: 'utf8' })
+      expect(r.status).toBe(2)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toBe(`polistes bench: --out ${tmp} is a directory; give the JSON file's path, e.g. ${path.join(tmp, 'run.json')}\n`)
+      expect(fs.readdirSync(tmp)).toEqual(['file.json'])
+    })
+
+    test('a path under a file, a file as --results-dir: rejected; a new file in folders yet to be made: accepted', () => {
+      const file = path.join(tmp, 'file.json')
+      expect(() => parseOptions(['--out', path.join(file, 'run.json')])).toThrow(expect.objectContaining({
+        code: 'ERR_POLISTES_BAD_OPTION', message: `--out ${path.join(file, 'run.json')}: ${file} is not a directory`
+      }))
+      expect(() => parseOptions(['--results-dir', file])).toThrow(`--results-dir ${file} is not a directory`)
+      expect(() => parseOptions(['--out', ''])).toThrow('--out needs a path')
+      const deep = path.join(tmp, 'new', 'deeper', 'run.json')
+      expect(parseOptions(['--out', deep, '--peers', 'none']).out).toBe(deep)
+      expect(parseOptions(['--out', file, '--peers', 'none']).out).toBe(file) // overwritten at the end
+      expect(fs.existsSync(path.join(tmp, 'new'))).toBe(false) // parsing creates nothing
+    })
+
+    // root may write anywhere: the check of a folder without write permission needs another user
+    const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+    (asRoot ? test.skip : test)('a folder the run cannot write in is rejected', () => {
+      const locked = path.join(tmp, 'locked')
+      fs.mkdirSync(locked, { mode: 0o500 })
+      try {
+        expect(() => parseOptions(['--out', path.join(locked, 'run.json')])).toThrow(`cannot write in ${locked}`)
+      } finally {
+        fs.chmodSync(locked, 0o700)
+      }
+    })
   })
 
   test('the latency-profiles scenario runs each algorithm with and without keep-alive', () => {

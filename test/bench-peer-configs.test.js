@@ -24,7 +24,11 @@ describe('bench peer configs', () => {
     const checked = lines(haproxyConfig({ mode: 'uri', backends, host: '127.0.0.1', port: 8123, healthChecks: true }))
     expect(checked).toEqual(expect.arrayContaining([
       'server a 127.0.0.1:9101 check inter 1s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down',
-      'server b 127.0.0.1:9102 check inter 1s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down']))
+      'server b 127.0.0.1:9102 check inter 1s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down',
+      // each retry on another server, a reset before any answer retried too (--kill)
+      'retries 3', 'option redispatch 1', 'retry-on conn-failure empty-response']))
+    expect(checked).not.toContain('option redispatch')
+    expect(plain.filter((x) => x.startsWith('retry-on'))).toEqual([])
   })
 
   test('haproxy: the tuned settings, each once, and threads from workers', () => {

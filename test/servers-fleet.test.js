@@ -103,6 +103,29 @@ test('processes: true runs one child per backend and close() stops them all', as
   for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow() // gone
 }, 15000)
 
+test('in process: kill() closes one backend\'s listening socket and connections at once (a request in flight is never answered), restart() brings it back cold on its old port', async () => {
+  const fleet = await startFleet({ count: 2, basePort: 0, missMs: 300 })
+  try {
+    const [a] = fleet.backends
+    const { port } = a
+    expect((await rawRequest(a.url, '/page2.html')).headers['x-cache']).toBe('MISS')
+    const inFlight = rawRequest(a.url, '/page1.html') // a miss: 300 ms
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    await fleet.kill(0)
+    await expect(inFlight).rejects.toThrow(/socket hang up|ECONNRESET/)
+    await expect(rawRequest(a.url, '/page1.html')).rejects.toThrow(/ECONNREFUSED/)
+    expect((await rawRequest(fleet.backends[1].url, '/page1.html')).status).toBe(200) // the other one is untouched
+    await expect(fleet.restart(1)).rejects.toThrow(/backend b is still running/)
+    const back = await fleet.restart(0)
+    expect(back).toEqual({ id: 'a', url: a.url, port })
+    expect((await rawRequest(a.url, '/page2.html')).headers['x-cache']).toBe('MISS') // cold: an empty cache
+    expect(JSON.parse((await rawRequest(a.url, '/_stats')).body)).toMatchObject({ requests: 1 })
+    await expect(fleet.kill(5)).rejects.toThrow(/no backend at index 5/)
+  } finally {
+    await fleet.close()
+  }
+})
+
 test('churn: kill() SIGKILLs one backend process, restart() brings it back cold on its old port', async () => {
   const fleet = await startFleet({ count: 2, basePort: 0, processes: true, missMs: 0 })
   try {

@@ -13,8 +13,8 @@
  *   in fleet order. A backend killed by `kill` answers with its last counters until `restart`, and
  *   after it its counters go on from them (the restarted process starts at zero), so deltas between
  *   snapshots stay true across churn.
- * - `kill { index }`: SIGKILL one backend (a fleet of processes only); `restart { index }`: start
- *   it again, cold, on its old port.
+ * - `kill { index }`: crash one backend (a fleet of processes: SIGKILL; in-process: its listening socket
+ *   and connections closed at once); `restart { index }`: start it again, cold, on its old port.
  * - `cpu`: this process's CPU plus its backend processes' (a fleet of processes), `process.cpuUsage()` form.
  * `close` stops the fleet and exits.
  */
@@ -32,7 +32,7 @@ const agent = new http.Agent({ keepAlive: true })
 let fleet
 let tmpDir
 const carried = [] // per backend: counters before its last restart
-const last = [] // per backend: its counters when it was killed
+const last = [] // per backend: a promise of its counters when it was killed
 const down = new Set()
 
 function getJson (url) {
@@ -92,11 +92,14 @@ async function fetchOne (i, keys) {
 }
 
 async function stats ({ keys = false } = {}) {
-  return Promise.all(fleet.backends.map((b, i) => (down.has(i) ? { ...last[i], down: true } : fetchOne(i, keys))))
+  // a snapshot taken while a kill fetches the last counters waits for them
+  return Promise.all(fleet.backends.map((b, i) => (down.has(i)
+    ? last[i].then((s) => ({ ...s, down: true }))
+    : fetchOne(i, keys))))
 }
 
 function checkIndex (index) {
-  if (!fleet || !fleet.kill) throw new Error('churn needs a fleet of processes (fleet option processes: true)')
+  if (!fleet) throw new Error('no fleet started')
   if (!Number.isInteger(index) || index < 0 || index >= fleet.backends.length) {
     throw new Error(`no backend at index ${index}`)
   }
@@ -106,7 +109,8 @@ async function kill ({ index }) {
   checkIndex(index)
   if (down.has(index)) throw new Error(`backend ${fleet.backends[index].id} is down already`)
   down.add(index) // snapshots from now on see the counters fetched here
-  last[index] = await fetchOne(index, true)
+  last[index] = fetchOne(index, true)
+  await last[index]
   await fleet.kill(index)
   return { id: fleet.backends[index].id, killedAt: Date.now() }
 }
@@ -116,7 +120,7 @@ async function restart ({ index }) {
   if (!down.has(index)) throw new Error(`backend ${fleet.backends[index].id} is not down`)
   const t0 = Date.now()
   const b = await fleet.restart(index)
-  carried[index] = last[index]
+  carried[index] = await last[index]
   down.delete(index)
   return { id: b.id, pid: b.pid, startMs: Date.now() - t0 }
 }

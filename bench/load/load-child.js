@@ -40,6 +40,8 @@ function newPhase (open = false) {
     errors: 0,
     timeouts: 0,
     non2xx: 0,
+    // failed requests by kind: `status 502`, or the error's code (ECONNRESET, UND_ERR_SOCKET, ...)
+    failures: {},
     hits: 0,
     misses: 0,
     latencies: [],
@@ -70,6 +72,12 @@ function phaseResult (phase, seconds) {
     out.lag = { p50: lag.p50, p99: lag.p99, max: lag.max }
   }
   return out
+}
+
+/** An error's kind for the failure counts: a timeout, else its code (ECONNRESET, UND_ERR_SOCKET, ...) or name. */
+function errorKind ({ timeout, error }) {
+  if (timeout) return 'timeout'
+  return (error && (error.code || error.name)) || 'error'
 }
 
 let generator // { stop() }
@@ -104,7 +112,10 @@ function createRecorder (warmup, duration, open) {
         p.bytes += r.bytes
         p.latencies.push(r.latency)
         if (p.lags && r.lag !== undefined) p.lags.push(r.lag)
-        if (r.status < 200 || r.status > 299) p.non2xx++
+        if (r.status < 200 || r.status > 299) {
+          p.non2xx++
+          p.failures[`status ${r.status}`] = (p.failures[`status ${r.status}`] || 0) + 1
+        }
         if (r.cache === 'HIT') p.hits++
         else if (r.cache === 'MISS') p.misses++
       }
@@ -114,12 +125,13 @@ function createRecorder (warmup, duration, open) {
         rec.measured.servers[r.server] = (rec.measured.servers[r.server] || 0) + 1
       }
     },
-    error (phaseMs, timeout = false) {
+    error (phaseMs, timeout = false, kind = timeout ? 'timeout' : 'error') {
       const phase = rec.phaseAt(phaseMs)
       if (!phase) return
       for (const p of [phase, rec.bucket]) {
         p.errors++
         if (timeout) p.timeouts++
+        p.failures[kind] = (p.failures[kind] || 0) + 1
       }
     }
   }
@@ -204,7 +216,7 @@ function lanes ({ url, connections, rate, sources, requests, warmup, duration, t
     timeoutMs: timeout * 1000,
     nextPath: () => pagePath(sample()),
     onResponse: (r) => rec.add(r.intended, r),
-    onError: (e) => rec.error(e.intended, e.timeout)
+    onError: (e) => rec.error(e.intended, e.timeout, errorKind(e))
   })
   return { done: run.done.then((openLoop) => ({ openLoop })), stop: run.stop }
 }

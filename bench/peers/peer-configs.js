@@ -207,6 +207,15 @@ const CHURN_HEALTH_CHECK = Object.freeze({ path: '/_stats', intervalMs: 1000, ti
 const CHURN_CHECK_LINE = ` check inter ${CHURN_HEALTH_CHECK.intervalMs / 1000}s fall ` +
   `${CHURN_HEALTH_CHECK.fall} rise ${CHURN_HEALTH_CHECK.rise} observe layer4 error-limit 1 on-error mark-down`
 
+/**
+ * HAProxy's retries in a run with health checks (--churn, --kill), as a demanding user sets them for a
+ * server that may crash: every retry goes to another server (`option redispatch 1`; bare, only the last
+ * of the 3 does, after HAProxy's 1 s turn-around on the dead one), and a request whose server closed or
+ * reset the connection before any byte of answer is retried too (`retry-on conn-failure empty-response`;
+ * the default retries only a failed connect). The fleet is GETs only, safe to send twice.
+ */
+const CHURN_RETRIES = Object.freeze({ 'retry-on': 'conn-failure empty-response', 'option redispatch': '1' })
+
 /** HAProxy's hash-balance-factor of the `uri-bounded` mode unless an arm sets its own (percent of the mean load). */
 const DEFAULT_BALANCE_FACTOR = 125
 
@@ -218,7 +227,8 @@ const DEFAULT_BALANCE_FACTOR = 125
  *   an integer above 100 (default 125); healthChecks (runs with --churn): a TCP connect check
  *   of every server each second, and a server marked down at its first connection error (`observe
  *   layer4 error-limit 1 on-error mark-down`, the passive check nginx and polistes have), so a killed
- *   server does not cost each request sent to it HAProxy's one-second retry turn-around
+ *   server does not cost each request sent to it HAProxy's one-second retry turn-around; and the retries of
+ *   CHURN_RETRIES (each on another server, a reset before any answer retried too)
  * @returns {string}
  */
 function haproxyConfig ({
@@ -235,7 +245,9 @@ function haproxyConfig ({
     leastconn: ['balance leastconn']
   }[mode]
   if (!balance) throw new Error(`unknown haproxy mode "${mode}"`)
-  const d = applyTuning(HAPROXY_DEFAULTS, tuning)
+  const d = applyTuning(healthChecks
+    ? { ...HAPROXY_DEFAULTS, defaults: { ...HAPROXY_DEFAULTS.defaults, ...CHURN_RETRIES } }
+    : HAPROXY_DEFAULTS, tuning)
   return [
     'global',
     `  nbthread ${workers}`,

@@ -44,7 +44,9 @@ const FIELDS = [
   ['busiestShare', (r) => (r.perBackend.length ? Math.max(...r.perBackend.map((b) => b.share)) : undefined)],
   ['lagMax', (r) => r.load && r.load.lag && r.load.lag.max],
   ['hitServiceMs', (r) => r.service && r.service.hitMs],
-  ['missServiceMs', (r) => r.service && r.service.missMs]
+  ['missServiceMs', (r) => r.service && r.service.missMs],
+  // a kill/restart cell (--kill): the regain time after the restart, s (empty: none in the window)
+  ['regainS', (r) => r.kill && (r.kill.regainS ?? 'never')]
 ]
 
 function cell (value) {

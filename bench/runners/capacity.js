@@ -16,6 +16,7 @@ const { generatePages } = require('../../servers/pages')
 const { runOnce } = require('./trial')
 const { formatDuration, remainingSeconds, runLoadSeconds, planSeconds } = require('./plan')
 const { sweepCells, keepsSweeping } = require('../reports/capacity')
+const { killFields } = require('../reports/kill-restart')
 
 /**
  * The contenders in the order of trial t at the rate of index r: rotated by t + r.
@@ -39,13 +40,17 @@ function sweepOrder (arms, t, r) {
 function formatSweepPlan (settings) {
   const { rates, sloMs, stopAfter } = settings.sweep
   const cells = settings.arms.length * rates.length * settings.trials
+  const kill = settings.kill
+    ? `; kill/restart: backend a crashed ${settings.kill.at} s into each measured window, started again ` +
+      `${settings.kill.down} s later`
+    : ''
   const total = planSeconds({ runs: cells, planned: runLoadSeconds(settings), jitWarmup: settings.jitWarmup })
   return `plan${settings.plan === 'quick' ? ' (quick; --full: 3 trials of 10 s + 15 s per cell)' : ''}: ` +
     `${settings.arms.length} contenders (${settings.arms.map((a) => a.label).join(', ')}) x ${rates.length} ` +
     `offered rates (${rates.join(', ')} req/s) x ${settings.trials} trial${settings.trials === 1 ? '' : 's'} = at ` +
     `most ${cells} cells of ${settings.warmup} s warm-up + ${settings.duration} s measured; a contender stops ` +
     `after ${stopAfter} rate${stopAfter === 1 ? '' : 's'} with p99 over the SLO (${sloMs} ms): at most about ` +
-    `${formatDuration(total)}`
+    `${formatDuration(total)}${kill}`
 }
 
 /**
@@ -64,6 +69,12 @@ async function runSweep (settings, { progress }) {
   } finally {
     fs.rmSync(pagesDir, { recursive: true, force: true })
   }
+}
+
+/** The progress line's words on a kill/restart cell ('' for a cell without one). */
+function regainText (kill) {
+  if (!kill) return ''
+  return kill.regainS === null ? ', not regained in the window' : `, regained ${kill.regainS} s after the restart`
 }
 
 async function sweep (settings, { progress }) {
@@ -116,9 +127,11 @@ async function sweep (settings, { progress }) {
         // what the backends served in the window: below the offered rate once the fleet saturates (the open
         // loop's own count, by intended send time, is the offered rate whatever the latency)
         const served = run.perBackend.reduce((a, b) => a + b.requests, 0) / settings.duration
-        runs.push({ ...run, offered: rate, servedRps: Math.round(served * 10) / 10 })
+        const kill = settings.kill ? killFields(run, { ...settings, kill: settings.kill, sloMs }) : null
+        runs.push({ ...run, offered: rate, servedRps: Math.round(served * 10) / 10, ...(kill ? { kill } : {}) })
         progress.line(`[${rate} req/s] ${arm.label} trial ${t + 1}: p50 ${run.latency.p50} ms, p99 ` +
           `${run.latency.p99} ms, hit rate ${run.hitRate}, errors ${run.errors + run.non2xx}` +
+          regainText(kill) +
           `${run.load.lag ? `, generator lag p99 ${run.load.lag.p99} ms` : ''}, ${eta(0)}`)
       }
     }

@@ -5,6 +5,7 @@
  * Every mistake becomes a PolistesError with a one-line message; bench/runners/run.js prints it and exits 2.
  */
 
+const fs = require('node:fs')
 const path = require('node:path')
 const yargs = require('yargs/yargs')
 const { PolistesError, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('../../src/common/errors')
@@ -15,7 +16,7 @@ const { pageSizes } = require('../workloads/page-sizes')
 const { getScenario, scenarioNames } = require('../workloads/scenarios')
 const { PEER_ARMS, parsePeers } = require('../peers/peer-configs')
 const { findBinary, INSTALL } = require('../peers/peers')
-const { parseSweep, backendWorkers } = require('./sweep-options')
+const { parseSweep, parseKill, backendWorkers, KILL_RATE } = require('./sweep-options')
 
 const RESULTS_DIR = path.join(__dirname, '..', 'results')
 
@@ -103,6 +104,13 @@ function parser (argv) {
     .option('stop-after', {
       type: 'number',
       describe: 'capacity scenario: a contender\'s sweep stops after this many rates over the SLO (default 2)'
+    })
+    .option('kill', {
+      type: 'string',
+      describe: 'capacity scenario: AT:DOWN, a kill/restart cell per contender at one offered rate (--rates, ' +
+        `default ${KILL_RATE}): backend a crashed AT s into the measured window (its listening socket and ` +
+        'connections closed at once) and started again, cold, on its port DOWN s later; reports the failed ' +
+        'requests by kind and the regain time'
     })
     .option('shift', {
       type: 'string',
@@ -312,6 +320,9 @@ function parseOptions (argv) {
   if (hitMs !== undefined) number(hitMs, 'hit-ms', { min: 0 })
   const workersPerBackend = backendWorkers(args['backend-workers'], scenario.fleet)
   const sweep = parseSweep(args, scenario, { hitMs, missMs })
+  const kill = parseKill(args.kill, { duration, sweep, rates: args.rates })
+  if (kill && args.rates === undefined) sweep.rates = [KILL_RATE]
+  if (kill && (args.churn ?? scenario.churn)) throw bad('--kill and --churn exclude each other: both kill backend a')
   if (sweep && args.rate !== undefined) throw bad(`the ${args.scenario} scenario sweeps --rates; --rate sets one rate`)
   const rateArg = args.rate ?? scenario.rate
   const rate = rateArg === undefined
@@ -394,6 +405,9 @@ function parseOptions (argv) {
     throw bad('--requests counts requests of the closed-loop Node generator (--load node, or --sources); ' +
       `this run uses ${load}`)
   }
+  // where the results go, checked now: a run of minutes must not end in EISDIR or EACCES
+  const out = args.out === undefined ? undefined : writablePath(args.out, 'out', { dir: false })
+  const resultsDir = writablePath(args['results-dir'], 'results-dir', { dir: true })
   const baseline = algos.includes(scenario.baseline) ? scenario.baseline : algos[0]
 
   // Per-backend overrides in the scenario win over the global cache size and miss cost, as
@@ -415,6 +429,8 @@ function parseOptions (argv) {
     columns: rate ? OPEN_LOOP_COLUMNS : scenario.columns,
     // a sweep of offered rates (the capacity scenario): { rates, sloMs, stopAfter }, else null
     sweep,
+    // a kill/restart cell (--kill): { index, at, down } seconds into the measured window, else null
+    kill,
     // ratio targets are set against the scenario's own baseline: without it in the run they mean nothing
     targets: baseline === scenario.baseline ? scenario.targets : (scenario.targets || []).filter((t) => !t.ratio),
     backendLabels: scenario.backendLabels || [],
@@ -447,11 +463,61 @@ function parseOptions (argv) {
     workers,
     peerWorkers,
     fleet,
-    out: args.out === undefined ? undefined : path.resolve(args.out),
-    resultsDir: path.resolve(args['results-dir']),
+    out,
+    resultsDir,
     profile: args.profile,
     quiet: args.quiet,
     notes
+  }
+}
+
+/**
+ * The absolute path of `--out` (a file) or `--results-dir` (a directory), once it is known that the
+ * run can write there: an existing path of the right kind, writable, or a path whose nearest existing
+ * ancestor is a writable directory (run.js creates the folders missing in between).
+ * @param {string} value as given
+ * @param {string} name the option's name, for the message
+ * @param {{ dir: boolean }} kind a directory (--results-dir) or a file (--out)
+ * @returns {string}
+ * @throws {PolistesError} when the run could not write there
+ */
+function writablePath (value, name, { dir }) {
+  if (String(value).trim() === '') throw bad(`--${name} needs a path`)
+  const resolved = path.resolve(String(value))
+  const stat = statOf(resolved)
+  if (stat) {
+    if (dir && !stat.isDirectory()) throw bad(`--${name} ${value} is not a directory`)
+    if (!dir && stat.isDirectory()) {
+      throw bad(`--${name} ${value} is a directory; give the JSON file's path, e.g. ${path.join(value, 'run.json')}`)
+    }
+    if (!writable(resolved)) throw bad(`--${name} ${value} is not writable`)
+    return resolved
+  }
+  let parent = path.dirname(resolved)
+  let parentStat = statOf(parent)
+  while (!parentStat && path.dirname(parent) !== parent) {
+    parent = path.dirname(parent)
+    parentStat = statOf(parent)
+  }
+  if (!parentStat || !parentStat.isDirectory()) throw bad(`--${name} ${value}: ${parent} is not a directory`)
+  if (!writable(parent)) throw bad(`--${name} ${value}: cannot write in ${parent}`)
+  return resolved
+}
+
+function statOf (p) {
+  try {
+    return fs.statSync(p)
+  } catch {
+    return null
+  }
+}
+
+function writable (p) {
+  try {
+    fs.accessSync(p, fs.constants.W_OK)
+    return true
+  } catch {
+    return false
   }
 }
 

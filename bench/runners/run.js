@@ -23,6 +23,7 @@ const { runSweep } = require('./capacity')
 const { capacityReport } = require('../reports/capacity')
 const { formatCapacityTable } = require('../reports/capacity-console')
 const { formatCapacityHtml } = require('../reports/capacity-html')
+const { killReport, formatKillTable } = require('../reports/kill-restart')
 
 /**
  * Arms in the order of trial t: rotated by t so that no algorithm always runs first or last
@@ -127,8 +128,10 @@ async function sweepBench (settings, { stdout, progress }) {
   delete doc.summary
   delete doc.targets
   doc.settings.sweep = settings.sweep
+  if (settings.kill) doc.settings.kill = settings.kill
   doc.capacity = capacityReport(settings, runs)
-  const table = formatCapacityTable(doc)
+  if (settings.kill) doc.kill = killReport(settings, runs)
+  const table = formatCapacityTable(doc) + (doc.kill ? `\n\n${formatKillTable(doc.kill)}` : '')
   const paths = writeOutputs(settings, startedAt, doc, { html: formatCapacityHtml(doc), table }, stdout)
   return { doc, paths }
 }

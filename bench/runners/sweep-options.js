@@ -62,6 +62,40 @@ function parseSweep (args, scenario, { hitMs, missMs }) {
   }
 }
 
+/** The offered rate of a kill/restart cell when --rates is not given, req/s (about 60 % of the fleet's limit). */
+const KILL_RATE = 2000
+
+/** The backend a kill/restart cell stops: a (index 0), the same for every contender. */
+const KILL_INDEX = 0
+
+/**
+ * `--kill AT:DOWN`: backend a stopped AT seconds into the measured window, started again DOWN seconds
+ * later; at least one measured second must follow the restart, to see the capacity come back.
+ * @param {string | undefined} value
+ * @param {{ duration: number, sweep: object | null, rates?: string }} context the measured window, the
+ *   scenario's sweep and --rates as given
+ * @returns {{ index: number, at: number, down: number } | null} null when not given
+ */
+function parseKill (value, { duration, sweep, rates }) {
+  if (value === undefined) return null
+  if (!sweep) throw bad('--kill runs a kill/restart cell of a sweep of rates (--scenario capacity)')
+  const m = /^(\d+):(\d+)$/.exec(String(value).trim())
+  const at = m ? Number(m[1]) : NaN
+  const down = m ? Number(m[2]) : NaN
+  if (!(at >= 1 && down >= 1)) {
+    throw bad('--kill must be AT:DOWN, whole seconds of at least 1 (stop backend a AT s into the measured ' +
+      `window, start it again DOWN s later), e.g. 3:2, got "${value}"`)
+  }
+  if (at + down >= duration) {
+    throw bad(`--kill ${value} restarts backend a at second ${at + down} of a ${duration} s window: give a longer ` +
+      '--duration, so that the window goes on after the restart')
+  }
+  if (rates !== undefined && sweep.rates.length !== 1) {
+    throw bad(`--kill runs one cell per contender at one offered rate; --rates lists ${sweep.rates.length}`)
+  }
+  return { index: KILL_INDEX, at, down }
+}
+
 /**
  * `--backend-workers 4` or `2,3,4,5,6,7,8` (one per backend): the fleet's `workers` option.
  * @param {string | undefined} value
@@ -83,4 +117,4 @@ function backendWorkers (value, fleet) {
   return counts
 }
 
-module.exports = { parseSweep, backendWorkers }
+module.exports = { parseSweep, parseKill, backendWorkers, KILL_RATE }

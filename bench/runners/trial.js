@@ -82,7 +82,7 @@ async function startServers (fleet, balancer, arm, settings) {
   const lbBackends = backends.map((b, i) => ({ id: b.id, url: b.url, ...(settings.backendLabels[i] || {}) }))
   const { url, version } = await balancer.request('start', {
     // HAProxy and polistes check the servers each second (nginx: passive only)
-    healthChecks: Boolean(settings.workload && settings.workload.churn),
+    healthChecks: Boolean((settings.workload && settings.workload.churn) || settings.kill),
     backends: lbBackends,
     algo: arm.algo,
     policyOptions: settings.policyOptions,
@@ -97,8 +97,15 @@ async function startServers (fleet, balancer, arm, settings) {
   return { backends, pageBytes, url, version }
 }
 
-/** Churn: backend 0 SIGKILLed a third into the measured window, restarted cold a third later (null: none). */
+/**
+ * Churn: backend 0 SIGKILLed a third into the measured window, restarted cold a third later; a kill/restart
+ * cell (--kill AT:DOWN): at the seconds given (null: none).
+ */
 function churnPlan (settings) {
+  if (settings.kill) {
+    const { index, at, down } = settings.kill
+    return { index, killAt: at, restartAt: at + down }
+  }
   if (!(settings.workload && settings.workload.churn && !settings.requests)) return null
   return { index: 0, killAt: Math.round(settings.duration / 3), restartAt: Math.round((2 * settings.duration) / 3) }
 }
@@ -177,7 +184,7 @@ function tickHandler ({ fleet, arm, trial, settings, onProgress, snapshot, run }
 }
 
 /** One point per second of load: its phase, throughput, hit rate, latency and CPU. */
-function timelineOf (snaps, buckets, end) {
+function timelineOf (snaps, buckets, end, churn) {
   const timeline = []
   for (let s = 1; s <= end; s++) {
     const b = buckets[s]
@@ -193,6 +200,9 @@ function timelineOf (snaps, buckets, end) {
       non2xx: b.non2xx,
       hitRate: round(prev && cur ? metrics.hitRate(prev.stats, cur.stats) : NaN, 4),
       latency: { mean: round(b.latency.mean, 3), p50: round(b.latency.p50, 3), p99: round(b.latency.p99, 3) },
+      ...(b.failures && Object.keys(b.failures).length ? { failures: b.failures } : {}),
+      // with churn: what the backend killed and restarted served that second, by its own count
+      ...(churn && prev && cur ? { churned: cur.stats[churn.index].requests - prev.stats[churn.index].requests } : {}),
       cpu: prev && cur
         ? {
             balancer: round(metrics.cpuSeconds(prev.cpu, cur.cpu), 3),
@@ -235,6 +245,7 @@ function runRecord ({ arm, trial, settings, started, driven }) {
     latency: roundLatency(m.latency),
     errors: m.errors,
     non2xx: m.non2xx,
+    ...(m.failures ? { failures: m.failures } : {}),
     bytesPerSec: Math.round(m.bytesPerSec),
     hitRate: round(hitRate, 4),
     optimum: round(optimum, 4),
@@ -251,7 +262,7 @@ function runRecord ({ arm, trial, settings, started, driven }) {
     perKey: keys,
     learning: learningFields(result.learning, warmup, snaps[0], start),
     balancer: metrics.balancerCounts(driven.lbStats),
-    timeline: timelineOf(snaps, driven.buckets, end)
+    timeline: timelineOf(snaps, driven.buckets, end, churn)
   }
 }
 
