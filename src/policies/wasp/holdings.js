@@ -176,9 +176,20 @@ function needed (krec, n, have, replicate) {
   return have
 }
 
-/** Whether one of a key's holders shows a queue (./queueing.js). */
-function heldByQueued (holders) {
-  for (const h of holders) if (h.q.queued) return true
+/** A key counts as hot at its holder above this many times the mean share of the keys it holds. */
+const HOT = 2
+
+/**
+ * Whether one of a key's holders shows a queue (./queueing.js) and the key is hot there: its share
+ * of the requests (in fair shares, n / its gap) over HOT times that of the holder's mean key (a fair
+ * share over its held keys). 25 pages evenly requested over 7 holders of about 4 each: none is; a
+ * Zipf head over holders of hundreds of keys each: every key above `replicateQueued` is.
+ */
+function hotAtQueued (krec, n, holders) {
+  if (!(krec.slowGap > 0)) return false
+  for (const h of holders) {
+    if (h.q.queued && (n / krec.slowGap) * h.heldTotal >= HOT) return true
+  }
   return false
 }
 
@@ -234,8 +245,10 @@ function contend (w, upstreams, krec) {
     }
   }
   // replicas for a key hotter than its holder can carry while that holder shows a queue (not every
-  // key of the fleet once one upstream does: on small caches each replica costs a page's hits)
-  const want = needed(krec, n, holders.length, w.queued && heldByQueued(holders) ? w.o.replicateQueued : w.o.replicate)
+  // key of the fleet once one upstream does, nor a key no hotter than the holder's others: a replica
+  // costs a page of another cache, worth it only for a key hotter than the page it displaces)
+  const queuedHot = w.queued && hotAtQueued(krec, n, holders)
+  const want = needed(krec, n, holders.length, queuedHot ? w.o.replicateQueued : w.o.replicate)
   // while the backends queue, a count contest needs QUEUED_GAP times the gap: each move is a miss
   // that holds a worker 4 times as long as a hit, and most small gaps are popularity noise
   const gapFactor = w.queued ? QUEUED_GAP : 1
