@@ -97,6 +97,32 @@ describe('active checks: rise and fall as in HAProxy', () => {
     expect(pool.eligible()).toEqual([])
   })
 
+  test('a member ejected while its checks stay up serves again after rise passes since the ejection', () => {
+    let t = 0
+    const pool = new Pool(specs, { maxFails: 1, failTimeoutMs: 5000, slowStartMs: 10000, now: () => t })
+    const [a, b] = pool.all()
+    pool.watch(a, { rise: 2, fall: 2 })
+    expect(pool.reportCheck(a, { ok: true })).toBeUndefined() // up and passing: nothing to count
+    t = 100
+    pool.fail(a) // a crash: refused once, ejected for 5 s; its checks have not failed twice yet
+    expect(pool.health(a).state).toBe('ejected')
+    expect(pool.eligible()).toEqual([b])
+    t = 1100
+    expect(pool.reportCheck(a, { ok: true })).toBeUndefined() // restarted: one pass
+    expect(pool.eligible()).toEqual([b])
+    t = 2100
+    expect(pool.reportCheck(a, { ok: true })).toBe('up') // rise passes since the ejection
+    expect(pool.health(a).state).toBe('up')
+    expect(pool.isHealthy(a)).toBe(true)
+    expect(pool.health(a, 2100).ramp).toBeLessThan(1) // slow start from here
+    pool.fail(a)
+    t = 3100
+    pool.reportCheck(a, { ok: true })
+    pool.reportCheck(a, { ok: false }) // a failed check breaks the streak
+    pool.reportCheck(a, { ok: true })
+    expect(pool.isHealthy(a)).toBe(false)
+  })
+
   test('passing checks clear a passive ejection; unwatch makes a down member eligible again', () => {
     let t = 0
     const pool = new Pool(specs, { maxFails: 1, failTimeoutMs: 10000, now: () => t })

@@ -254,6 +254,7 @@ class Pool {
     upstream.consecutiveFailures++
     if (upstream.consecutiveFailures >= this.maxFails && this.members.get(upstream.id) === upstream) {
       upstream.downUntil = this.now() + this.failTimeoutMs
+      if (upstream.check !== null) upstream.check.okStreak = 0 // checks count their passes from here
       upstream.ejections++
       this._eligible = null
     }
@@ -295,7 +296,8 @@ class Pool {
 
   /**
    * One active check's result. `fall` failures in a row take a watched upstream down; `rise`
-   * passes in a row bring it back, with a slow start, and clear its passive ejection.
+   * passes in a row bring it back, with a slow start, and clear its passive ejection (also one that
+   * took it out while its checks stayed up: `rise` passes since the ejection).
    * @param {Upstream} upstream a watched member
    * @param {{ ok: boolean, status?: number, ms?: number, error?: string }} result
    * @returns {'up' | 'down' | undefined} the transition this result caused, if any
@@ -308,11 +310,15 @@ class Pool {
     if (ok) {
       c.passed++
       c.failStreak = 0
-      if (c.up) return undefined
+      // up by its checks and not ejected: nothing changes; passively ejected (fail) while its checks
+      // stay up: `rise` passes in a row since the ejection clear it, as HAProxy's `on-error
+      // mark-down` then `rise` does (a crashed backend restarted within failTimeoutMs serves again
+      // as soon as its checks say so, not failTimeoutMs after the crash)
+      if (c.up && !(upstream.downUntil > t)) return undefined
       if (++c.okStreak < c.rise) return undefined
+      if (!c.up) upstream.upSince = t
       c.up = true
       c.okStreak = 0
-      upstream.upSince = t
       upstream.consecutiveFailures = 0
       if (upstream.downUntil > t) upstream.downUntil = t
       this._eligible = null
