@@ -62,6 +62,9 @@ describe('routing key, sticky cookie, DNS re-resolution and backend state throug
     expect((await request(`${url}/_polistes/backends/b/state`, { method: 'POST', body: 'disable' })).status).toBe(404) // never on the public listener
     expect((await request(`${adminUrl}/_polistes/backends/b/state`, { method: 'POST', body: 'disable' })).status).toBe(200)
     expect((await get('/last')).headers['x-server']).toBe('c') // no primary left: the backup
-    expect(cli.lines.filter((l) => /\(admin API\)$/.test(l.msg)).map((l) => l.msg)).toEqual(['backend a: ready -> drain (admin API)', 'backend b: ready -> maint (admin API)'])
+    // the log lines come over the child's stdout, which may arrive after the answers above
+    const adminLines = () => cli.lines.filter((l) => /\(admin API\)$/.test(l.msg)).map((l) => l.msg)
+    await waitFor(() => adminLines().length >= 2).catch(() => {})
+    expect(adminLines()).toEqual(['backend a: ready -> drain (admin API)', 'backend b: ready -> maint (admin API)'])
   })
 })
