@@ -83,6 +83,11 @@ function classOf (cache) {
   return cache === 'HIT' ? HIT : cache === 'MISS' ? MISS : OTHER
 }
 
+/** The weight of a sample after `n` others: their mean for the first 1 / ALPHA, then an EWMA. */
+function weight (n) {
+  return n < 1 / ALPHA ? 1 / (n + 1) : ALPHA
+}
+
 /**
  * A latency sample with nothing in flight: the base is the mean of the first 1 / ALPHA, then an
  * EWMA; the spread the same of its absolute deviations from the base before it.
@@ -91,9 +96,9 @@ function learnBase (q, c, latency) {
   const k = q.zero[c]
   if (k > 0) {
     const d = latency > q.base[c] ? latency - q.base[c] : q.base[c] - latency
-    q.dev[c] = k === 1 ? d : q.dev[c] + (k < 1 / ALPHA ? 1 / k : ALPHA) * (d - q.dev[c])
+    q.dev[c] += weight(k - 1) * (d - q.dev[c])
   }
-  q.base[c] = k === 0 ? latency : q.base[c] + (k < 1 / ALPHA ? 1 / (k + 1) : ALPHA) * (latency - q.base[c])
+  q.base[c] += weight(k) * (latency - q.base[c])
   if (k < 255) q.zero[c] = k + 1
 }
 
@@ -132,7 +137,7 @@ function observe (q, ctx, outcome, fleet) {
   const f = at < MAX_F ? at : MAX_F
   const excess = latency - base
   const n = q.samples[f]
-  q.wait[f] = n === 0 ? excess : q.wait[f] + (n < 1 / ALPHA ? 1 / (n + 1) : ALPHA) * (excess - q.wait[f])
+  q.wait[f] += weight(n) * (excess - q.wait[f])
   q.samples[f] = n + 1
   q.seen++
   if (q.queued ? q.seen % RECHECK === 0 : n + 1 >= MIN_SAMPLES) {
