@@ -35,6 +35,12 @@ function bad (message) {
   return new ERR_POLISTES_BAD_OPTION(message)
 }
 
+/** A kill's or restart's backend index, checked: a whole number below `count`, the fleet not closing. */
+function checkIndex (index, count, closing) {
+  if (!Number.isInteger(index) || index < 0 || index >= count) throw bad(`no backend at index ${index}`)
+  if (closing) throw bad('the fleet is closing')
+}
+
 /**
  * The id of the i-th backend: a … z, then s27, s28, ….
  *
@@ -155,10 +161,7 @@ async function startInProcess (configs, portOf, host) {
   }
   const backends = results.map((r, i) => ({ id: configs[i].id, url: r.value.url, port: r.value.port }))
   let closing = false
-  const check = (index) => {
-    if (!Number.isInteger(index) || index < 0 || index >= started.length) throw bad(`no backend at index ${index}`)
-    if (closing) throw bad('the fleet is closing')
-  }
+  const check = (index) => checkIndex(index, started.length, closing)
   /**
    * Crash backend `index` (churn, a kill/restart cell): its listening socket and every connection closed at
    * once, the requests in flight never answered; resolves once it no longer listens.
@@ -278,10 +281,7 @@ async function startChildren (configs, portOf, host) {
     throw failed.reason
   }
   const backends = results.map((r) => r.value)
-  const check = (index) => {
-    if (!Number.isInteger(index) || index < 0 || index >= children.length) throw bad(`no backend at index ${index}`)
-    if (closing) throw bad('the fleet is closing')
-  }
+  const check = (index) => checkIndex(index, children.length, closing)
   /** SIGKILL backend `index` (churn): no goodbye to its clients; resolves once it has exited. */
   const kill = async (index) => {
     check(index)
