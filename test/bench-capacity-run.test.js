@@ -8,10 +8,8 @@
  */
 
 const fs = require('node:fs')
-const os = require('node:os')
 const path = require('node:path')
-const { parseOptions } = require('../bench/runners/options')
-const { bench } = require('../bench/runners/run')
+const { runBench } = require('./bench-helper')
 
 jest.setTimeout(60000)
 
@@ -20,13 +18,9 @@ describe('bench end to end: the capacity scenario', () => {
   let doc
   let out = ''
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-capacity-test-'))
-    const settings = parseOptions(['--scenario', 'capacity', '--algos', 'wasp,chash-bounded', '--peers', 'none',
-      '--rates', '100', '--pages', '200', '--warmup', '0', '--duration', '1', '--jit-warmup', '0', '--connections', '16', '--quiet',
-      '--results-dir', dir, '--out', path.join(dir, 'out.json')])
-    const stdout = { isTTY: false, write: (t) => { out += t; return true } }
-    await bench(settings, { stdout, stderr: { isTTY: false, write: () => true } })
-    doc = JSON.parse(fs.readFileSync(path.join(dir, 'out.json'), 'utf8'))
+    ;({ dir, doc, stdout: out } = await runBench('polistes-bench-capacity-test-', ['--scenario', 'capacity', '--algos',
+      'wasp,chash-bounded', '--peers', 'none', '--rates', '100', '--pages', '200', '--warmup', '0', '--duration', '1',
+      '--jit-warmup', '0', '--connections', '16', '--quiet']))
   })
   afterAll(() => { if (dir) fs.rmSync(dir, { recursive: true, force: true }) })
 

@@ -8,10 +8,7 @@
  */
 
 const fs = require('node:fs')
-const os = require('node:os')
-const path = require('node:path')
-const { parseOptions } = require('../bench/runners/options')
-const { bench } = require('../bench/runners/run')
+const { runBench } = require('./bench-helper')
 const { killFields, killReport, formatKillTable } = require('../bench/reports/kill-restart')
 
 jest.setTimeout(30000)
@@ -78,16 +75,13 @@ describe('a real kill/restart cell', () => {
   let doc
   let out = ''
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-kill-test-'))
-    const settings = parseOptions(['--scenario', 'capacity', '--algos', 'wasp', '--peers', 'none', '--kill', '1:1',
-      '--rates', '100', '--pages', '200', '--warmup', '0', '--duration', '3', '--jit-warmup', '0', '--connections', '16',
-      '--slo', '10000', '--quiet', '--results-dir', dir, '--out', path.join(dir, 'out.json')])
-    // polistes leaves a backend out for 5 s after a refused connection unless its active checks took it
-    // down (2 failed checks, 2 s): 300 ms here, so that the backend can serve again within the short window
-    settings.balancerOptions = { failTimeoutMs: 300 }
-    const stdout = { isTTY: false, write: (t) => { out += t; return true } }
-    await bench(settings, { stdout, stderr: { isTTY: false, write: () => true } })
-    doc = JSON.parse(fs.readFileSync(path.join(dir, 'out.json'), 'utf8'))
+    ;({ dir, doc, stdout: out } = await runBench('polistes-bench-kill-test-', ['--scenario', 'capacity', '--algos', 'wasp',
+      '--peers', 'none', '--kill', '1:1', '--rates', '100', '--pages', '200', '--warmup', '0', '--duration', '3',
+      '--jit-warmup', '0', '--connections', '16', '--slo', '10000', '--quiet'], {
+      // polistes leaves a backend out for 5 s after a refused connection unless its checks (1 s apart)
+      // pass again first: 300 ms here, so that the backend can serve again within the short window
+      adjust: (settings) => { settings.balancerOptions = { failTimeoutMs: 300 } }
+    }))
   })
   afterAll(() => { if (dir) fs.rmSync(dir, { recursive: true, force: true }) })
 

@@ -6,24 +6,18 @@
  */
 
 const fs = require('node:fs')
-const os = require('node:os')
 const path = require('node:path')
-const { parseOptions } = require('../bench/runners/options')
-const { bench } = require('../bench/runners/run')
+const { runBench } = require('./bench-helper')
 
 jest.setTimeout(40000)
-
-const sink = { isTTY: false, write: () => true }
 
 describe('bench end to end', () => {
   let dir
   let result
   let progress = ''
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-test-'))
-    const settings = parseOptions(['--algos', 'round-robin,wasp', '--peers', 'none', '--trials', '1', '--warmup', '1', '--duration', '1',
-      '--jit-warmup', '0', '--connections', '8', '--results-dir', dir, '--out', path.join(dir, 'out.json')])
-    result = await bench(settings, { stdout: sink, stderr: { isTTY: false, write: (t) => { progress += t; return true } } })
+    ;({ dir, result, stderr: progress } = await runBench('polistes-bench-test-', ['--algos', 'round-robin,wasp', '--peers', 'none',
+      '--trials', '1', '--warmup', '1', '--duration', '1', '--jit-warmup', '0', '--connections', '8']))
   })
   afterAll(() => { if (dir) fs.rmSync(dir, { recursive: true, force: true }) })
 
@@ -86,10 +80,9 @@ describe('bench end to end: the zipf scenario with byte-bounded caches and churn
   let result
   let out = ''
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-zipf-'))
-    const settings = parseOptions(['--scenario', 'zipf', '--pages', '40', '--cache-bytes', '200k', '--churn', '--algos', 'wasp', '--peers', 'none',
-      '--trials', '1', '--warmup', '0', '--duration', '3', '--jit-warmup', '0', '--connections', '8', '--results-dir', dir, '--out', path.join(dir, 'out.json'), '--quiet'])
-    result = await bench(settings, { stdout: { isTTY: false, write: (t) => { out += t; return true } }, stderr: sink })
+    ;({ dir, result, stdout: out } = await runBench('polistes-bench-zipf-', ['--scenario', 'zipf', '--pages', '40', '--cache-bytes',
+      '200k', '--churn', '--algos', 'wasp', '--peers', 'none', '--trials', '1', '--warmup', '0', '--duration', '3', '--jit-warmup', '0',
+      '--connections', '8', '--quiet']))
   })
   afterAll(() => { if (dir) fs.rmSync(dir, { recursive: true, force: true }) })
 
