@@ -330,10 +330,10 @@ describe('wasp: reconfigured while running (hot reload)', () => {
 
 describe('wasp: bounded memory', () => {
   const MILLION_CASES = [[{ maxKeys: 1000 }], [{ maxKeys: 1000, balanced: 16 }]]
-  // Both cases run in one plain node process, started once: jest's module sandbox makes a million Map operations
-  // ~10x slower, and the second run finds the policy's code compiled. --no-concurrent-recompilation: the hot
-  // functions are optimized on the main thread at once, instead of running unoptimized while a background
-  // thread waits for a core (on a busy machine, about half the CPU of the default)
+  // Both cases run in one plain node process, started once: jest's module sandbox (a vm context) makes the
+  // million picks several times slower, and the second run finds the policy's code compiled.
+  // --no-concurrent-recompilation: the hot functions are optimized on the main thread at once, instead of
+  // running unoptimized while a background thread waits for a core (on a busy machine, about half the CPU)
   let million
   beforeAll(() => {
     const script = `
