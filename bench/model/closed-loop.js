@@ -31,6 +31,9 @@ const { EventHeap } = require('./event-heap')
 const { createWindow } = require('./closed-loop-window')
 const { FLEET_SIZE, upstreamIds, pageNames, zipfCumulative, rankOf, jittered } = require('./model-setup')
 
+// globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
+const { floor } = Math
+
 const DEFAULTS = Object.freeze({
   upstreams: FLEET_SIZE, // a number (ids u0..u{n-1}) or an array of ids
   cacheSize: 4, // pages per upstream LRU; or an array, one size per upstream (in the order of `upstreams`)
@@ -169,7 +172,7 @@ function rotate (m, step) {
 function permute (m) {
   const perm = m.perm
   for (let i = perm.length - 1; i > 0; i--) {
-    const j = Math.floor(m.random() * (i + 1))
+    const j = floor(m.random() * (i + 1))
     ;[perm[i], perm[j]] = [perm[j], perm[i]]
   }
 }
@@ -188,7 +191,7 @@ function startService (m, server, job) {
 function nextColony (m) {
   const n = m.policies.length
   if (n === 1) return 0
-  return m.o.assign === 'random' ? Math.floor(m.random() * n) : m.turn++ % n
+  return m.o.assign === 'random' ? floor(m.random() * n) : m.turn++ % n
 }
 
 /** One request: a key, a colony, its policy's pick, the cache lookup, then service or the queue. */

@@ -27,6 +27,9 @@ const { EventHeap } = require('./event-heap')
 const { createWindow } = require('./open-loop-window')
 const { FLEET_SIZE, upstreamIds, pageNames, zipfCumulative, rankOf, jittered } = require('./model-setup')
 
+// globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
+const { log, max, pow, min } = Math
+
 const DEFAULTS = Object.freeze({
   upstreams: FLEET_SIZE, // a number (ids u0..u{n-1}) or an array of ids
   workers: 4, // workers per backend; or an array, one per backend
@@ -176,7 +179,7 @@ function advance (m, win) {
   }
   m.now = m.nextArrival
   arrive(m, win)
-  m.nextArrival += m.o.arrivals === 'poisson' ? -Math.log(1 - m.random()) * m.gapMs : m.gapMs
+  m.nextArrival += m.o.arrivals === 'poisson' ? -log(1 - m.random()) * m.gapMs : m.gapMs
   return true
 }
 
@@ -198,7 +201,7 @@ function run (m, n) {
 
 function maxQueue (m) {
   let q = 0
-  for (const s of m.servers.values()) q = Math.max(q, s.queue.length - s.queueHead)
+  for (const s of m.servers.values()) q = max(q, s.queue.length - s.queueHead)
   return q
 }
 
@@ -212,11 +215,11 @@ function physicalLimit (fleet) {
   const f = { ...DEFAULTS, ...fleet }
   const n = typeof f.upstreams === 'number' ? f.upstreams : f.upstreams.length
   const sum = (v) => (Array.isArray(v) ? v.reduce((a, b) => a + b, 0) : v * n)
-  const weight = (r) => (f.popularity === 'uniform' ? 1 : 1 / Math.pow(r + 1, f.popularity.zipf))
+  const weight = (r) => (f.popularity === 'uniform' ? 1 : 1 / pow(r + 1, f.popularity.zipf))
   const probs = Array.from({ length: f.keys }, (_, r) => weight(r))
   const total = probs.reduce((a, b) => a + b, 0)
   let hitRate = 0
-  for (let i = 0; i < Math.min(f.keys, sum(f.cacheSize)); i++) hitRate += probs[i] / total
+  for (let i = 0; i < min(f.keys, sum(f.cacheSize)); i++) hitRate += probs[i] / total
   const serviceMs = hitRate * f.hitMs + (1 - hitRate) * f.missMs
   return { hitRate, serviceMs, rate: sum(f.workers) * 1000 / serviceMs }
 }

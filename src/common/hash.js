@@ -2,6 +2,9 @@
 
 /** String hashing shared by the policies (keys, upstream ids) and the heat map's admission counters. */
 
+// globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
+const { imul } = Math
+
 /** FNV-1a's offset basis and prime (32 bits). */
 const FNV_OFFSET = 0x811c9dc5
 const FNV_PRIME = 0x01000193
@@ -19,7 +22,7 @@ function fnv1a32 (str, seed = FNV_OFFSET, from = 0, to = str.length) {
   let h = seed
   for (let i = from; i < to; i++) {
     h ^= str.charCodeAt(i)
-    h = Math.imul(h, FNV_PRIME)
+    h = imul(h, FNV_PRIME)
   }
   return h >>> 0
 }

@@ -12,6 +12,10 @@ const { fnv1a32 } = require('../common/hash')
 
 const { ERR_POLISTES_BAD_OPTION } = require('../common/errors')
 
+// globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
+const { min, floor, imul } = Math
+const { isFinite: finite } = Number
+
 /**
  * Requests in flight on an upstream: `upstream.inflight` when it is a positive number, else 0.
  * @param {{ inflight?: number }} upstream
@@ -30,7 +34,7 @@ function inflightOf (upstream) {
  */
 function weightOf (upstream) {
   const w = upstream.weight
-  return typeof w === 'number' && Number.isFinite(w) && w > 0 ? w : 1
+  return typeof w === 'number' && finite(w) && w > 0 ? w : 1
 }
 
 /**
@@ -69,7 +73,7 @@ function smoothPick (list, weight, state) {
     if (peer.effective > w) peer.effective = w // the configured weight went down
     peer.current += peer.effective
     total += peer.effective
-    if (peer.effective < w) peer.effective = Math.min(w, peer.effective + 1)
+    if (peer.effective < w) peer.effective = min(w, peer.effective + 1)
     if (bestPeer === undefined || peer.current > bestPeer.current) {
       best = u
       bestPeer = peer
@@ -131,7 +135,7 @@ function createRotation () {
  * @returns {number}
  */
 function randomIndex (random, n) {
-  const i = Math.floor(random() * n)
+  const i = floor(random() * n)
   return i >= 0 && i < n ? i : (i >= n ? n - 1 : 0)
 }
 
@@ -166,9 +170,9 @@ function checkOptions (policy, options, known) {
  */
 function fmix32 (h) {
   h ^= h >>> 16
-  h = Math.imul(h, 0x85ebca6b)
+  h = imul(h, 0x85ebca6b)
   h ^= h >>> 13
-  h = Math.imul(h, 0xc2b2ae35)
+  h = imul(h, 0xc2b2ae35)
   h ^= h >>> 16
   return h >>> 0
 }

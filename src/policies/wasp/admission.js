@@ -24,6 +24,10 @@
  * Pure bookkeeping, O(log bins) per pick and per holder change.
  */
 
+// globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
+const { log2, floor } = Math
+const INFINITY = Infinity
+
 /** Bins per octave of a key's gap: a bin holds the keys within 2^(1/FINE) of each other's popularity. */
 const FINE = 16
 /** Octaves covered (gaps up to 2^31 picks). */
@@ -45,13 +49,13 @@ const TEST = Symbol('polistes.wasp.admissionTest')
 
 /** A new admission record for an upstream record. */
 function createAdmission () {
-  return { tree: new Int32Array(BINS + 1), size: Infinity }
+  return { tree: new Int32Array(BINS + 1), size: INFINITY }
 }
 
 /** Fractional bin of a gap: log2(gap) × FINE, in [0, BINS). */
 function position (gap) {
   if (!(gap > 1)) return 0
-  const p = Math.log2(gap) * FINE
+  const p = log2(gap) * FINE
   return p < BINS ? p : BINS - 1e-9
 }
 
@@ -74,7 +78,7 @@ function below (tree, bin) {
 function rank (urec, krec) {
   const { tree } = urec.admission
   const p = krec.fine
-  const bin = Math.floor(p)
+  const bin = floor(p)
   const before = below(tree, bin)
   const own = below(tree, bin + 1) - before
   return before + own * (p - bin)
@@ -98,14 +102,14 @@ function gapOf (krec) {
 
 /** Count the key at holder `urec` (delta +1) or uncount it (-1), at its fine bin. */
 function count (urec, krec, delta) {
-  add(urec.admission.tree, Math.floor(krec.fine), delta)
+  add(urec.admission.tree, floor(krec.fine), delta)
 }
 
 /** The key's popularity changed: move it between its holders' bins. */
 function observe (krec) {
   const p = position(gapOf(krec))
-  const from = Math.floor(krec.fine)
-  const to = Math.floor(p)
+  const from = floor(krec.fine)
+  const to = floor(p)
   if (from !== to) {
     for (const h of krec.holders) {
       add(h.admission.tree, from, -1)
@@ -121,7 +125,7 @@ function observe (krec) {
  */
 function keeps (krec, urec) {
   const size = urec.admission.size
-  if (size < MIN_SIZE || size === Infinity) return true
+  if (size < MIN_SIZE || size === INFINITY) return true
   if (!krec.holders.includes(urec)) return urec.heldTotal + 1 < size // a stranger: only into room to spare
   return rank(urec, krec) < size
 }
@@ -139,7 +143,7 @@ function learn (urec, hit) {
     if (a.size < urec.heldTotal + 2) a.size += GROW
     return
   }
-  if (a.size === Infinity) a.size = urec.heldTotal
+  if (a.size === INFINITY) a.size = urec.heldTotal
   a.size = a.size > 1 + SHRINK ? a.size - SHRINK : 1
 }
 

@@ -45,6 +45,10 @@
 const { BANDS } = require('./memory')
 const admission = require('./admission')
 
+// globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
+const { clz32, floor, log2, min, max, ceil } = Math
+const INFINITY = Infinity
+
 /** Weight of the newest gap in a key's gap EWMA: popularity is read from about the last 16 requests. */
 const GAP_ALPHA = 1 / 16
 /** Weight of the newest cache result in an upstream's hit ratio of its warm held keys. */
@@ -84,7 +88,7 @@ const SPARE = 0.75
 /** floor(log2(gap)) in [0, BANDS - 1]. */
 function bandOf (gap) {
   if (!(gap >= 1)) return 0
-  const b = 31 - Math.clz32(gap >= 2147483647 ? 2147483647 : Math.floor(gap))
+  const b = 31 - clz32(gap >= 2147483647 ? 2147483647 : floor(gap))
   return b < BANDS ? b : BANDS - 1
 }
 
@@ -106,7 +110,7 @@ function observe (krec, picks) {
   krec.slowGap = krec.step <= 2 ? krec.gap : krec.slowGap + alpha * (gap - krec.slowGap)
   admission.observe(krec)
   if (krec.step > 1) { // hysteresis: noise around a band's edge must not move the key back and forth
-    const lg = Math.log2(krec.gap)
+    const lg = log2(krec.gap)
     if (lg >= krec.band - BAND_MARGIN && lg < krec.band + 1 + BAND_MARGIN) return
   }
   const band = bandOf(krec.gap)
@@ -171,8 +175,8 @@ function needed (krec, n, have, replicate) {
   if (replicate <= 0 || n < 2) return 1
   if (krec.step * GAP_ALPHA < 1) return have > 1 ? have : 1 // too few requests to read its share
   const want = n / (krec.slowGap * replicate) // the key's share of the requests, in fair shares of R
-  if (want > have * JOIN) return Math.min(n, Math.ceil(want / JOIN))
-  if (have > 1 && want <= (have - 1) * SPARE) return Math.max(1, Math.ceil(want / SPARE))
+  if (want > have * JOIN) return min(n, ceil(want / JOIN))
+  if (have > 1 && want <= (have - 1) * SPARE) return max(1, ceil(want / SPARE))
   return have
 }
 
@@ -224,9 +228,9 @@ function contend (w, upstreams, krec) {
   let least = -1
   let any = -1
   let over = -1
-  let mostHeld = -Infinity
-  let leastHeld = Infinity
-  let anyHeld = Infinity
+  let mostHeld = -INFINITY
+  let leastHeld = INFINITY
+  let anyHeld = INFINITY
   const start = krec.hash % n
   for (let k = 0; k < n; k++) {
     const i = (start + k) % n
@@ -289,7 +293,7 @@ function contend (w, upstreams, krec) {
  */
 function room (u, shareGap) {
   const size = u.admission.size
-  if (size === Infinity) return 0
+  if (size === INFINITY) return 0
   const r = size - u.heldTotal
   return r >= shareGap && r >= SHARE_RATIO * size ? r : 0
 }
@@ -353,9 +357,9 @@ function observeCache (krec, urec, hit, kept = true, tested = false) {
   // thrashes less but still misses
   urec.hits += HIT_ALPHA * ((hit ? 1 : 0) - urec.hits)
   if (urec.hits < FULL) urec.cap = urec.heldTotal * urec.hits
-  else if (urec.cap !== Infinity) {
+  else if (urec.cap !== INFINITY) {
     urec.cap += CAP_GROW
-    if (urec.cap > urec.heldTotal + 2) urec.cap = Infinity
+    if (urec.cap > urec.heldTotal + 2) urec.cap = INFINITY
   }
 }
 

@@ -53,6 +53,11 @@ const { snapshot } = require('./snapshot')
 const queueing = require('./queueing')
 const { route, freeMiss } = require('./spill')
 
+// globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
+const { ceil, pow } = Math
+const INFINITY = Infinity
+const asString = String
+
 /** Weight of the newest latency sample in an upstream's EWMA (with `feedback.latency`). */
 const LATENCY_ALPHA = 0.2
 
@@ -156,7 +161,7 @@ function pick (w, upstreams, ctx) {
   if (n > w.eff2.length) grow(w, n)
   const total = register(w, upstreams, picks)
   if (key === undefined || key === null) return serveUnkeyed(w, upstreams)
-  const krec = w.memory.key(String(key), true)
+  const krec = w.memory.key(asString(key), true)
   krec.step++
   holdings.observe(krec, picks)
   if (n === 1) {
@@ -262,13 +267,13 @@ function effectiveThresholds (w, upstreams, krec, total, owner) {
     if (!listed) owner = undefined
   }
   // HAProxy's rule: capacity ceil(c × (total + 1) / n) always leaves the least loaded eligible
-  const cap = Math.ceil(loadFactor * (total + 1) / n)
+  const cap = ceil(loadFactor * (total + 1) / n)
   // idleness: beyond idleGaps fair gaps (an upstream with a fair share serves about every n picks)
   const idleAfter = idleGaps * n
   let eligible = 0
   let best = -1
-  let bestEff = Infinity
-  let bestLoad = Infinity
+  let bestEff = INFINITY
+  let bestLoad = INFINITY
   for (let i = 0; i < n; i++) {
     const load = loadOf(w, upstreams[i], recs[i])
     if (upstreams[i].inflight >= cap) {
@@ -277,7 +282,7 @@ function effectiveThresholds (w, upstreams, krec, total, owner) {
     }
     eligible++
     const over = recs[i].idle - idleAfter
-    const g = over > 0 && idleAfter > 0 ? Math.pow(2, -over) : 1 // halves per pick beyond
+    const g = over > 0 && idleAfter > 0 ? pow(2, -over) : 1 // halves per pick beyond
     recs[i].g = g
     let t = memory.theta(krec, recs[i]) * g
     if (owner !== undefined && recs[i].id !== owner) t = (t < thetaStart ? thetaStart : t) * balanced
@@ -381,7 +386,7 @@ function feedback (w, upstream, ctx, outcome) {
   if (key === undefined || key === null) return
   const { xi, missLearning } = w.o
   if (w.o.shareGap > 0 && (outcome.cache === 'HIT' || outcome.cache === 'MISS')) {
-    const held = memory.keys.get(String(key)) // no LRU touch: feedback is not a use
+    const held = memory.keys.get(asString(key)) // no LRU touch: feedback is not a use
     if (held !== undefined) {
       holdings.observeCache(held, urec, outcome.cache === 'HIT', ctx.noStore !== true, ctx[admission.TEST] === true)
       if (held.holders.includes(urec)) held.missed = outcome.cache === 'MISS' && ctx.noStore === true
@@ -392,7 +397,7 @@ function feedback (w, upstream, ctx, outcome) {
     ? xi // (a holder also gives the key up, see ./holdings.js)
     : (w.useCache && outcome.cache === 'MISS' ? xi * (1 - missLearning) : 0)
   if (refund === 0) return
-  const krec = memory.keys.get(String(key)) // no LRU touch: feedback is not a use
+  const krec = memory.keys.get(asString(key)) // no LRU touch: feedback is not a use
   if (krec === undefined) return
   if (refund === xi && w.o.shareGap > 0) holdings.fail(w, krec, urec)
   memory.adjust(krec, urec, refund)

@@ -7,6 +7,9 @@
  * Pure bookkeeping; the decisions are in `./index.js`.
  */
 
+// globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
+const INFINITY = Infinity
+
 /** Picks after which an upstream absent from every list is forgotten (amortized sweep). */
 const FORGET_AFTER = 4096
 /** Admission sizes remembered for forgotten upstreams (a backend that comes back has the same cache). */
@@ -156,7 +159,7 @@ function createMemory (o, { onEvict } = {}) {
       if (picks - rec.seen <= FORGET_AFTER) continue
       ups.delete(id)
       // the same backend coming back has the same cache: its admission size outlives the record
-      if (rec.admission.size !== Infinity) {
+      if (rec.admission.size !== INFINITY) {
         past.delete(id)
         past.set(id, rec.admission.size)
         if (past.size > PAST_SIZES) past.delete(past.keys().next().value)
@@ -207,7 +210,7 @@ function createMemory (o, { onEvict } = {}) {
           held: new Int32Array(BANDS),
           heldTotal: 0,
           hits: 1,
-          cap: Infinity,
+          cap: INFINITY,
           admission: createAdmission(),
           q: createQueueing()
         }

@@ -25,6 +25,10 @@
 
 const { fmix32 } = require('../shared')
 
+// globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
+const { floor, max, ceil, round } = Math
+const INFINITY = Infinity
+
 /**
  * The rendezvous score of an upstream for a key (highest wins): both hashes mixed into one, so
  * that a packing costs no string hashing per (key, upstream).
@@ -63,8 +67,8 @@ function pack (keys, ups) {
   let extra = keys.length // keys beyond every floor: that many upstreams may go one above theirs
   for (let i = 0; i < n; i++) {
     const q = keys.length * ups[i].weight / total
-    low[i] = Math.floor(q + 1e-9)
-    high[i] = Math.max(low[i], Math.ceil(q - 1e-9))
+    low[i] = floor(q + 1e-9)
+    high[i] = max(low[i], ceil(q - 1e-9))
     extra -= low[i]
   }
   let above = 0
@@ -109,7 +113,7 @@ const WINDOW = 64
 function createPacking () {
   let signature = -1
   let size = -1
-  let packedAt = -Infinity
+  let packedAt = -INFINITY
   let keysChanged = false
   let version = 0
   /** @type {Array<{ id: string, hash: number, weight: number }>} the upstreams of the last packing */
@@ -135,7 +139,7 @@ function createPacking () {
       let count = 0
       for (const rec of ups.values()) {
         if (picks - rec.seen > WINDOW) continue
-        sig = (sig + fmix32((rec.hash + Math.round(rec.weight * 1024)) >>> 0)) >>> 0
+        sig = (sig + fmix32((rec.hash + round(rec.weight * 1024)) >>> 0)) >>> 0
         count++
       }
       if (sig === signature && count === size && !(keysChanged && since >= keys.size)) return

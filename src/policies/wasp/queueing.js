@@ -30,6 +30,10 @@
  * neighbours. Memory: about 800 bytes per upstream.
  */
 
+// globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
+const { max } = Math
+const INFINITY = Infinity
+
 /** The context slot holding the chosen upstream's in-flight count at the pick. */
 const AT = Symbol('polistes.wasp.inflightAtPick')
 
@@ -104,9 +108,9 @@ function learnBase (q, c, latency) {
 
 /** The spread at rest: the least of the classes' with a settled base (their own, else the fleet's). */
 function spreadOf (q, fleet) {
-  let spread = Infinity
+  let spread = INFINITY
   for (let c = 0; c < 3; c++) {
-    const d = q.zero[c] >= BASE_SAMPLES ? q.dev[c] : fleet && fleet.zero[c] >= BASE_SAMPLES ? fleet.dev[c] : Infinity
+    const d = q.zero[c] >= BASE_SAMPLES ? q.dev[c] : fleet && fleet.zero[c] >= BASE_SAMPLES ? fleet.dev[c] : INFINITY
     if (d < spread) spread = d
   }
   return spread
@@ -141,7 +145,7 @@ function observe (q, ctx, outcome, fleet) {
   q.samples[f] = n + 1
   q.seen++
   if (q.queued ? q.seen % RECHECK === 0 : n + 1 >= MIN_SAMPLES) {
-    const bar = QUEUE_FACTOR * Math.max(q.base[HIT], q.base[MISS], q.base[OTHER], base) + QUEUE_MS +
+    const bar = QUEUE_FACTOR * max(q.base[HIT], q.base[MISS], q.base[OTHER], base) + QUEUE_MS +
       SPREAD_FACTOR * spreadOf(q, fleet)
     q.queued = q.queued ? anyQueue(q, bar) : overBar(q, f, bar)
   }

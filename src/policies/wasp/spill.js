@@ -19,6 +19,9 @@
 const { waitOf, serviceOf } = require('./queueing')
 const admission = require('./admission')
 
+// globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
+const INFINITY = Infinity
+
 /** Service times assumed before an upstream has measured its own (ms): only their ratio matters. */
 const DEFAULT_HIT = 1
 const DEFAULT_MISS = 4
@@ -36,8 +39,8 @@ function route (w, upstreams, krec) {
   const n = upstreams.length
   const holders = krec.holders
   let h = -1
-  let hWait = Infinity
-  let hLoad = Infinity
+  let hWait = INFINITY
+  let hLoad = INFINITY
   for (let i = 0; i < n; i++) {
     if (!holders.includes(recs[i])) continue
     const f = upstreams[i].inflight > 0 ? upstreams[i].inflight : 0
@@ -94,8 +97,8 @@ function freeMiss (w, upstreams, krec) {
   }
   if (!listed) return -1
   let best = -1
-  let bestWait = Infinity
-  let bestLoad = Infinity
+  let bestWait = INFINITY
+  let bestLoad = INFINITY
   const start = krec.hash % n
   for (let k = 0; k < n; k++) {
     const i = (start + k) % n
