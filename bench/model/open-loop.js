@@ -48,7 +48,8 @@ const DEFAULTS = Object.freeze({
 /**
  * Create an open-loop model.
  * @param {object} options see DEFAULTS; `policy` (a policy object) is required
- * @returns {{ run (n: number): object, now: () => number, upstreams: object[], caches (): object }}
+ * @returns {{ run (n: number): object, now: () => number, upstreams: object[], caches (): object,
+ *   down (id: string): void, restart (id: string): void }}
  */
 function createOpenLoop (options = {}) {
   const m = createState({ ...DEFAULTS, ...options })
@@ -60,8 +61,24 @@ function createOpenLoop (options = {}) {
       const out = {}
       for (const [id, s] of m.servers) out[id] = [...s.cache.keys()]
       return out
-    }
+    },
+    down: (id) => setListed(m, id, false),
+    restart: (id) => setListed(m, id, true)
   }
+}
+
+/**
+ * A backend leaves the list the policy picks from (`down`; what it holds still completes: a crash's
+ * failed requests are the balancer's to retry, not the model's), or comes back (`restart`) with an
+ * empty cache, as a restarted process does. The list keeps the fleet's order.
+ */
+function setListed (m, id, listed) {
+  const server = m.servers.get(id)
+  if (!server) throw new TypeError(`open-loop model: no backend ${id}`)
+  if (listed) server.cache.clear()
+  const views = m.ids.map((x) => m.servers.get(x).view)
+  const keep = views.filter((v) => (v === server.view ? listed : m.list.includes(v)))
+  m.list.splice(0, m.list.length, ...keep)
 }
 
 /** The model's state from its options, checked: everything the steps below read and change. */

@@ -26,7 +26,10 @@
  *   every band back, the hottest first, and the others let those keys go at once instead of
  *   forgetting them slowly. The proportional floor matters where each upstream holds hundreds of
  *   keys: there a gap of 3 is the noise of the colder bands' popularity estimates, and every swap
- *   costs a miss at the new holder. While the backends queue, both gaps are doubled (QUEUED_GAP).
+ *   costs a miss at the new holder. While the backends queue, both gaps are doubled (QUEUED_GAP), and
+   a key moves only to an upstream with about a free worker and no more in flight than the holder it
+   leaves (`busy`): a backend that comes back cold then takes its share as fast as its workers serve
+   the misses, not all of it at once (its queue read 0.8-0.9 s of p99 for a second in the model).
  * - Replication (`replicate` R > 0): a key whose share of the requests exceeds R × 1/n (n listed
  *   upstreams: one upstream's fair share) gets another holder, up to ceil(share × n / R); one with
  *   a holder to spare (its share under 3/4 of what one fewer could carry) loses the newest.
@@ -44,6 +47,7 @@
 
 const { BANDS } = require('./memory')
 const admission = require('./admission')
+const { waitOf, serviceOf } = require('./queueing')
 
 // globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
 const { clz32, floor, log2, min, max, ceil } = Math
@@ -180,6 +184,18 @@ function needed (krec, n, have, replicate) {
   return have
 }
 
+/**
+ * Whether an upstream has no worker about free: its expected wait (./queueing.js) over its hit
+ * service time. While the backends queue, a key moves (a swap, a miss at its new holder) only to an
+ * upstream that is not busy, so a backend that comes back cold takes its share of the keys as fast
+ * as its workers serve their misses instead of all at once.
+ */
+function busy (urec, upstream) {
+  const f = upstream.inflight > 0 ? upstream.inflight : 0
+  const wait = waitOf(urec.q, f, true)
+  return wait > 0 && wait > (serviceOf(urec.q, true) || 1)
+}
+
 /** A key counts as hot at its holder above this many times the mean share of the keys it holds. */
 const HOT = 2
 
@@ -241,7 +257,7 @@ function contend (w, upstreams, krec) {
       if (u.held[b] > u.cap + SHED_MARGIN) over = i
     } else {
       if (h < anyHeld || (h === anyHeld && upstreams[i].inflight < upstreams[any].inflight)) { any = i; anyHeld = h }
-      if (u.held[b] + 1 <= u.cap &&
+      if (u.held[b] + 1 <= u.cap && !(w.queued && busy(u, upstreams[i])) &&
         (h < leastHeld || (h === leastHeld && upstreams[i].inflight < upstreams[least].inflight))) {
         least = i
         leastHeld = h
@@ -266,7 +282,7 @@ function contend (w, upstreams, krec) {
   } else if (holders.length > want) { // the newest holder goes: the oldest have held it longest
     yieldKey(w, krec, holders.length - 1)
   } else if (w.o.admission && holders.length === 1 && !admission.keeps(krec, holders[0]) &&
-    (roomy = roomiest(recs, n, holders[0], w.o.shareGap)) >= 0) {
+    (roomy = roomiest(recs, n, holders[0], w.o.shareGap, w.queued ? upstreams : null)) >= 0) {
     swap(w, krec, holders[0], recs[roomy]) // a free move: the key misses at its holder anyway
   } else if (w.o.admission && least >= 0 && room(recs[least], w.o.shareGap) > 0) {
     // the least-held has room: it fills with keys its peers do not keep (above) before it takes
@@ -278,7 +294,8 @@ function contend (w, upstreams, krec) {
     shed(recs[over])
     swap(w, krec, recs[over], recs[least])
   } else if (most >= 0 && least >= 0 && mostHeld - leastHeld >= w.o.shareGap * gapFactor &&
-    mostHeld - leastHeld >= SHARE_RATIO * gapFactor * mostHeld) {
+    mostHeld - leastHeld >= SHARE_RATIO * gapFactor * mostHeld &&
+    !(w.queued && upstreams[least].inflight > upstreams[most].inflight)) {
     swap(w, krec, recs[most], recs[least])
   }
   // the holders are the key's specialists: each answers as one, and replicas share it by load
@@ -298,12 +315,19 @@ function room (u, shareGap) {
   return r >= shareGap && r >= SHARE_RATIO * size ? r : 0
 }
 
-/** The candidate other than `holder` with the most room (see `room`), or -1 when none has any. */
-function roomiest (recs, n, holder, shareGap) {
+/**
+ * The candidate other than `holder` with the most room (see `room`), or -1 when none has any. With
+ * `upstreams` (while the backends queue) only a candidate that is not busy and has no more in flight
+ * than the holder: the move is free for the hit rate, not for the queue it lands in.
+ */
+function roomiest (recs, n, holder, shareGap, upstreams) {
   let best = -1
   let most = 0
+  let hf = Infinity // with `upstreams` (the backends queue): the holder's in flight, which a taker may not exceed
+  if (upstreams) for (let i = 0; i < n; i++) if (recs[i] === holder) hf = upstreams[i].inflight
   for (let i = 0; i < n; i++) {
     if (recs[i] === holder) continue
+    if (upstreams && (upstreams[i].inflight > hf || busy(recs[i], upstreams[i]))) continue
     const r = room(recs[i], shareGap)
     if (r > most) { most = r; best = i }
   }

@@ -169,10 +169,14 @@ function anyQueue (q, bar) {
 
 /**
  * The expected wait (ms) of a request sent now to an upstream with `inflight` in flight: the wait
- * table's entry, or its neighbours' when it has too few samples; 0 while it has not queued.
+ * table's entry, or its neighbours' when it has too few samples; 0 while it has not queued, unless
+ * `raw` (the table as it reads, for a backend whose queue faded while it was away).
+ * @param {ReturnType<typeof createQueueing>} q
+ * @param {number} inflight
+ * @param {boolean} [raw]
  */
-function waitOf (q, inflight) {
-  if (!q.queued) return 0
+function waitOf (q, inflight, raw = false) {
+  if (!q.queued && !raw) return 0
   const f = inflight < MAX_F ? (inflight > 0 ? inflight : 0) : MAX_F
   if (q.samples[f] >= MIN_SAMPLES) return q.wait[f] > 0 ? q.wait[f] : 0
   let lo = f - 1

@@ -10,7 +10,9 @@
  * And (`freeMiss`) a request that misses wherever it goes, its key kept by none of its holders
  * (./admission.js), goes where the expected wait is shortest: the cold tail that no cache keeps is a
  * large part of the work (a miss holds a worker 4 times as long as a hit), and served by the queues
- * rather than by the holdings, it evens the load without costing a hit.
+ * rather than by the holdings, it evens the load without costing a hit. An upstream that has not
+ * shown a queue (one back cold, a new one) reads as waiting 0 at any in-flight count, so it takes
+ * such a miss only while it has no more in flight than a holder.
  *
  * While no candidate has queued, nothing here acts and the thresholds decide, as before.
  * O(upstreams × holders) per pick.
@@ -89,13 +91,13 @@ function freeMiss (w, upstreams, krec) {
   const n = upstreams.length
   const holders = krec.holders
   if (!w.o.admission || holders.length === 0 || !krec.missed) return -1
-  let listed = false
+  let hF = Infinity // the fewest in flight at a listed holder
   for (let i = 0; i < n; i++) {
     if (!holders.includes(recs[i])) continue
     if (admission.keeps(krec, recs[i])) return -1
-    listed = true
+    if (upstreams[i].inflight < hF) hF = upstreams[i].inflight
   }
-  if (!listed) return -1
+  if (hF === Infinity) return -1
   let best = -1
   let bestWait = INFINITY
   let bestLoad = INFINITY
@@ -103,6 +105,9 @@ function freeMiss (w, upstreams, krec) {
   for (let k = 0; k < n; k++) {
     const i = (start + k) % n
     const f = upstreams[i].inflight > 0 ? upstreams[i].inflight : 0
+    // one that has not shown a queue reads as waiting 0 whatever it has in flight (a backend back
+    // cold, a new one): it takes a free miss only while it has no more in flight than a holder
+    if (!recs[i].q.queued && f > hF) continue
     const wait = waitOf(recs[i].q, f)
     if (wait < bestWait || (wait === bestWait && f < bestLoad)) { best = i; bestWait = wait; bestLoad = f }
   }
