@@ -323,7 +323,7 @@ function room (u, shareGap) {
 function roomiest (recs, n, holder, shareGap, upstreams) {
   let best = -1
   let most = 0
-  let hf = Infinity // with `upstreams` (the backends queue): the holder's in flight, which a taker may not exceed
+  let hf = INFINITY // with `upstreams` (the backends queue): the holder's in flight, which a taker may not exceed
   if (upstreams) for (let i = 0; i < n; i++) if (recs[i] === holder) hf = upstreams[i].inflight
   for (let i = 0; i < n; i++) {
     if (recs[i] === holder) continue

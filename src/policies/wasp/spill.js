@@ -91,13 +91,13 @@ function freeMiss (w, upstreams, krec) {
   const n = upstreams.length
   const holders = krec.holders
   if (!w.o.admission || holders.length === 0 || !krec.missed) return -1
-  let hF = Infinity // the fewest in flight at a listed holder
+  let hF = INFINITY // the fewest in flight at a listed holder
   for (let i = 0; i < n; i++) {
     if (!holders.includes(recs[i])) continue
     if (admission.keeps(krec, recs[i])) return -1
     if (upstreams[i].inflight < hF) hF = upstreams[i].inflight
   }
-  if (hF === Infinity) return -1
+  if (hF === INFINITY) return -1
   let best = -1
   let bestWait = INFINITY
   let bestLoad = INFINITY
