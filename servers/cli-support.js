@@ -6,7 +6,6 @@
  * clean stop on signals.
  */
 
-const yargs = require('yargs/yargs')
 const { ERR_POLISTES_BAD_OPTION } = require('../src/common/errors')
 
 /**
@@ -17,6 +16,8 @@ const { ERR_POLISTES_BAD_OPTION } = require('../src/common/errors')
  * @returns {import('yargs').Argv} the parser, to add options to
  */
 function yargsFor (argv, description) {
+  // loaded here: backend-options.js (used in-process by every fleet) needs only the number parsers below
+  const yargs = require('yargs/yargs')
   return yargs(argv)
     .usage(`$0 [options]\n\n${description}`)
     .strict()

@@ -27,15 +27,16 @@ describe('polistes --workers N (node:cluster)', () => {
 
   // whatever a failed test left running is killed: primary and workers
   const started = []
-  afterEach(async () => {
-    for (const cli of started.splice(0)) {
+  const killAll = async (clis) => {
+    for (const cli of clis.splice(0)) {
       if (cli.child.exitCode === null && cli.child.signalCode === null) {
         cli.child.kill('SIGKILL')
         await cli.exited
       }
       for (const line of cli.lines) if (line.pid && line.pid !== cli.child.pid && alive(line.pid)) process.kill(line.pid, 'SIGKILL')
     }
-  })
+  }
+  afterEach(() => killAll(started))
 
   const start = (extra = []) => {
     const cli = startCli(['--workers', '2', '--port', '0', '--backends', upstream.url, ...extra])
@@ -43,8 +44,28 @@ describe('polistes --workers N (node:cluster)', () => {
     return cli
   }
 
+  // One cluster for the SIGHUP test and the SIGTERM test after it (a reload that changes nothing leaves the
+  // same two workers, which the SIGTERM test then stops): one start of three processes fewer. Started by
+  // whichever of the two runs first; what is left of it is killed after the suite.
+  let shared = null
+  const sharedCluster = () => (shared ??= startCli(['--workers', '2', '--port', '0', '--backends', upstream.url]))
+  afterAll(() => killAll(shared ? [shared] : []))
+
+  test('SIGHUP to the primary reaches every worker, which keeps serving', async () => {
+    const cli = sharedCluster()
+    const ready = await cli.ready
+    cli.child.kill('SIGHUP')
+    await waitFor(() => cli.lines.filter((l) => /SIGHUP/.test(l.msg) && ready.pids.includes(l.pid)).length === 2, { timeoutMs: 3000 })
+    // the same config re-read: nothing changes (the workers' balanced rule and the backends hold)
+    expect(cli.lines.filter((l) => /SIGHUP/.test(l.msg) && ready.pids.includes(l.pid)).map((l) => l.msg))
+      .toEqual(['config reloaded (SIGHUP): no changes', 'config reloaded (SIGHUP): no changes'])
+    expect(ready.pids.every(alive)).toBe(true)
+    expect((await request(`${ready.url}/x`, { agent: false })).status).toBe(200)
+    // the next test stops this cluster with SIGTERM and expects exit code 0
+  })
+
   test('requests are served by more than one worker; SIGTERM stops every worker and the primary exits 0', async () => {
-    const cli = start()
+    const cli = sharedCluster() // after the SIGHUP above: the same two workers
     const ready = await cli.ready
     expect(ready.workers).toBe(2)
     expect(ready.pids).toHaveLength(2)
@@ -75,20 +96,6 @@ describe('polistes --workers N (node:cluster)', () => {
     cli.child.kill('SIGINT')
     expect((await cli.exited).code).toBe(0)
     await waitFor(() => !alive(restarted.pid) && !alive(survivor), { timeoutMs: 3000 })
-  })
-
-  test('SIGHUP to the primary reaches every worker, which keeps serving', async () => {
-    const cli = start()
-    const ready = await cli.ready
-    cli.child.kill('SIGHUP')
-    await waitFor(() => cli.lines.filter((l) => /SIGHUP/.test(l.msg) && ready.pids.includes(l.pid)).length === 2, { timeoutMs: 3000 })
-    // the same config re-read: nothing changes (the workers' balanced rule and the backends hold)
-    expect(cli.lines.filter((l) => /SIGHUP/.test(l.msg) && ready.pids.includes(l.pid)).map((l) => l.msg))
-      .toEqual(['config reloaded (SIGHUP): no changes', 'config reloaded (SIGHUP): no changes'])
-    expect(ready.pids.every(alive)).toBe(true)
-    expect((await request(`${ready.url}/x`, { agent: false })).status).toBe(200)
-    cli.child.kill('SIGTERM')
-    expect((await cli.exited).code).toBe(0)
   })
 
   test('a port in use: the first worker prints one line on stderr, and the primary exits 2', async () => {

@@ -2,40 +2,27 @@
 
 const { ERR_POLISTES_UNKNOWN_ALGO } = require('../common/errors')
 
-const { createRoundRobin } = require('./round-robin')
-const { createRandom } = require('./random')
-const { createWeightedRoundRobin } = require('./weighted-round-robin')
-const { createLeastConnections } = require('./least-connections')
-const { createIpHash } = require('./ip-hash')
-const { createSma } = require('./sma')
-const { createEwma } = require('./ewma')
-const { createLowestLatency } = require('./lowest-latency')
-const { createLatencyWeighted } = require('./latency-weighted')
-const { createEqualRegions } = require('./equal-regions')
-const { createP2cPeakEwma } = require('./p2c-peak-ewma')
-const { createChashBounded } = require('./chash-bounded')
-const { createWasp } = require('./wasp')
-
 /**
- * The policies known by name, as `--algo` accepts them. Each factory follows the contract in
+ * The policies known by name, as `--algo` accepts them, each as a function that loads its factory (a
+ * start loads only the policy it runs, and a check of the flags none). Each factory follows the contract in
  * docs/design.md, "The policy contract": `factory(options, { random, now })` returns `{ name, pick, onStart?, onEnd?,
  * snapshot? }`.
- * @type {Record<string, (options?: object, deps?: { random?: () => number, now?: () => number }) => object>}
+ * @type {Record<string, () => (options?: object, deps?: { random?: () => number, now?: () => number }) => object>}
  */
 const policies = {
-  'round-robin': createRoundRobin,
-  random: createRandom,
-  'weighted-round-robin': createWeightedRoundRobin,
-  'least-connections': createLeastConnections,
-  'ip-hash': createIpHash,
-  sma: createSma,
-  ewma: createEwma,
-  'lowest-latency': createLowestLatency,
-  'latency-weighted': createLatencyWeighted,
-  'equal-regions': createEqualRegions,
-  'p2c-peak-ewma': createP2cPeakEwma,
-  'chash-bounded': createChashBounded,
-  wasp: createWasp
+  'round-robin': () => require('./round-robin').createRoundRobin,
+  random: () => require('./random').createRandom,
+  'weighted-round-robin': () => require('./weighted-round-robin').createWeightedRoundRobin,
+  'least-connections': () => require('./least-connections').createLeastConnections,
+  'ip-hash': () => require('./ip-hash').createIpHash,
+  sma: () => require('./sma').createSma,
+  ewma: () => require('./ewma').createEwma,
+  'lowest-latency': () => require('./lowest-latency').createLowestLatency,
+  'latency-weighted': () => require('./latency-weighted').createLatencyWeighted,
+  'equal-regions': () => require('./equal-regions').createEqualRegions,
+  'p2c-peak-ewma': () => require('./p2c-peak-ewma').createP2cPeakEwma,
+  'chash-bounded': () => require('./chash-bounded').createChashBounded,
+  wasp: () => require('./wasp').createWasp
 }
 
 /** @returns {string[]} the policy names, in registry order */
@@ -52,11 +39,11 @@ function policyNames () {
  * @throws {import('../common/errors').PolistesError} ERR_POLISTES_UNKNOWN_ALGO when the name is not registered
  */
 function createPolicy (name, options, deps) {
-  const factory = Object.hasOwn(policies, name) ? policies[name] : undefined
-  if (!factory) {
+  const load = Object.hasOwn(policies, name) ? policies[name] : undefined
+  if (!load) {
     throw new ERR_POLISTES_UNKNOWN_ALGO(name, policyNames())
   }
-  return factory(options, deps)
+  return load()(options, deps)
 }
 
 module.exports = { createPolicy, policyNames }

@@ -1,7 +1,5 @@
 'use strict'
 
-const { createUpstreamAgents } = require('../upstream-agents')
-
 /**
  * The proxy engines known by name, as `--engine` accepts them: one entry each. Adding an engine is
  * one entry here, its file in this folder, and its name in the `engine` union of src/index.d.ts
@@ -65,6 +63,9 @@ const DEFAULT_ENGINE = 'direct'
  * @param {(options: { keepAlive: boolean, timeoutMs: number, agents: object }) => object} create
  */
 function onAgents ({ keepAlive, timeoutMs, upstreamCa, lookup }, create) {
+  // loaded here, as the engines' own files: the default engine (direct) and the config's check of
+  // --engine need none of it (node:https and the Agents)
+  const { createUpstreamAgents } = require('../upstream-agents')
   const agents = createUpstreamAgents({ keepAlive, ca: upstreamCa, lookup })
   return { ...create({ keepAlive, timeoutMs, agents }), retire: (upstream) => agents.retire(upstream.target) }
 }
