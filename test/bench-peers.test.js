@@ -158,8 +158,11 @@ describe.each(['haproxy', 'nginx'])('bench peer %s', (program) => {
 
 describe.each(['haproxy', 'nginx'])('bench trial of the %s arms', (program) => {
   describeIfInstalled([program], `${program} arms, 1 s + 2 s of load each on a fresh fleet`, () => {
+    // 4 connections, not 8 (the hashing arms' hits are CPU-bound: fewer in flight, less CPU): a round-robin arm,
+    // mostly misses of 20 ms, answers about 45 req/s a connection (measured on a loaded machine), 180 against the
+    // 50 asserted
     const settings = parseOptions(['--algos', 'round-robin', '--peers', program, '--warmup', '1', '--duration', '2',
-      '--jit-warmup', '0', '--connections', '8', '--quiet'])
+      '--jit-warmup', '0', '--connections', '4', '--quiet'])
     const runs = {}
     beforeAll(async () => {
       for (const arm of settings.arms.filter((a) => a.peer)) runs[arm.label] = await runOnce({ arm, trial: 1, settings })

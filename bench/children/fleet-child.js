@@ -129,7 +129,8 @@ async function restart ({ index }) {
 /** CPU of this process plus its backend processes (live ones, and those that were killed and reaped). */
 function cpu () {
   const own = process.cpuUsage()
-  if (!fleet || !fleet.kill) return own
+  // an in-process fleet (no backend pids) has no processes to add: no /proc read, no getconf
+  if (!fleet || !fleet.kill || !fleet.backends.some((b) => b.pid)) return own
   const { procCpu } = require('../peers/peers')
   const add = (c) => { own.user += c.user; own.system += c.system }
   try {

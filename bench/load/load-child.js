@@ -321,6 +321,8 @@ function start ({
 /** CPU of this process plus its generator's processes (wrk), `process.cpuUsage()` form. */
 function cpu () {
   const own = process.cpuUsage()
+  // the other generators run in this process: no /proc read (its first asks getconf, a process of its own)
+  if (!wrkRun) return own
   const add = (c) => { own.user += c.user; own.system += c.system }
   try {
     add(procCpu('self', { children: true })) // wrk runs that have ended
