@@ -69,7 +69,10 @@ describe('polistes/undici: a Dispatcher whose upstream choice is a policy', () =
       expect(res.status).toBe(200)
       expect((await res.text()).length).toBeGreaterThan(1000)
       expect(ends).toHaveLength(1)
-      expect(ends[0]).toMatchObject({ key: '/page3.html', statusCode: 200, cache: 'MISS' })
+      // HIT or MISS as the cache answered: the fleet is shared with the tests before, and its LRU
+      // holds page3 after their random pages about one time in six
+      expect(['HIT', 'MISS']).toContain(res.headers.get('x-cache'))
+      expect(ends[0]).toMatchObject({ key: '/page3.html', statusCode: 200, cache: res.headers.get('x-cache') })
       expect(ends[0].latencyMs).toBeGreaterThan(0)
     } finally {
       await dispatcher.close()
