@@ -1,9 +1,27 @@
 'use strict'
 
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
 const { request, Agent } = require('undici')
 const { mulberry32 } = require('../src/common/prng')
 
 const PAGES = 25
+
+/**
+ * A folder of `PAGES` pages of ~2 KB (page1.html …) for the fleet to serve instead of public/'s
+ * 62 KB ones: the caches count pages, not bytes, so the hit rates are the same, and each request
+ * no longer moves 62 KB through every hop (measured: ~25 % of a request's CPU through undici alone).
+ * @returns {{ root: string, remove: () => void }}
+ */
+function smallPages () {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-pages-'))
+  for (let i = 1; i <= PAGES; i++) {
+    const body = `<p>page ${i} of the test fleet</p>\n`.repeat(60)
+    fs.writeFileSync(path.join(root, `page${i}.html`), `<!doctype html><html><head><title>page ${i}</title></head><body>\n${body}</body></html>\n`)
+  }
+  return { root, remove: () => fs.rmSync(root, { recursive: true, force: true }) }
+}
 
 /**
  * `n` GETs of uniformly random pages through the proxy at `base`, `concurrency` at a time.
@@ -78,4 +96,4 @@ function expectSpecialized (rates) {
   expect(Math.min(...rates)).toBeGreaterThanOrEqual(0.9)
 }
 
-module.exports = { hitRate, hitRates, expectSpecialized, PAGES }
+module.exports = { hitRate, hitRates, expectSpecialized, smallPages, PAGES }
