@@ -10,9 +10,13 @@ const { mulberry32 } = require('../src/common/prng')
 const { hitRates, expectSpecialized, smallPages } = require('./adapter-helper')
 const { closedPort, request } = require('./helper')
 
-/** node-http-proxy with a policy, on a port of its own. */
+/**
+ * node-http-proxy with a policy, on a port of its own. Its agent drops a pooled connection idle for
+ * 4 s: the backends close theirs at 5 s, and Node 20's agent ignores their Keep-Alive hint, so a
+ * connection reused as the backend closes it would be a 502 (one seen under load).
+ */
 async function startProxy (upstreams, options) {
-  const proxy = httpProxy.createProxyServer({ agent: new http.Agent({ keepAlive: true, maxSockets: 64 }) })
+  const proxy = httpProxy.createProxyServer({ agent: new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 4000 }) })
   const routed = withPolicy(proxy, upstreams, options)
   const server = http.createServer((req, res) => routed.web(req, res))
   server.listen(0, '127.0.0.1')
