@@ -6,7 +6,7 @@ const { PolicyDispatcher, replyFromOptions } = require('../src/adapters/undici')
 const { createPolicy } = require('../src/policies')
 const { mulberry32 } = require('../src/common/prng')
 const { closedPort } = require('./helper')
-const { hitRates, expectSpecialized } = require('./adapter-helper')
+const { hitRates, expectSpecialized, smallPages } = require('./adapter-helper')
 
 const PAGES = 25
 
@@ -30,10 +30,15 @@ async function drive (dispatcher, n, { concurrency = 8, seed = 1 } = {}) {
 
 describe('polistes/undici: a Dispatcher whose upstream choice is a policy', () => {
   let fleet
+  let pages
   beforeAll(async () => {
-    fleet = await startFleet({ count: 7, cachePages: 4, missMs: 2, basePort: 0, host: '127.0.0.1' })
+    pages = smallPages()
+    fleet = await startFleet({ count: 7, cachePages: 4, missMs: 2, basePort: 0, host: '127.0.0.1', root: pages.root })
   })
-  afterAll(() => fleet.close())
+  afterAll(async () => {
+    await fleet.close()
+    pages.remove()
+  })
 
   test('wasp learns from the X-Cache it reports by itself: pages specialize, mean hit rate of 3 runs >= 0.95 after warm-up', async () => {
     const dispatchers = []
@@ -52,8 +57,10 @@ describe('polistes/undici: a Dispatcher whose upstream choice is a policy', () =
   test('with round-robin the same load spreads every page over every cache (the policy is what decides)', async () => {
     const dispatcher = new PolicyDispatcher(fleet.backends.map((b) => b.url), { policy: 'round-robin' })
     try {
-      await drive(dispatcher, 700)
-      expect(await drive(dispatcher, 700, { seed: 2 })).toBeLessThan(0.5)
+      // each of the 7 caches (4 pages) sees every one of the 25 pages: a hit rate near 4/25 = 0.16;
+      // 200 to warm them (~29 each), 300 measured (standard deviation ~0.02, the bar 16 of them away)
+      await drive(dispatcher, 200)
+      expect(await drive(dispatcher, 300, { seed: 2 })).toBeLessThan(0.5)
     } finally {
       await dispatcher.close()
     }
@@ -69,7 +76,10 @@ describe('polistes/undici: a Dispatcher whose upstream choice is a policy', () =
       expect(res.status).toBe(200)
       expect((await res.text()).length).toBeGreaterThan(1000)
       expect(ends).toHaveLength(1)
-      expect(ends[0]).toMatchObject({ key: '/page3.html', statusCode: 200, cache: 'MISS' })
+      // HIT or MISS as the cache answered: the fleet is shared with the tests before, and its LRU
+      // holds page3 after their random pages about one time in six
+      expect(['HIT', 'MISS']).toContain(res.headers.get('x-cache'))
+      expect(ends[0]).toMatchObject({ key: '/page3.html', statusCode: 200, cache: res.headers.get('x-cache') })
       expect(ends[0].latencyMs).toBeGreaterThan(0)
     } finally {
       await dispatcher.close()

@@ -376,8 +376,27 @@ class RawConnection {
         this.consumed = this.received.length - rest.length
         return { responses, closed: this.ended, timedOut: finals < count && !this.ended }
       }
-      await sleep(5)
+      await this.next(end - Date.now())
     }
+  }
+
+  /**
+   * Resolve at the next bytes or the close (the constructor's listeners, added first, have taken
+   * them in by then), or after `ms`: a read waits for what it waits on, not for a polling step.
+   * @param {number} ms
+   */
+  next (ms) {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        this.socket.off('data', done)
+        this.socket.off('close', done)
+        resolve()
+      }
+      const timer = setTimeout(done, Math.max(0, ms) + 1)
+      this.socket.on('data', done)
+      this.socket.on('close', done)
+    })
   }
 
   /** Bytes received and not yet parsed as responses. */
