@@ -103,17 +103,20 @@ async function startCli (args = [], { timeoutMs = 15000 } = {}) {
 
 /**
  * Closed-loop load from this process: `connections` keep-alive loops asking for uniformly drawn
- * pages `/page1.html` … until `seconds` have passed (or `signal` aborts).
+ * pages `/page1.html` … until `seconds` have passed and at least `minRequests` were sent (the pages
+ * are drawn from a seeded sequence in the order the requests start, so the first N pages are known
+ * whatever the machine's speed).
  * @param {string} url the balancer's origin
- * @param {{ seconds: number, connections?: number, pages?: number, seed?: number }} options
+ * @param {{ seconds: number, connections?: number, pages?: number, seed?: number, minRequests?: number }} options
  * @returns {Promise<{ requests: number, errors: number, statuses: Record<number, number> }>}
  */
-async function driveLoad (url, { seconds, connections = 6, pages = 25, seed = 1 }) {
+async function driveLoad (url, { seconds, connections = 6, pages = 25, seed = 1, minRequests = 0 }) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections })
   const random = mulberry32(seed)
   const { hostname, port } = new URL(url)
   const end = Date.now() + seconds * 1000
   const result = { requests: 0, errors: 0, statuses: {} }
+  let started = 0
   const one = () => new Promise((resolve) => {
     const req = http.get({
       host: hostname,
@@ -133,7 +136,7 @@ async function driveLoad (url, { seconds, connections = 6, pages = 25, seed = 1 
     req.on('error', () => { result.errors++; setTimeout(resolve, 50) })
   })
   await Promise.all(Array.from({ length: connections }, async () => {
-    while (Date.now() < end) await one()
+    while (Date.now() < end || started < minRequests) { started++; await one() }
   }))
   agent.destroy()
   return result
