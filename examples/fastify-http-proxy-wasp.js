@@ -2,7 +2,7 @@
 
 // polistes/fastify-http-proxy: wasp picks the upstream of @fastify/http-proxy, in front of the
 // embedded fleet (7 cache backends). Run: node examples/fastify-http-proxy-wasp.js
-// prints: hit rate of the last 1,000 of 2,500 requests: … (about 0.99: each backend keeps the pages it is sent)
+// prints: hit rate of the last 500 of 1,500 requests: … (about 0.99: each backend keeps the pages it is sent)
 const Fastify = require('fastify')
 const { policyProxyOptions } = require('polistes/fastify-http-proxy')
 const { startFleet } = require('polistes/fleet')

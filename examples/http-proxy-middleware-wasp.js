@@ -2,7 +2,7 @@
 
 // polistes/http-proxy-middleware: wasp as the `router` of http-proxy-middleware (v3), in front of
 // the embedded fleet (7 cache backends). Run: node examples/http-proxy-middleware-wasp.js
-// prints: hit rate of the last 1,000 of 2,500 requests: … (about 0.99: each backend keeps the pages it is sent)
+// prints: hit rate of the last 500 of 1,500 requests: … (about 0.99: each backend keeps the pages it is sent)
 // (http-proxy-middleware 3 calls the deprecated url.parse(), which Node 20 reports only with --pending-deprecation)
 const http = require('node:http')
 const { createProxyMiddleware } = require('http-proxy-middleware')

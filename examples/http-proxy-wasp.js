@@ -2,7 +2,7 @@
 
 // polistes/http-proxy: wasp picks the target of a plain node-http-proxy server, in front of the
 // embedded fleet (7 cache backends). Run: node examples/http-proxy-wasp.js
-// prints: hit rate of the last 1,000 of 2,500 requests: … (about 0.99: each backend keeps the pages it is sent)
+// prints: hit rate of the last 500 of 1,500 requests: … (about 0.99: each backend keeps the pages it is sent)
 const http = require('node:http')
 // node-http-proxy's API, maintained (http-proxy 1.18 calls util._extend, deprecated since Node 22)
 const httpProxy = require('http-proxy-3')
