@@ -76,7 +76,7 @@ describe('bench popularity', () => {
 
   test('the Node generator draws Zipf pages with the shift, over real HTTP', async () => {
     const paths = []
-    const upstream = await startUpstream((req, res) => { paths.push(req.url); res.end('ok') })
+    const upstream = await startUpstream((req, res) => { paths.push({ url: req.url, t: performance.now() }); res.end('ok') })
     const child = new Child(path.join(__dirname, '..', 'bench', 'load', 'load-child.js'), { name: 'load child' })
     try {
       const done = child.waitFor('done', 15000)
@@ -93,9 +93,17 @@ describe('bench popularity', () => {
       for (const p of list) counts[p] = (counts[p] || 0) + 1
       return Object.entries(counts).sort((a, b) => b[1] - a[1])[0][0]
     }
-    // the requests are in send order: most of the first ones are epoch 0, most of the last epoch 1
-    const third = Math.floor(paths.length / 3)
-    expect(top(paths.slice(0, third))).toBe('/page1.html')
-    expect(top(paths.slice(-third))).toBe('/page6.html')
+    // the load runs 2 s, an epoch a second: by arrival time, the requests of the first 0.8 s are epoch 0,
+    // those of the last 0.8 s epoch 1 (split by time, not by count: a loaded machine may send far
+    // fewer in the first second than in the second)
+    const start = paths[0].t
+    const end = paths[paths.length - 1].t
+    const mid = (start + end) / 2
+    const early = paths.filter((p) => p.t < mid - 200).map((p) => p.url)
+    const late = paths.filter((p) => p.t > mid + 200).map((p) => p.url)
+    expect(early.length).toBeGreaterThan(20)
+    expect(late.length).toBeGreaterThan(20)
+    expect(top(early)).toBe('/page1.html')
+    expect(top(late)).toBe('/page6.html')
   }, 20000)
 })
