@@ -118,8 +118,11 @@ function logSink (level = 'debug') {
   return { logger: pino({ level }, stream), lines }
 }
 
-/** Poll `fn` until it returns truthy or `timeoutMs` passes. */
-async function waitFor (fn, { timeoutMs = 3000, stepMs = 20 } = {}) {
+/**
+ * Poll `fn` until it returns truthy or `timeoutMs` passes. The default is generous (it costs nothing
+ * when the condition comes): with 3 jest workers on 2 cores a reload's log line once took over 3 s.
+ */
+async function waitFor (fn, { timeoutMs = 8000, stepMs = 20 } = {}) {
   const end = Date.now() + timeoutMs
   for (;;) {
     const value = await fn()
