@@ -136,6 +136,38 @@ async function main (argv, { startFleet } = {}) {
     }
     throw err
   }
+  // the signal handlers first, then the announcement: a SIGHUP sent as soon as the listening line
+  // is read must reach the reloader, not the default action (which ends the process)
+  const { reload, current } = createReloader({
+    balancer,
+    configFile: parsed.configFile,
+    flags: parsed.flags,
+    config,
+    fleet,
+    backends,
+    prepare: cluster.workerConfig,
+    logger
+  })
+  process.on('SIGHUP', () => reload('SIGHUP'))
+  const watcher = parsed.watch ? watchFile(parsed.configFile, () => reload('watch')) : null
+
+  let stopping = false
+  const stop = async (signal) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now')
+      process.exit(1)
+    }
+    stopping = true
+    logger.info({ signal }, 'shutting down: no new connections, waiting for in-flight requests')
+    if (watcher) watcher.close()
+    await balancer.close({ graceMs: current().graceMs })
+    if (fleet) await fleet.close()
+    if (accessLog) await accessLog.close()
+    logger.info('stopped')
+    process.exitCode = 0
+    if (cluster.isWorker()) process.disconnect()
+  }
+  cluster.onShutdown(stop, logger)
   const adminBase = balancer.adminUrl || balancer.url
   if (cluster.isWorker()) {
     logger.info(
@@ -169,36 +201,6 @@ async function main (argv, { startFleet } = {}) {
       `${adminBase}/_polistes/stats`)
   }
 
-  const { reload, current } = createReloader({
-    balancer,
-    configFile: parsed.configFile,
-    flags: parsed.flags,
-    config,
-    fleet,
-    backends,
-    prepare: cluster.workerConfig,
-    logger
-  })
-  process.on('SIGHUP', () => reload('SIGHUP'))
-  const watcher = parsed.watch ? watchFile(parsed.configFile, () => reload('watch')) : null
-
-  let stopping = false
-  const stop = async (signal) => {
-    if (stopping) {
-      logger.warn({ signal }, 'second signal: exiting now')
-      process.exit(1)
-    }
-    stopping = true
-    logger.info({ signal }, 'shutting down: no new connections, waiting for in-flight requests')
-    if (watcher) watcher.close()
-    await balancer.close({ graceMs: current().graceMs })
-    if (fleet) await fleet.close()
-    if (accessLog) await accessLog.close()
-    logger.info('stopped')
-    process.exitCode = 0
-    if (cluster.isWorker()) process.disconnect()
-  }
-  cluster.onShutdown(stop, logger)
   return { balancer, reload }
 }
 
