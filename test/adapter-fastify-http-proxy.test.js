@@ -1,11 +1,10 @@
 'use strict'
 
 const Fastify = require('fastify')
-const { startFleet } = require('../servers/fleet')
 const { policyProxyOptions } = require('../src/adapters/fastify-http-proxy')
 const { createPolicy } = require('../src/policies')
 const { mulberry32 } = require('../src/common/prng')
-const { hitRates, expectSpecialized, smallPages } = require('./adapter-helper')
+const { hitRates, expectSpecialized, sharedFleet } = require('./adapter-helper')
 const { closedPort, request } = require('./helper')
 
 /** Fastify with @fastify/http-proxy, its upstream picked by a policy. */
@@ -18,16 +17,7 @@ async function startProxy (upstreams, options) {
 }
 
 describe('polistes/fastify-http-proxy: a policy picks the upstream of @fastify/http-proxy', () => {
-  let fleet
-  let pages
-  beforeAll(async () => {
-    pages = smallPages()
-    fleet = await startFleet({ count: 7, cachePages: 4, missMs: 2, basePort: 0, host: '127.0.0.1', root: pages.root })
-  })
-  afterAll(async () => {
-    await fleet.close()
-    pages.remove()
-  })
+  const fleet = sharedFleet()
 
   test('wasp specializes the pages through the real library: mean hit rate of 3 runs >= 0.95 after warm-up', async () => {
     const rates = await hitRates((k) => startProxy(fleet.backends.map((b) => b.url), { random: mulberry32(7 + k) }))

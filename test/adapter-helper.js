@@ -5,6 +5,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { request, Agent } = require('undici')
 const { mulberry32 } = require('../src/common/prng')
+const { startFleet } = require('../servers/fleet')
 
 const PAGES = 25
 
@@ -21,6 +22,26 @@ function smallPages () {
     fs.writeFileSync(path.join(root, `page${i}.html`), `<!doctype html><html><head><title>page ${i}</title></head><body>\n${body}</body></html>\n`)
   }
   return { root, remove: () => fs.rmSync(root, { recursive: true, force: true }) }
+}
+
+/**
+ * The fleet an adapter suite shares: 7 backends with 4-page caches and 2 ms misses over `smallPages`,
+ * started before the suite's tests and closed (its pages removed) after them. Call it inside the
+ * suite's `describe`.
+ * @returns {{ readonly backends: Array<{ id: string, url: string }> }}
+ */
+function sharedFleet () {
+  let fleet
+  let pages
+  beforeAll(async () => {
+    pages = smallPages()
+    fleet = await startFleet({ count: 7, cachePages: 4, missMs: 2, basePort: 0, host: '127.0.0.1', root: pages.root })
+  })
+  afterAll(async () => {
+    await fleet.close()
+    pages.remove()
+  })
+  return { get backends () { return fleet.backends } }
 }
 
 /**
@@ -96,4 +117,4 @@ function expectSpecialized (rates) {
   expect(Math.min(...rates)).toBeGreaterThanOrEqual(0.9)
 }
 
-module.exports = { hitRate, hitRates, expectSpecialized, smallPages, PAGES }
+module.exports = { hitRate, hitRates, expectSpecialized, sharedFleet, PAGES }

@@ -2,8 +2,7 @@
 
 const path = require('node:path')
 const { spawn } = require('node:child_process')
-const { startFleet } = require('../servers/fleet')
-const { hitRates, expectSpecialized, smallPages } = require('./adapter-helper')
+const { hitRates, expectSpecialized, sharedFleet } = require('./adapter-helper')
 const { closedPort, request } = require('./helper')
 
 /**
@@ -25,16 +24,7 @@ function startProxy (policy, seed, upstreams) {
 }
 
 describe('polistes/http-proxy-middleware: a policy as the router of http-proxy-middleware', () => {
-  let fleet
-  let pages
-  beforeAll(async () => {
-    pages = smallPages()
-    fleet = await startFleet({ count: 7, cachePages: 4, missMs: 2, basePort: 0, host: '127.0.0.1', root: pages.root })
-  })
-  afterAll(async () => {
-    await fleet.close()
-    pages.remove()
-  })
+  const fleet = sharedFleet()
 
   test('wasp specializes the pages through the real library: mean hit rate of 3 runs >= 0.95 after warm-up', async () => {
     const rates = await hitRates((k) => startProxy('wasp', 7 + k, fleet.backends.map((b) => b.url)))

@@ -3,11 +3,10 @@
 const http = require('node:http')
 const { once } = require('node:events')
 const httpProxy = require('http-proxy-3')
-const { startFleet } = require('../servers/fleet')
 const { withPolicy } = require('../src/adapters/http-proxy')
 const { createPolicy } = require('../src/policies')
 const { mulberry32 } = require('../src/common/prng')
-const { hitRates, expectSpecialized, smallPages } = require('./adapter-helper')
+const { hitRates, expectSpecialized, sharedFleet } = require('./adapter-helper')
 const { closedPort, request } = require('./helper')
 
 /**
@@ -29,16 +28,7 @@ async function startProxy (upstreams, options) {
 }
 
 describe('polistes/http-proxy: a policy in front of node-http-proxy', () => {
-  let fleet
-  let pages
-  beforeAll(async () => {
-    pages = smallPages()
-    fleet = await startFleet({ count: 7, cachePages: 4, missMs: 2, basePort: 0, host: '127.0.0.1', root: pages.root })
-  })
-  afterAll(async () => {
-    await fleet.close()
-    pages.remove()
-  })
+  const fleet = sharedFleet()
 
   test('wasp specializes the pages through the real library: mean hit rate of 3 runs >= 0.95 after warm-up', async () => {
     const rates = await hitRates((k) => startProxy(fleet.backends.map((b) => b.url), { random: mulberry32(7 + k) }))

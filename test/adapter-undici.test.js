@@ -6,7 +6,7 @@ const { PolicyDispatcher, replyFromOptions } = require('../src/adapters/undici')
 const { createPolicy } = require('../src/policies')
 const { mulberry32 } = require('../src/common/prng')
 const { closedPort } = require('./helper')
-const { hitRates, expectSpecialized, smallPages } = require('./adapter-helper')
+const { hitRates, expectSpecialized, sharedFleet } = require('./adapter-helper')
 
 const PAGES = 25
 
@@ -29,16 +29,7 @@ async function drive (dispatcher, n, { concurrency = 8, seed = 1 } = {}) {
 }
 
 describe('polistes/undici: a Dispatcher whose upstream choice is a policy', () => {
-  let fleet
-  let pages
-  beforeAll(async () => {
-    pages = smallPages()
-    fleet = await startFleet({ count: 7, cachePages: 4, missMs: 2, basePort: 0, host: '127.0.0.1', root: pages.root })
-  })
-  afterAll(async () => {
-    await fleet.close()
-    pages.remove()
-  })
+  const fleet = sharedFleet()
 
   test('wasp learns from the X-Cache it reports by itself: pages specialize, mean hit rate of 3 runs >= 0.95 after warm-up', async () => {
     const dispatchers = []
