@@ -5,7 +5,6 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { CONSUMER_PACKAGES, installPacked, packedTarball, plainEnv, ROOT } = require('./packed-consumer')
-const { buildInfoFile } = require('./tsc')
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 const run = (args, cwd) => execFileSync(npm, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
@@ -61,21 +60,6 @@ test('a consumer uses polistes/wasp, the adapters and polistes/fleet from requir
     expect(JSON.parse(out)).toEqual(expected)
   }
 })
-
-test('every subpath export type-checks with the real libraries\' types under tsc --strict (nodenext), as the docs use them', () => {
-  // test/types/consumer-types.ts holds @ts-expect-error lines: tsc fails if one of them is not an error
-  for (const file of ['consumer-types.ts', 'tsconfig.consumer.json']) fs.copyFileSync(path.join(ROOT, 'test', 'types', file), path.join(consumer.dir, file))
-  // incremental, as test/tsc.js: the build info of the last run, copied into this consumer's folder (its
-  // paths are relative to it: the same packages at the same versions there), re-checks only what changed
-  const kept = buildInfoFile('tsconfig.consumer.json')
-  const buildInfo = path.join(consumer.dir, 'consumer.tsbuildinfo')
-  if (fs.existsSync(kept)) fs.copyFileSync(kept, buildInfo)
-  const tsc = path.join(consumer.dir, 'node_modules', 'typescript', 'bin', 'tsc')
-  const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.consumer.json', '--incremental', '--tsBuildInfoFile', buildInfo], { cwd: consumer.dir, encoding: 'utf8', timeout: 120000, env: plainEnv() })
-  expect(`${result.stdout}${result.stderr}`).toBe('')
-  expect(result.status).toBe(0)
-  fs.copyFileSync(buildInfo, kept)
-}, 120000)
 
 /** What the README states about the install (section Install): the figure the test holds the package to. */
 function readmeFigures () {

@@ -1,4 +1,4 @@
-// Compiled with `tsc --noEmit --strict` by test/wasp-types.test.js; never run.
+// Compiled with `tsc --noEmit --strict` by test/types.test.js; never run.
 import { createServer } from 'node:http'
 import httpProxy from 'http-proxy'
 import * as httpProxy3 from 'http-proxy-3'

@@ -1,4 +1,4 @@
-// Type test for the package's main entry (src/index.d.ts): compiled by tsc --strict, never run.
+// Type test for the package's main entry (src/index.d.ts): compiled by tsc --strict in test/types.test.js, never run.
 import { startBalancer, createPolicy, policyNames, parseBackend, PolistesError, ERR_POLISTES_PORT_IN_USE, errorCodes, createTelemetry, createAccessLog } from 'polistes'
 import type { Balancer, BalancerStats, Policy, Upstream } from 'polistes'
 

@@ -1,4 +1,4 @@
-// Compiled by test/package.test.js in a consumer's folder, where the packed package is installed beside
+// Compiled by test/types.test.js in a consumer's folder, where the packed package is installed beside
 // the libraries it wraps with their own types (@types/http-proxy, http-proxy-3's, fastify 5,
 // @fastify/http-proxy 11, @fastify/reply-from 12, http-proxy-middleware 3, undici 7): every subpath
 // export, used as docs/api.md writes it, under `tsc --strict` (module nodenext). Never run.

@@ -1,4 +1,4 @@
-// Compiled with `tsc --noEmit --strict` by test/wasp-types.test.js; never run.
+// Compiled with `tsc --noEmit --strict` by test/types.test.js; never run.
 import { request } from 'undici'
 import { PolicyDispatcher, createPolicyDispatcher, pathKey } from 'polistes/undici'
 import type { PolicyDispatcherOptions } from 'polistes/undici'

@@ -1,4 +1,4 @@
-// Compiled with `tsc --noEmit --strict` by test/wasp-types.test.js; never run.
+// Compiled with `tsc --noEmit --strict` by test/types.test.js; never run.
 import { createWasp, defaults } from 'polistes/wasp'
 import type { WaspOptions, WaspPolicy, WaspSnapshot, Upstream } from 'polistes/wasp'
 
