@@ -295,7 +295,7 @@ function contend (w, upstreams, krec) {
     swap(w, krec, recs[over], recs[least])
   } else if (most >= 0 && least >= 0 && mostHeld - leastHeld >= w.o.shareGap * gapFactor &&
     mostHeld - leastHeld >= SHARE_RATIO * gapFactor * mostHeld &&
-    !(w.queued && upstreams[least].inflight > upstreams[most].inflight)) {
+    !(w.queued && upstreams[least].inflight / recs[least].workers > upstreams[most].inflight / recs[most].workers)) {
     swap(w, krec, recs[most], recs[least])
   }
   // the holders are the key's specialists: each answers as one, and replicas share it by load
@@ -323,11 +323,12 @@ function room (u, shareGap) {
 function roomiest (recs, n, holder, shareGap, upstreams) {
   let best = -1
   let most = 0
-  let hf = INFINITY // with `upstreams` (the backends queue): the holder's in flight, which a taker may not exceed
-  if (upstreams) for (let i = 0; i < n; i++) if (recs[i] === holder) hf = upstreams[i].inflight
+  // with `upstreams` (the backends queue): the holder's in flight per worker, which a taker may not exceed
+  let hf = INFINITY
+  if (upstreams) for (let i = 0; i < n; i++) if (recs[i] === holder) hf = upstreams[i].inflight / recs[i].workers
   for (let i = 0; i < n; i++) {
     if (recs[i] === holder) continue
-    if (upstreams && (upstreams[i].inflight > hf || busy(recs[i], upstreams[i]))) continue
+    if (upstreams && (upstreams[i].inflight / recs[i].workers > hf || busy(recs[i], upstreams[i]))) continue
     const r = room(recs[i], shareGap)
     if (r > most) { most = r; best = i }
   }

@@ -219,8 +219,35 @@ function register (w, upstreams, picks) {
     if (urec.q.queued) queued = true
   }
   w.queued = queued && w.o.spill > 0
+  learntWeights(w, upstreams)
   w.meanLatency = latencyCount > 0 ? latencySum / latencyCount : 0
   return total
+}
+
+/**
+ * Each upstream's worker count, read from its wait table's knee once it has queued (./queueing.js
+ * `workers`): one whose knee is not known weighs the least known while it shows a queue (a deep
+ * backlog hides its knee) and the most known while it does not (it never queued: the roomiest); 1
+ * for all before any is known (a fleet that never queues). The in-flight counts that decide where a
+ * key may move or a miss may spill are compared per worker (`urec.workers`), and an upstream nobody
+ * weighted weighs its workers in the holdings, so a backend of 8 workers takes four times the share
+ * of each popularity band of one of 2 (docs/algorithms.md). Equal workers weigh alike, as before.
+ */
+function learntWeights (w, upstreams) {
+  const { recs } = w
+  let most = 0
+  let least = INFINITY
+  for (let i = 0; i < upstreams.length; i++) {
+    const k = recs[i].q.workers
+    if (k > most) most = k
+    if (k > 0 && k < least) least = k
+  }
+  if (most === 0) return
+  for (let i = 0; i < upstreams.length; i++) {
+    const q = recs[i].q
+    recs[i].workers = q.workers || (q.queued ? least : most)
+    if (typeof upstreams[i].weight !== 'number') recs[i].weight = recs[i].workers
+  }
 }
 
 /**

@@ -23,7 +23,10 @@ const { createQueueing } = require('./queueing')
  * @typedef {object} UpstreamRecord
  * @property {string} id
  * @property {number} hash `hash32(id)`, for the packing (./packing.js)
- * @property {number} weight its `weight` (1 when none) the last time it was listed
+ * @property {number} weight its `weight` the last time it was listed; when none, 1, or its learnt
+ *   worker count once the backends have queued (./index.js `learntWeights`)
+ * @property {number} workers its learnt worker count (./queueing.js), 1 before any is known: the
+ *   in-flight counts of upstreams are compared per worker
  * @property {number} joined the pick at which it (re)joined
  * @property {number} seen the last pick that listed it
  * @property {number} latency latency EWMA in ms, 0 before the first sample
@@ -202,6 +205,7 @@ function createMemory (o, { onEvict } = {}) {
           id,
           hash: hash32(id),
           weight: 1,
+          workers: 1,
           joined: picks,
           seen: picks,
           latency: 0,

@@ -53,6 +53,10 @@ const QUEUE_MS = 1
  * contention scatters the latencies of requests sent to an idle backend by as much as it raises the
  * busy ones, a FIFO of workers does not (its idle requests take their service time). */
 const SPREAD_FACTOR = 3
+/** The knee of the wait table (`kneeOf`): the first entry reading more than this × the hit base. */
+const KNEE = 0.1
+/** Reads in a row (one every RECHECK responses) that must agree before a learnt knee changes. */
+const KNEE_READS = 4
 /** A queued upstream's table is read again every RECHECK responses: its queue may have gone. */
 const RECHECK = 16
 /** Latency classes: by the X-Cache result. */
@@ -74,7 +78,10 @@ function createQueueing () {
     wait: new Float64Array(MAX_F + 1),
     samples: new Uint32Array(MAX_F + 1),
     seen: 0, // responses that fed the table
-    queued: false
+    queued: false,
+    workers: 0, // the knee of the table once it has queued (`kneeOf`): its worker count; 0 = not known
+    kneeNext: 0, // a different knee read lately, and how many reads in a row agreed on it
+    kneeReads: 0
   }
 }
 
@@ -148,7 +155,48 @@ function observe (q, ctx, outcome, fleet) {
     const bar = QUEUE_FACTOR * max(q.base[HIT], q.base[MISS], q.base[OTHER], base) + QUEUE_MS +
       SPREAD_FACTOR * spreadOf(q, fleet)
     q.queued = q.queued ? anyQueue(q, bar) : overBar(q, f, bar)
+    if (q.queued) learnWorkers(q, kneeOf(q))
   }
+}
+
+/**
+ * The worker count from a knee read (0: none): the first read at once, a different one only once
+ * KNEE_READS reads in a row agree on it (the wait just above the knee is small, and its EWMA
+ * sometimes dips under the bar for a read).
+ */
+function learnWorkers (q, k) {
+  if (k === 0) return
+  if (q.workers === 0 || k === q.workers) {
+    q.workers = k
+    q.kneeReads = 0
+  } else if (k === q.kneeNext) {
+    if (++q.kneeReads >= KNEE_READS) {
+      q.workers = k
+      q.kneeReads = 0
+    }
+  } else {
+    q.kneeNext = k
+    q.kneeReads = 1
+  }
+}
+
+/**
+ * The knee of the wait table: the least in-flight count f (> 0) at which a request waits, read as
+ * the entry and the next one (each with MIN_SAMPLES) over KNEE × the hit base. A FIFO of W workers
+ * serves at once a request sent with fewer than W in flight and queues one sent with W, so the knee
+ * is W; its wait there is about the mean service over W (0.9 ms for 8 workers at a 5 ms hit and
+ * 20 ms miss), far above the table's noise at rest. 0 when the table shows none.
+ */
+function kneeOf (q) {
+  const thr = KNEE * (q.base[HIT] || q.base[OTHER] || q.base[MISS])
+  if (!(thr > 0)) return 0
+  for (let f = 1; f < MAX_F; f++) {
+    if (q.samples[f] < MIN_SAMPLES || !(q.wait[f] > thr)) continue
+    // the entry below must show no wait: under a deep backlog only high counts have samples
+    if (q.samples[f - 1] < MIN_SAMPLES || q.wait[f - 1] > thr) return 0
+    return q.samples[f + 1] >= MIN_SAMPLES && q.wait[f + 1] > thr ? f : 0
+  }
+  return 0
 }
 
 /**
