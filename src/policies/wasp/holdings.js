@@ -246,7 +246,8 @@ function contend (w, upstreams, krec) {
   let over = -1
   let mostHeld = -INFINITY
   let leastHeld = INFINITY
-  let anyHeld = INFINITY
+  let leastAfter = INFINITY
+  let anyAfter = INFINITY
   const start = krec.hash % n
   for (let k = 0; k < n; k++) {
     const i = (start + k) % n
@@ -256,10 +257,18 @@ function contend (w, upstreams, krec) {
       if (h > mostHeld) { most = i; mostHeld = h }
       if (u.held[b] > u.cap + SHED_MARGIN) over = i
     } else {
-      if (h < anyHeld || (h === anyHeld && upstreams[i].inflight < upstreams[any].inflight)) { any = i; anyHeld = h }
+      // ordered by the count it would hold with the key, per weight (with unequal weights, an
+      // upstream of weight 8 takes the first key of a band before one of weight 2; with equal
+      // weights the order of the counts themselves)
+      const after = (u.held[b] + 1) / (u.weight * unit)
+      if (after < anyAfter || (after === anyAfter && upstreams[i].inflight < upstreams[any].inflight)) {
+        any = i
+        anyAfter = after
+      }
       if (u.held[b] + 1 <= u.cap && !(w.queued && busy(u, upstreams[i])) &&
-        (h < leastHeld || (h === leastHeld && upstreams[i].inflight < upstreams[least].inflight))) {
+        (after < leastAfter || (after === leastAfter && upstreams[i].inflight < upstreams[least].inflight))) {
         least = i
+        leastAfter = after
         leastHeld = h
       }
     }

@@ -243,11 +243,14 @@ function learntWeights (w, upstreams) {
     if (k > 0 && k < least) least = k
   }
   if (most === 0) return
+  let sum = 0
   for (let i = 0; i < upstreams.length; i++) {
     const q = recs[i].q
     recs[i].workers = q.workers || (q.queued ? least : most)
+    sum += recs[i].workers
     if (typeof upstreams[i].weight !== 'number') recs[i].weight = recs[i].workers
   }
+  for (let i = 0; i < upstreams.length; i++) recs[i].loadScale = sum / (upstreams.length * recs[i].workers)
 }
 
 /**
@@ -272,7 +275,8 @@ function serveUnkeyed (w, upstreams) {
 
 /** Load seen by the policy: in-flight count, scaled by relative latency when that feedback is on. */
 function loadOf (w, upstream, urec) {
-  const inflight = upstream.inflight > 0 ? upstream.inflight : 0
+  // per worker, in units of the mean upstream's workers (learnt: `learntWeights`; 1 before)
+  const inflight = (upstream.inflight > 0 ? upstream.inflight : 0) * urec.loadScale
   if (!w.useLatency || w.meanLatency <= 0 || urec.latency <= 0) return inflight
   return inflight * (urec.latency / w.meanLatency)
 }

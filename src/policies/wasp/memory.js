@@ -27,6 +27,8 @@ const { createQueueing } = require('./queueing')
  *   worker count once the backends have queued (./index.js `learntWeights`)
  * @property {number} workers its learnt worker count (./queueing.js), 1 before any is known: the
  *   in-flight counts of upstreams are compared per worker
+ * @property {number} loadScale the mean upstream's workers over its own (1 before any is known): its
+ *   in-flight count times this is its load in the response rounds (./index.js `loadOf`)
  * @property {number} joined the pick at which it (re)joined
  * @property {number} seen the last pick that listed it
  * @property {number} latency latency EWMA in ms, 0 before the first sample
@@ -206,6 +208,7 @@ function createMemory (o, { onEvict } = {}) {
           hash: hash32(id),
           weight: 1,
           workers: 1,
+          loadScale: 1,
           joined: picks,
           seen: picks,
           latency: 0,

@@ -47,7 +47,7 @@ function route (w, upstreams, krec) {
     if (!holders.includes(recs[i])) continue
     const f = upstreams[i].inflight > 0 ? upstreams[i].inflight : 0
     const wait = waitOf(recs[i].q, f)
-    const load = f
+    const load = f / recs[i].workers // ties (most often: no wait at either) to the fewer in flight per worker
     if (wait < hWait || (wait === hWait && load < hLoad)) { h = i; hWait = wait; hLoad = load }
   }
   if (h < 0 || hWait <= 0) return h
