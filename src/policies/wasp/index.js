@@ -54,7 +54,7 @@ const queueing = require('./queueing')
 const { route, freeMiss } = require('./spill')
 
 // globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
-const { ceil, pow } = Math
+const { ceil, pow, round } = Math
 const INFINITY = Infinity
 const asString = String
 
@@ -189,7 +189,7 @@ function pick (w, upstreams, ctx) {
     w.fallbacks++
     chosen = best
   }
-  queueing.noteSent(ctx, upstreams[chosen])
+  queueing.noteSent(ctx, upstreams[chosen], w.recs[chosen].q)
   const cr = w.recs[chosen]
   keepIdleDiscount(w, krec, cr)
   learn(w, krec, cr)
@@ -224,21 +224,28 @@ function register (w, upstreams, picks) {
   return total
 }
 
+/** An upstream's worker count: its knee, else its busy workers while saturated (rounded), else 0. */
+function workersOf (q) {
+  return q.workers || (q.busyWorkers >= 0.5 ? round(q.busyWorkers) : 0)
+}
+
 /**
- * Each upstream's worker count, read from its wait table's knee once it has queued (./queueing.js
- * `workers`): one whose knee is not known weighs the least known while it shows a queue (a deep
- * backlog hides its knee) and the most known while it does not (it never queued: the roomiest); 1
- * for all before any is known (a fleet that never queues). The in-flight counts that decide where a
- * key may move or a miss may spill are compared per worker (`urec.workers`), and an upstream nobody
- * weighted weighs its workers in the holdings, so a backend of 8 workers takes four times the share
- * of each popularity band of one of 2 (docs/algorithms.md). Equal workers weigh alike, as before.
+ * Each upstream's worker count (`workersOf`): its wait table's knee once it has queued, or before
+ * that its busy workers while saturated, seen in the first second of a flood (./queueing.js). One
+ * whose count is not known weighs the least known while it shows a queue (a deep backlog hides its
+ * knee) and the most known while it does not (it never queued: the roomiest); all weigh 1 before
+ * any is known (a fleet that never queues). The in-flight counts that decide where a key may move or
+ * a miss may spill, and the load of the response rounds, are compared per worker (`urec.workers`,
+ * `urec.loadScale`), and an upstream nobody weighted weighs its workers in the holdings, so a
+ * backend of 8 workers takes four times the share of each popularity band of one of 2
+ * (docs/algorithms.md). Equal workers weigh alike, and pick as before.
  */
 function learntWeights (w, upstreams) {
   const { recs } = w
   let most = 0
   let least = INFINITY
   for (let i = 0; i < upstreams.length; i++) {
-    const k = recs[i].q.workers
+    const k = workersOf(recs[i].q)
     if (k > most) most = k
     if (k > 0 && k < least) least = k
   }
@@ -246,7 +253,7 @@ function learntWeights (w, upstreams) {
   let sum = 0
   for (let i = 0; i < upstreams.length; i++) {
     const q = recs[i].q
-    recs[i].workers = q.workers || (q.queued ? least : most)
+    recs[i].workers = workersOf(q) || (q.queued ? least : most)
     sum += recs[i].workers
     if (typeof upstreams[i].weight !== 'number') recs[i].weight = recs[i].workers
   }
@@ -258,7 +265,7 @@ function learntWeights (w, upstreams) {
  * the key (its threshold stays) nor keeps the page unless it has room to spare (./admission.js).
  */
 function served (w, upstreams, chosen, krec, ctx) {
-  queueing.noteSent(ctx, upstreams[chosen])
+  queueing.noteSent(ctx, upstreams[chosen], w.recs[chosen].q)
   const cr = w.recs[chosen]
   cr.idle = 0
   if (w.o.admission) admit(krec, cr, ctx)
@@ -410,6 +417,7 @@ function feedback (w, upstream, ctx, outcome) {
   const urec = memory.ups.get(upstream.id)
   if (urec === undefined) return
   queueing.observe(urec.q, ctx, outcome, w.bases)
+  queueing.observeThroughput(urec.q, ctx, outcome, w.bases)
   if (w.useLatency && typeof outcome.latencyMs === 'number' && outcome.latencyMs >= 0) {
     urec.latency = ewma(urec.latency > 0 ? urec.latency : undefined, outcome.latencyMs, LATENCY_ALPHA)
   }

@@ -36,6 +36,9 @@ const INFINITY = Infinity
 
 /** The context slot holding the chosen upstream's in-flight count at the pick. */
 const AT = Symbol('polistes.wasp.inflightAtPick')
+/** The context slots holding the chosen upstream's completed service, and unknown completions, at the pick. */
+const WORK_AT = Symbol('polistes.wasp.workAtPick')
+const UNKNOWN_AT = Symbol('polistes.wasp.unknownAtPick')
 
 /** Weight of the newest sample in the base and wait-table EWMAs. */
 const ALPHA = 1 / 16
@@ -55,6 +58,10 @@ const QUEUE_MS = 1
 const SPREAD_FACTOR = 3
 /** The knee of the wait table (`kneeOf`): the first entry reading more than this × the hit base. */
 const KNEE = 0.1
+/** The weight of a new reading of the busy workers (`observeThroughput`). */
+const TP_ALPHA = 1 / 16
+/** A reading only from a request that took this many of the slowest class's service times. */
+const TP_WAIT = 8
 /** Reads in a row (one every RECHECK responses) that must agree before a learnt knee changes. */
 const KNEE_READS = 4
 /** A queued upstream's table is read again every RECHECK responses: its queue may have gone. */
@@ -81,13 +88,22 @@ function createQueueing () {
     queued: false,
     workers: 0, // the knee of the table once it has queued (`kneeOf`): its worker count; 0 = not known
     kneeNext: 0, // a different knee read lately, and how many reads in a row agreed on it
-    kneeReads: 0
+    kneeReads: 0,
+    busyWorkers: 0, // its workers busy while saturated (`observeThroughput`); 0 = not seen saturated
+    doneWork: 0, // the service time (ms) of its completions, from the class bases (`observeThroughput`)
+    doneUnknown: 0 // its completions of a class whose base was not known yet
   }
 }
 
-/** Note the in-flight count of the chosen upstream before this request joins it. */
-function noteSent (ctx, upstream) {
-  if (ctx) ctx[AT] = upstream.inflight > 0 ? upstream.inflight : 0
+/** Note the in-flight count of the chosen upstream before this request joins it (and with its
+ * queueing record `q`, the service it has completed so far: `observeThroughput`). */
+function noteSent (ctx, upstream, q) {
+  if (!ctx) return
+  ctx[AT] = upstream.inflight > 0 ? upstream.inflight : 0
+  if (q) {
+    ctx[WORK_AT] = q.doneWork
+    ctx[UNKNOWN_AT] = q.doneUnknown
+  }
 }
 
 function classOf (cache) {
@@ -157,6 +173,33 @@ function observe (q, ctx, outcome, fleet) {
     q.queued = q.queued ? anyQueue(q, bar) : overBar(q, f, bar)
     if (q.queued) learnWorkers(q, kneeOf(q))
   }
+}
+
+/**
+ * A completion, for the busy workers while saturated, with no clock: the upstream's completed
+ * service time (each response's class base, its own or the fleet's) counts up, and a request notes
+ * the count when it is sent (`noteSent`). When it comes back, the service completed there in its
+ * lifetime, its own included, over its latency is the number of workers that were busy meanwhile;
+ * when it was sent behind at least that many (+1) and it waited long (TP_WAIT slowest
+ * services), no worker was idle, and that is the worker count. Seen within the first hundreds of
+ * milliseconds of a flood, long before the wait table shows its knee (its requests then all wait).
+ */
+function observeThroughput (q, ctx, outcome, fleet) {
+  const c = classOf(outcome.cache)
+  // any sample at rest will do here (a flood leaves few): the estimate is an EWMA of many readings
+  const service = q.zero[c] >= BASE_SAMPLES ? q.base[c] : fleet.zero[c] > 0 ? fleet.base[c] : 0
+  if (service > 0) q.doneWork += service
+  else q.doneUnknown++
+  const at = ctx ? ctx[AT] : undefined
+  const work = ctx ? ctx[WORK_AT] : undefined
+  const latency = outcome.latencyMs
+  if (typeof work !== 'number' || !(service > 0) || ctx[UNKNOWN_AT] !== q.doneUnknown) return
+  // the completions of its lifetime began up to a service time before it was sent: a long wait
+  // (TP_WAIT slowest services) makes that edge small
+  const slowest = max(fleet.base[HIT], fleet.base[MISS], fleet.base[OTHER], service)
+  if (!(latency > TP_WAIT * slowest)) return
+  const busy = (q.doneWork - work) / latency
+  if (at >= busy + 1) q.busyWorkers = q.busyWorkers > 0 ? q.busyWorkers + TP_ALPHA * (busy - q.busyWorkers) : busy
 }
 
 /**
@@ -252,4 +295,4 @@ function serviceOf (q, hit) {
   return q.base[hit ? HIT : MISS]
 }
 
-module.exports = { createBases, createQueueing, noteSent, observe, waitOf, serviceOf }
+module.exports = { createBases, createQueueing, noteSent, observe, observeThroughput, waitOf, serviceOf }
