@@ -84,38 +84,6 @@ describe('wasp queueing: the wait table', () => {
     expect(queueing.waitOf(q, 11)).toBe(0)
   })
 
-  test('the worker count is the knee of the table, once it has queued: 2, 4 or 8 workers', () => {
-    const feed = (workers, perAhead, q = queueing.createQueueing(), rounds = 40) => {
-      for (let i = 0; i < rounds; i++) {
-        for (let f = 0; f < 20; f++) { // deep enough to show a queue (a 6 ms bar) at 0.9 ms a request
-          const wait = f >= workers ? (f - workers + 1) * perAhead : 0
-          respond(q, f, 5 + wait, 'HIT')
-          respond(q, f, 20 + wait, 'MISS')
-        }
-      }
-      return q
-    }
-    expect(queueing.createQueueing().workers).toBe(0)
-    expect(feed(2, 3.5).workers).toBe(2)
-    expect(feed(4, 1.7).workers).toBe(4)
-    expect(feed(8, 0.9).workers).toBe(8) // the wait just above the knee: the mean service over 8
-    // a learnt count changes only once several reads in a row agree on another (one every 16 responses)
-    const q = feed(4, 1.7)
-    feed(6, 1.2, q, 1) // 40 responses: 2 reads
-    expect(q.workers).toBe(4)
-    let rounds = 1
-    while (q.workers !== 6 && rounds < 40) { feed(6, 1.2, q, 1); rounds++ }
-    expect(q.workers).toBe(6)
-  })
-
-  test('under a deep backlog, with no sample just below the knee, no worker count is read', () => {
-    const q = queueing.createQueueing()
-    for (let i = 0; i < 20; i++) respond(q, 0, 5, 'HIT') // the base
-    for (let i = 0; i < 200; i++) for (let f = 30; f < 40; f++) respond(q, f, 5 + f * 2, 'HIT')
-    expect(q.queued).toBe(true)
-    expect(q.workers).toBe(0)
-  })
-
   test('busy workers while saturated, with no clock: 2 and 8 workers under a flood; none read below saturation', () => {
     // a policy that only feeds the queueing records (round robin), on the open-loop model's FIFO backends
     const feed = (workers, rate) => {

@@ -54,7 +54,7 @@ const queueing = require('./queueing')
 const { route, freeMiss } = require('./spill')
 
 // globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
-const { ceil, pow, round } = Math
+const { ceil, pow } = Math
 const INFINITY = Infinity
 const asString = String
 
@@ -224,21 +224,20 @@ function register (w, upstreams, picks) {
   return total
 }
 
-/** An upstream's worker count: its knee, else its busy workers while saturated (rounded), else 0. */
+/** An upstream's worker count: its busy workers while saturated (./queueing.js), 0 = not known. */
 function workersOf (q) {
-  return q.workers || (q.busyWorkers >= 0.5 ? round(q.busyWorkers) : 0)
+  return q.busyCount
 }
 
 /**
- * Each upstream's worker count (`workersOf`): its wait table's knee once it has queued, or before
- * that its busy workers while saturated, seen in the first second of a flood (./queueing.js). One
- * whose count is not known weighs the least known while it shows a queue (a deep backlog hides its
- * knee) and the most known while it does not (it never queued: the roomiest); all weigh 1 before
- * any is known (a fleet that never queues). The in-flight counts that decide where a key may move or
- * a miss may spill, and the load of the response rounds, are compared per worker (`urec.workers`,
- * `urec.loadScale`), and an upstream nobody weighted weighs its workers in the holdings, so a
- * backend of 8 workers takes four times the share of each popularity band of one of 2
- * (docs/algorithms.md). Equal workers weigh alike, and pick as before.
+ * Each upstream's worker count (`workersOf`), read in the first second of a flood. One whose count
+ * is not known (none of its requests waited long enough to read it) weighs the least known while it
+ * shows a queue and the most known while it does not (it never queued: the roomiest); all weigh 1
+ * before any is known (a fleet that never queues). The in-flight counts that decide where a key may
+ * move or a miss may spill, and the load of the response rounds, are compared per worker
+ * (`urec.workers`, `urec.loadScale`), and an upstream nobody weighted weighs its workers in the
+ * holdings, so a backend of 8 workers takes four times the share of each popularity band of one of
+ * 2 (docs/algorithms.md). Equal workers weigh alike, and pick as before.
  */
 function learntWeights (w, upstreams) {
   const { recs } = w

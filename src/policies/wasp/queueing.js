@@ -31,7 +31,7 @@
  */
 
 // globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
-const { max } = Math
+const { max, round } = Math
 const INFINITY = Infinity
 
 /** The context slot holding the chosen upstream's in-flight count at the pick. */
@@ -56,14 +56,10 @@ const QUEUE_MS = 1
  * contention scatters the latencies of requests sent to an idle backend by as much as it raises the
  * busy ones, a FIFO of workers does not (its idle requests take their service time). */
 const SPREAD_FACTOR = 3
-/** The knee of the wait table (`kneeOf`): the first entry reading more than this × the hit base. */
-const KNEE = 0.1
 /** The weight of a new reading of the busy workers (`observeThroughput`). */
 const TP_ALPHA = 1 / 16
 /** A reading only from a request that took this many of the slowest class's service times. */
 const TP_WAIT = 8
-/** Reads in a row (one every RECHECK responses) that must agree before a learnt knee changes. */
-const KNEE_READS = 4
 /** A queued upstream's table is read again every RECHECK responses: its queue may have gone. */
 const RECHECK = 16
 /** Latency classes: by the X-Cache result. */
@@ -86,10 +82,8 @@ function createQueueing () {
     samples: new Uint32Array(MAX_F + 1),
     seen: 0, // responses that fed the table
     queued: false,
-    workers: 0, // the knee of the table once it has queued (`kneeOf`): its worker count; 0 = not known
-    kneeNext: 0, // a different knee read lately, and how many reads in a row agreed on it
-    kneeReads: 0,
     busyWorkers: 0, // its workers busy while saturated (`observeThroughput`); 0 = not seen saturated
+    busyCount: 0, // that, rounded, with hysteresis: its worker count from it; 0 = none
     doneWork: 0, // the service time (ms) of its completions, from the class bases (`observeThroughput`)
     doneUnknown: 0 // its completions of a class whose base was not known yet
   }
@@ -171,7 +165,6 @@ function observe (q, ctx, outcome, fleet) {
     const bar = QUEUE_FACTOR * max(q.base[HIT], q.base[MISS], q.base[OTHER], base) + QUEUE_MS +
       SPREAD_FACTOR * spreadOf(q, fleet)
     q.queued = q.queued ? anyQueue(q, bar) : overBar(q, f, bar)
-    if (q.queued) learnWorkers(q, kneeOf(q))
   }
 }
 
@@ -182,7 +175,9 @@ function observe (q, ctx, outcome, fleet) {
  * lifetime, its own included, over its latency is the number of workers that were busy meanwhile;
  * when it was sent behind at least that many (+1) and it waited long (TP_WAIT slowest
  * services), no worker was idle, and that is the worker count. Seen within the first hundreds of
- * milliseconds of a flood, long before the wait table shows its knee (its requests then all wait).
+ * milliseconds of a flood. (The wait table's knee, the least in-flight count whose requests wait, is
+ * the worker count too, but under jittered service times its small first rise is lost in the noise:
+ * it read 1 to 3 for 4 workers at ±50 %.)
  */
 function observeThroughput (q, ctx, outcome, fleet) {
   const c = classOf(outcome.cache)
@@ -199,47 +194,13 @@ function observeThroughput (q, ctx, outcome, fleet) {
   const slowest = max(fleet.base[HIT], fleet.base[MISS], fleet.base[OTHER], service)
   if (!(latency > TP_WAIT * slowest)) return
   const busy = (q.doneWork - work) / latency
-  if (at >= busy + 1) q.busyWorkers = q.busyWorkers > 0 ? q.busyWorkers + TP_ALPHA * (busy - q.busyWorkers) : busy
-}
-
-/**
- * The worker count from a knee read (0: none): the first read at once, a different one only once
- * KNEE_READS reads in a row agree on it (the wait just above the knee is small, and its EWMA
- * sometimes dips under the bar for a read).
- */
-function learnWorkers (q, k) {
-  if (k === 0) return
-  if (q.workers === 0 || k === q.workers) {
-    q.workers = k
-    q.kneeReads = 0
-  } else if (k === q.kneeNext) {
-    if (++q.kneeReads >= KNEE_READS) {
-      q.workers = k
-      q.kneeReads = 0
-    }
-  } else {
-    q.kneeNext = k
-    q.kneeReads = 1
-  }
-}
-
-/**
- * The knee of the wait table: the least in-flight count f (> 0) at which a request waits, read as
- * the entry and the next one (each with MIN_SAMPLES) over KNEE × the hit base. A FIFO of W workers
- * serves at once a request sent with fewer than W in flight and queues one sent with W, so the knee
- * is W; its wait there is about the mean service over W (0.9 ms for 8 workers at a 5 ms hit and
- * 20 ms miss), far above the table's noise at rest. 0 when the table shows none.
- */
-function kneeOf (q) {
-  const thr = KNEE * (q.base[HIT] || q.base[OTHER] || q.base[MISS])
-  if (!(thr > 0)) return 0
-  for (let f = 1; f < MAX_F; f++) {
-    if (q.samples[f] < MIN_SAMPLES || !(q.wait[f] > thr)) continue
-    // the entry below must show no wait: under a deep backlog only high counts have samples
-    if (q.samples[f - 1] < MIN_SAMPLES || q.wait[f - 1] > thr) return 0
-    return q.samples[f + 1] >= MIN_SAMPLES && q.wait[f + 1] > thr ? f : 0
-  }
-  return 0
+  if (!(at >= busy + 1)) return
+  q.busyWorkers = q.busyWorkers > 0 ? q.busyWorkers + TP_ALPHA * (busy - q.busyWorkers) : busy
+  // the count, rounded, moves only when the estimate is a whole worker away from it: jittered service
+  // times bias the readings up by about a tenth, and a count flipping between 4 and 5 on an equal
+  // fleet would unbalance its holdings
+  const d = q.busyWorkers - q.busyCount
+  if (q.busyCount === 0 || d >= 1 || d <= -1) q.busyCount = q.busyWorkers >= 0.5 ? round(q.busyWorkers) : 0
 }
 
 /**
