@@ -84,6 +84,40 @@ describe('wasp queueing: the wait table', () => {
     expect(queueing.waitOf(q, 11)).toBe(0)
   })
 
+  test('busy workers while saturated, with no clock: 2 and 8 workers under a flood; none read below saturation', () => {
+    // a policy that only feeds the queueing records (round robin), on the open-loop model's FIFO backends
+    const feed = (workers, rate) => {
+      const qs = { u0: queueing.createQueueing(), u1: queueing.createQueueing() }
+      const fleet = queueing.createBases()
+      let i = 0
+      const policy = {
+        pick (ups, ctx) {
+          const up = ups[i++ % ups.length]
+          queueing.noteSent(ctx, up, qs[up.id])
+          return up
+        },
+        onEnd (up, ctx, outcome) {
+          queueing.observe(qs[up.id], ctx, outcome, fleet)
+          queueing.observeThroughput(qs[up.id], ctx, outcome, fleet)
+        }
+      }
+      const model = createOpenLoop({ policy, upstreams: 2, workers, cacheSize: 10, keys: 1000, popularity: 'uniform', rate, jitter: 0.3, seed: 4 })
+      model.run(4000)
+      return [qs.u0.busyWorkers, qs.u1.busyWorkers]
+    }
+    // 1,000 req/s, half to each: a 2-worker backend serves 100/s of 20 ms misses, an 8-worker one 400/s
+    // (service times jittered by ±30 %: the bases read from the few requests of a flood sent to an idle
+    // backend are within about 15 %)
+    const [two, eight] = feed([2, 8], 1000)
+    expect(two).toBeGreaterThan(1.7)
+    expect(two).toBeLessThan(2.3)
+    expect(eight).toBeGreaterThan(6.8)
+    expect(eight).toBeLessThan(9.2)
+    expect(eight / two).toBeGreaterThan(3.4)
+    expect(eight / two).toBeLessThan(4.6)
+    expect(feed([8, 8], 300)).toEqual([0, 0]) // 150/s each: under half their capacity, nobody waits long
+  })
+
   test('no base from requests sent with nothing in flight: nothing is learnt', () => {
     const q = queueing.createQueueing()
     for (let i = 0; i < 100; i++) respond(q, 6, 50, 'MISS')
@@ -133,8 +167,8 @@ describe('wasp spill: backends with a few workers each', () => {
 })
 
 describe('wasp free misses: a request its holders would miss and not keep', () => {
-  /** An upstream record as the policy keeps it: a queueing record, an admission record, holdings. */
-  const upstream = (id) => ({ id, q: queueing.createQueueing(), admission: admission.createAdmission(), heldTotal: 0 })
+  /** An upstream record as the policy keeps it: a queueing record, an admission record, holdings, its weight and workers. */
+  const upstream = (id) => ({ id, q: queueing.createQueueing(), admission: admission.createAdmission(), heldTotal: 0, weight: 1, workers: 1 })
   /** Three upstreams, u0 the holder of key k, which u0's admission (a cache of 10 keys) ranks 20th. */
   function setup () {
     const recs = [upstream('u0'), upstream('u1'), upstream('u2')]

@@ -291,4 +291,4 @@ function contenders (waspOptions = {}) {
   }
 }
 
-module.exports = { createOpenLoop, physicalLimit, runAt, sweep, contenders }
+module.exports = { DEFAULTS, createOpenLoop, physicalLimit, runAt, sweep, contenders }

@@ -10,6 +10,7 @@
 const yargs = require('yargs/yargs')
 const { physicalLimit, runAt, sweep, contenders } = require('../model/open-loop')
 const { FLEET_SIZE } = require('../model/model-setup')
+const { placementLimit } = require('../model/placement-limit')
 
 /** Print `open-loop: <message>` and exit 2 (a bad option: no stack trace). */
 function fail (message) {
@@ -129,6 +130,11 @@ function main (argv) {
     `${run.warmup} warm-up + ${run.measure} measured requests per cell; wasp options ${JSON.stringify(waspOptions)}`)
   console.log(`physical limit: ${limit.rate.toFixed(0)} req/s (best static hit rate ${limit.hitRate.toFixed(3)}, ` +
     `mean service ${limit.serviceMs.toFixed(2)} ms); SLO p99 <= ${slo} ms`)
+  if (fleet.upstreams <= 20) {
+    const bound = placementLimit(fleet)
+    console.log(`placement limit (any static placement of these workers and caches): ${bound.rate.toFixed(0)} req/s ` +
+      `(hit rate ${bound.hitRate.toFixed(3)}); one placement reaches ${bound.achieved.toFixed(0)}`)
+  }
   const rates = args.rates ? args.rates.split(',').map(Number) : []
   if (rates.length) rateTable(all, names, fleet, run, rates)
   if (args.sweep) capacityTable(all, names, fleet, run, { spec: args.sweep, slo, limit })

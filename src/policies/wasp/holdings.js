@@ -246,7 +246,8 @@ function contend (w, upstreams, krec) {
   let over = -1
   let mostHeld = -INFINITY
   let leastHeld = INFINITY
-  let anyHeld = INFINITY
+  let leastAfter = INFINITY
+  let anyAfter = INFINITY
   const start = krec.hash % n
   for (let k = 0; k < n; k++) {
     const i = (start + k) % n
@@ -256,10 +257,18 @@ function contend (w, upstreams, krec) {
       if (h > mostHeld) { most = i; mostHeld = h }
       if (u.held[b] > u.cap + SHED_MARGIN) over = i
     } else {
-      if (h < anyHeld || (h === anyHeld && upstreams[i].inflight < upstreams[any].inflight)) { any = i; anyHeld = h }
+      // ordered by the count it would hold with the key, per weight (with unequal weights, an
+      // upstream of weight 8 takes the first key of a band before one of weight 2; with equal
+      // weights the order of the counts themselves)
+      const after = (u.held[b] + 1) / (u.weight * unit)
+      if (after < anyAfter || (after === anyAfter && upstreams[i].inflight < upstreams[any].inflight)) {
+        any = i
+        anyAfter = after
+      }
       if (u.held[b] + 1 <= u.cap && !(w.queued && busy(u, upstreams[i])) &&
-        (h < leastHeld || (h === leastHeld && upstreams[i].inflight < upstreams[least].inflight))) {
+        (after < leastAfter || (after === leastAfter && upstreams[i].inflight < upstreams[least].inflight))) {
         least = i
+        leastAfter = after
         leastHeld = h
       }
     }
@@ -295,7 +304,7 @@ function contend (w, upstreams, krec) {
     swap(w, krec, recs[over], recs[least])
   } else if (most >= 0 && least >= 0 && mostHeld - leastHeld >= w.o.shareGap * gapFactor &&
     mostHeld - leastHeld >= SHARE_RATIO * gapFactor * mostHeld &&
-    !(w.queued && upstreams[least].inflight > upstreams[most].inflight)) {
+    !(w.queued && upstreams[least].inflight / recs[least].workers > upstreams[most].inflight / recs[most].workers)) {
     swap(w, krec, recs[most], recs[least])
   }
   // the holders are the key's specialists: each answers as one, and replicas share it by load
@@ -323,11 +332,12 @@ function room (u, shareGap) {
 function roomiest (recs, n, holder, shareGap, upstreams) {
   let best = -1
   let most = 0
-  let hf = INFINITY // with `upstreams` (the backends queue): the holder's in flight, which a taker may not exceed
-  if (upstreams) for (let i = 0; i < n; i++) if (recs[i] === holder) hf = upstreams[i].inflight
+  // with `upstreams` (the backends queue): the holder's in flight per worker, which a taker may not exceed
+  let hf = INFINITY
+  if (upstreams) for (let i = 0; i < n; i++) if (recs[i] === holder) hf = upstreams[i].inflight / recs[i].workers
   for (let i = 0; i < n; i++) {
     if (recs[i] === holder) continue
-    if (upstreams && (upstreams[i].inflight > hf || busy(recs[i], upstreams[i]))) continue
+    if (upstreams && (upstreams[i].inflight / recs[i].workers > hf || busy(recs[i], upstreams[i]))) continue
     const r = room(recs[i], shareGap)
     if (r > most) { most = r; best = i }
   }

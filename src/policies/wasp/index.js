@@ -189,7 +189,7 @@ function pick (w, upstreams, ctx) {
     w.fallbacks++
     chosen = best
   }
-  queueing.noteSent(ctx, upstreams[chosen])
+  queueing.noteSent(ctx, upstreams[chosen], w.recs[chosen].q)
   const cr = w.recs[chosen]
   keepIdleDiscount(w, krec, cr)
   learn(w, krec, cr)
@@ -219,8 +219,44 @@ function register (w, upstreams, picks) {
     if (urec.q.queued) queued = true
   }
   w.queued = queued && w.o.spill > 0
+  learntWeights(w, upstreams)
   w.meanLatency = latencyCount > 0 ? latencySum / latencyCount : 0
   return total
+}
+
+/** An upstream's worker count: its busy workers while saturated (./queueing.js), 0 = not known. */
+function workersOf (q) {
+  return q.busyCount
+}
+
+/**
+ * Each upstream's worker count (`workersOf`), read in the first second of a flood. One whose count
+ * is not known (none of its requests waited long enough to read it) weighs the least known while it
+ * shows a queue and the most known while it does not (it never queued: the roomiest); all weigh 1
+ * before any is known (a fleet that never queues). The in-flight counts that decide where a key may
+ * move or a miss may spill, and the load of the response rounds, are compared per worker
+ * (`urec.workers`, `urec.loadScale`), and an upstream nobody weighted weighs its workers in the
+ * holdings, so a backend of 8 workers takes four times the share of each popularity band of one of
+ * 2 (docs/algorithms.md). Equal workers weigh alike, and pick as before.
+ */
+function learntWeights (w, upstreams) {
+  const { recs } = w
+  let most = 0
+  let least = INFINITY
+  for (let i = 0; i < upstreams.length; i++) {
+    const k = workersOf(recs[i].q)
+    if (k > most) most = k
+    if (k > 0 && k < least) least = k
+  }
+  if (most === 0) return
+  let sum = 0
+  for (let i = 0; i < upstreams.length; i++) {
+    const q = recs[i].q
+    recs[i].workers = workersOf(q) || (q.queued ? least : most)
+    sum += recs[i].workers
+    if (typeof upstreams[i].weight !== 'number') recs[i].weight = recs[i].workers
+  }
+  for (let i = 0; i < upstreams.length; i++) recs[i].loadScale = sum / (upstreams.length * recs[i].workers)
 }
 
 /**
@@ -228,7 +264,7 @@ function register (w, upstreams, picks) {
  * the key (its threshold stays) nor keeps the page unless it has room to spare (./admission.js).
  */
 function served (w, upstreams, chosen, krec, ctx) {
-  queueing.noteSent(ctx, upstreams[chosen])
+  queueing.noteSent(ctx, upstreams[chosen], w.recs[chosen].q)
   const cr = w.recs[chosen]
   cr.idle = 0
   if (w.o.admission) admit(krec, cr, ctx)
@@ -245,7 +281,8 @@ function serveUnkeyed (w, upstreams) {
 
 /** Load seen by the policy: in-flight count, scaled by relative latency when that feedback is on. */
 function loadOf (w, upstream, urec) {
-  const inflight = upstream.inflight > 0 ? upstream.inflight : 0
+  // per worker, in units of the mean upstream's workers (learnt: `learntWeights`; 1 before)
+  const inflight = (upstream.inflight > 0 ? upstream.inflight : 0) * urec.loadScale
   if (!w.useLatency || w.meanLatency <= 0 || urec.latency <= 0) return inflight
   return inflight * (urec.latency / w.meanLatency)
 }
@@ -379,6 +416,7 @@ function feedback (w, upstream, ctx, outcome) {
   const urec = memory.ups.get(upstream.id)
   if (urec === undefined) return
   queueing.observe(urec.q, ctx, outcome, w.bases)
+  queueing.observeThroughput(urec.q, ctx, outcome, w.bases)
   if (w.useLatency && typeof outcome.latencyMs === 'number' && outcome.latencyMs >= 0) {
     urec.latency = ewma(urec.latency > 0 ? urec.latency : undefined, outcome.latencyMs, LATENCY_ALPHA)
   }

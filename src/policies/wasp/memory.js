@@ -23,7 +23,12 @@ const { createQueueing } = require('./queueing')
  * @typedef {object} UpstreamRecord
  * @property {string} id
  * @property {number} hash `hash32(id)`, for the packing (./packing.js)
- * @property {number} weight its `weight` (1 when none) the last time it was listed
+ * @property {number} weight its `weight` the last time it was listed; when none, 1, or its learnt
+ *   worker count once the backends have queued (./index.js `learntWeights`)
+ * @property {number} workers its learnt worker count (./queueing.js), 1 before any is known: the
+ *   in-flight counts of upstreams are compared per worker
+ * @property {number} loadScale the mean upstream's workers over its own (1 before any is known): its
+ *   in-flight count times this is its load in the response rounds (./index.js `loadOf`)
  * @property {number} joined the pick at which it (re)joined
  * @property {number} seen the last pick that listed it
  * @property {number} latency latency EWMA in ms, 0 before the first sample
@@ -202,6 +207,8 @@ function createMemory (o, { onEvict } = {}) {
           id,
           hash: hash32(id),
           weight: 1,
+          workers: 1,
+          loadScale: 1,
           joined: picks,
           seen: picks,
           latency: 0,

@@ -31,11 +31,14 @@
  */
 
 // globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
-const { max } = Math
+const { max, round } = Math
 const INFINITY = Infinity
 
 /** The context slot holding the chosen upstream's in-flight count at the pick. */
 const AT = Symbol('polistes.wasp.inflightAtPick')
+/** The context slots holding the chosen upstream's completed service, and unknown completions, at the pick. */
+const WORK_AT = Symbol('polistes.wasp.workAtPick')
+const UNKNOWN_AT = Symbol('polistes.wasp.unknownAtPick')
 
 /** Weight of the newest sample in the base and wait-table EWMAs. */
 const ALPHA = 1 / 16
@@ -53,6 +56,10 @@ const QUEUE_MS = 1
  * contention scatters the latencies of requests sent to an idle backend by as much as it raises the
  * busy ones, a FIFO of workers does not (its idle requests take their service time). */
 const SPREAD_FACTOR = 3
+/** The weight of a new reading of the busy workers (`observeThroughput`). */
+const TP_ALPHA = 1 / 16
+/** A reading only from a request that took this many of the slowest class's service times. */
+const TP_WAIT = 8
 /** A queued upstream's table is read again every RECHECK responses: its queue may have gone. */
 const RECHECK = 16
 /** Latency classes: by the X-Cache result. */
@@ -74,13 +81,23 @@ function createQueueing () {
     wait: new Float64Array(MAX_F + 1),
     samples: new Uint32Array(MAX_F + 1),
     seen: 0, // responses that fed the table
-    queued: false
+    queued: false,
+    busyWorkers: 0, // its workers busy while saturated (`observeThroughput`); 0 = not seen saturated
+    busyCount: 0, // that, rounded, with hysteresis: its worker count from it; 0 = none
+    doneWork: 0, // the service time (ms) of its completions, from the class bases (`observeThroughput`)
+    doneUnknown: 0 // its completions of a class whose base was not known yet
   }
 }
 
-/** Note the in-flight count of the chosen upstream before this request joins it. */
-function noteSent (ctx, upstream) {
-  if (ctx) ctx[AT] = upstream.inflight > 0 ? upstream.inflight : 0
+/** Note the in-flight count of the chosen upstream before this request joins it (and with its
+ * queueing record `q`, the service it has completed so far: `observeThroughput`). */
+function noteSent (ctx, upstream, q) {
+  if (!ctx) return
+  ctx[AT] = upstream.inflight > 0 ? upstream.inflight : 0
+  if (q) {
+    ctx[WORK_AT] = q.doneWork
+    ctx[UNKNOWN_AT] = q.doneUnknown
+  }
 }
 
 function classOf (cache) {
@@ -152,6 +169,41 @@ function observe (q, ctx, outcome, fleet) {
 }
 
 /**
+ * A completion, for the busy workers while saturated, with no clock: the upstream's completed
+ * service time (each response's class base, its own or the fleet's) counts up, and a request notes
+ * the count when it is sent (`noteSent`). When it comes back, the service completed there in its
+ * lifetime, its own included, over its latency is the number of workers that were busy meanwhile;
+ * when it was sent behind at least that many (+1) and it waited long (TP_WAIT slowest
+ * services), no worker was idle, and that is the worker count. Seen within the first hundreds of
+ * milliseconds of a flood. (The wait table's knee, the least in-flight count whose requests wait, is
+ * the worker count too, but under jittered service times its small first rise is lost in the noise:
+ * it read 1 to 3 for 4 workers at ±50 %.)
+ */
+function observeThroughput (q, ctx, outcome, fleet) {
+  const c = classOf(outcome.cache)
+  // any sample at rest will do here (a flood leaves few): the estimate is an EWMA of many readings
+  const service = q.zero[c] >= BASE_SAMPLES ? q.base[c] : fleet.zero[c] > 0 ? fleet.base[c] : 0
+  if (service > 0) q.doneWork += service
+  else q.doneUnknown++
+  const at = ctx ? ctx[AT] : undefined
+  const work = ctx ? ctx[WORK_AT] : undefined
+  const latency = outcome.latencyMs
+  if (typeof work !== 'number' || !(service > 0) || ctx[UNKNOWN_AT] !== q.doneUnknown) return
+  // the completions of its lifetime began up to a service time before it was sent: a long wait
+  // (TP_WAIT slowest services) makes that edge small
+  const slowest = max(fleet.base[HIT], fleet.base[MISS], fleet.base[OTHER], service)
+  if (!(latency > TP_WAIT * slowest)) return
+  const busy = (q.doneWork - work) / latency
+  if (!(at >= busy + 1)) return
+  q.busyWorkers = q.busyWorkers > 0 ? q.busyWorkers + TP_ALPHA * (busy - q.busyWorkers) : busy
+  // the count, rounded, moves only when the estimate is a whole worker away from it: jittered service
+  // times bias the readings up by about a tenth, and a count flipping between 4 and 5 on an equal
+  // fleet would unbalance its holdings
+  const d = q.busyWorkers - q.busyCount
+  if (q.busyCount === 0 || d >= 1 || d <= -1) q.busyCount = q.busyWorkers >= 0.5 ? round(q.busyWorkers) : 0
+}
+
+/**
  * Whether entry f and the one below it both read more than the bar (with MIN_SAMPLES each): a queue
  * grows with f, the noise of one entry does not (the last entry stands alone: it gathers
  * everything beyond).
@@ -204,4 +256,4 @@ function serviceOf (q, hit) {
   return q.base[hit ? HIT : MISS]
 }
 
-module.exports = { createBases, createQueueing, noteSent, observe, waitOf, serviceOf }
+module.exports = { createBases, createQueueing, noteSent, observe, observeThroughput, waitOf, serviceOf }

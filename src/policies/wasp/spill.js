@@ -47,7 +47,7 @@ function route (w, upstreams, krec) {
     if (!holders.includes(recs[i])) continue
     const f = upstreams[i].inflight > 0 ? upstreams[i].inflight : 0
     const wait = waitOf(recs[i].q, f)
-    const load = f
+    const load = f / recs[i].workers // ties (most often: no wait at either) to the fewer in flight per worker
     if (wait < hWait || (wait === hWait && load < hLoad)) { h = i; hWait = wait; hLoad = load }
   }
   if (h < 0 || hWait <= 0) return h
@@ -55,7 +55,7 @@ function route (w, upstreams, krec) {
   const hit = serviceOf(hq, true) || DEFAULT_HIT
   const miss = serviceOf(hq, false) || DEFAULT_MISS * hit
   if (hWait <= w.o.spill * (miss - hit)) return h
-  const hF = upstreams[h].inflight
+  const hF = upstreams[h].inflight / recs[h].workers // in flight per worker (learnt, ./index.js)
   let best = h
   let bestCost = hWait + hit
   for (let i = 0; i < n; i++) {
@@ -66,7 +66,7 @@ function route (w, upstreams, krec) {
     const wait = waitOf(q, f)
     // a miss goes only where a worker is (about) free, and never to an upstream with more in flight
     // than the holder (one that has not shown its queue yet reads as waiting 0)
-    if (!held && (wait > hit || f >= hF)) continue
+    if (!held && (wait > hit || f / recs[i].workers >= hF)) continue
     const cost = wait + (serviceOf(q, held) || (held ? hit : miss))
     if (cost < bestCost) { best = i; bestCost = cost }
   }
@@ -95,7 +95,7 @@ function freeMiss (w, upstreams, krec) {
   for (let i = 0; i < n; i++) {
     if (!holders.includes(recs[i])) continue
     if (admission.keeps(krec, recs[i])) return -1
-    if (upstreams[i].inflight < hF) hF = upstreams[i].inflight
+    if (upstreams[i].inflight / recs[i].workers < hF) hF = upstreams[i].inflight / recs[i].workers
   }
   if (hF === INFINITY) return -1
   let best = -1
@@ -104,11 +104,12 @@ function freeMiss (w, upstreams, krec) {
   const start = krec.hash % n
   for (let k = 0; k < n; k++) {
     const i = (start + k) % n
-    const f = upstreams[i].inflight > 0 ? upstreams[i].inflight : 0
+    const f = (upstreams[i].inflight > 0 ? upstreams[i].inflight : 0) / recs[i].workers
     // one that has not shown a queue reads as waiting 0 whatever it has in flight (a backend back
     // cold, a new one): it takes a free miss only while it has no more in flight than a holder
+    // (per worker, learnt: ./index.js)
     if (!recs[i].q.queued && f > hF) continue
-    const wait = waitOf(recs[i].q, f)
+    const wait = waitOf(recs[i].q, upstreams[i].inflight > 0 ? upstreams[i].inflight : 0)
     if (wait < bestWait || (wait === bestWait && f < bestLoad)) { best = i; bestWait = wait; bestLoad = f }
   }
   return best
