@@ -250,3 +250,23 @@ describe('wasp: a backend back cold while the others queue', () => {
     expect(later.share.u0).toBeGreaterThan(0.09) // fair: 1/7 = 0.143
   })
 })
+
+describe('wasp: the worker counts it learnt, in its snapshot', () => {
+  /** A wasp on the open-loop model's fleet of 7 (caches of 100 of 2,000 pages, Zipf(1)), flooded from cold. */
+  function learnt (workers, rate) {
+    const clock = {}
+    const policy = createWasp({}, { random: mulberry32(11), now: () => clock.model.now() })
+    const model = clock.model = createOpenLoop({ rate, keys: 2000, cacheSize: 100, workers, seed: 3, jitter: 0.3, policy })
+    model.run(12000)
+    return policy.snapshot().upstreams.map((u) => u.workers)
+  }
+
+  test('workers 2-8 read within one of each backend\'s count; an equal fleet reads alike; a fleet that never queues reads none', () => {
+    const unequal = learnt([2, 3, 4, 5, 6, 7, 8], 4000)
+    unequal.forEach((n, i) => expect([i, Math.abs(n - (i + 2)) <= 1]).toEqual([i, true]))
+    expect(unequal[6]).toBeGreaterThan(2 * unequal[0])
+    const equal = learnt(4, 3200)
+    expect(Math.max(...equal) - Math.min(...equal)).toBeLessThanOrEqual(1)
+    expect(learnt(4, 800)).toEqual([null, null, null, null, null, null, null])
+  })
+})

@@ -117,10 +117,11 @@ export interface WaspSnapshot {
    * `capacity`: its capacity estimate in keys, learnt from them (null: none, it is not full);
    * `admissionSize`: the keys its cache keeps, learnt from the results of kept keys (null: not
    * learnt, it keeps everything; see `admission`); `queued`: whether its latencies have shown a
-   * queue (see `spill`) */
+   * queue (see `spill`); `workers`: its worker count, learnt from its busy workers while it was
+   * saturated (null: not seen saturated; an upstream given no `weight` weighs it in the holdings) */
   upstreams: Array<{
     id: string, latencyMs: number, idle: number, held: number, heldHitRatio: number,
-    capacity: number | null, admissionSize: number | null, queued: boolean
+    capacity: number | null, admissionSize: number | null, queued: boolean, workers: number | null
   }>
   /** keys owned per upstream id: keys whose lowest threshold is that upstream's and below `thetaStart` */
   owned: Record<string, number>

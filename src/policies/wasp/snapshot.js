@@ -71,7 +71,8 @@ function snapshot (w) {
       heldHitRatio: u.hits,
       capacity: u.cap === Infinity ? null : u.cap,
       admissionSize: u.admission.size === Infinity ? null : u.admission.size,
-      queued: u.q.queued
+      queued: u.q.queued,
+      workers: u.q.busyCount > 0 ? u.q.busyCount : null
     })),
     owned,
     recent
