@@ -270,3 +270,23 @@ describe('wasp: the worker counts it learnt, in its snapshot', () => {
     expect(learnt(4, 800)).toEqual([null, null, null, null, null, null, null])
   })
 })
+
+describe('wasp learnWorkers: the learnt worker counts as weights, an option (off by default)', () => {
+  /** Capacity-scenario model run on workers 2-8 at 3,800 req/s (seed 1): p99 and each backend's share. */
+  const run = (options) => runAt((random, now) => createWasp(options, { random, now }),
+    { rate: 3800, keys: 2000, cacheSize: 100, workers: [2, 3, 4, 5, 6, 7, 8] }, { seed: 1, warmup: 20000, measure: 20000 })
+
+  test('on, the 2-worker backend takes less and the fleet stays under the SLO where off it queues for seconds', () => {
+    const off = run({})
+    const on = run({ learnWorkers: true })
+    expect(off.p99).toBeGreaterThan(1000)
+    expect(on.p99).toBeLessThan(40)
+    expect(on.share.u0).toBeLessThan(off.share.u0)
+    expect(on.share.u6).toBeGreaterThan(off.share.u6)
+  })
+
+  test('a learnWorkers that is not a boolean is refused', () => {
+    expect(() => createWasp({ learnWorkers: 'yes' })).toThrow('wasp: learnWorkers must be a boolean')
+    expect(createWasp.defaults.learnWorkers).toBe(false)
+  })
+})

@@ -39,6 +39,9 @@ export interface WaspOptions {
   spill?: number
   /** replication threshold (as `replicate`) for a key whose holder shows a queue; 0 = off (default 0.15) */
   replicateQueued?: number
+  /** unequal workers nobody weighted: weigh each upstream by the worker count read from its busy
+   * workers while saturated (the snapshot's `workers`); off until measured over HTTP (default false) */
+  learnWorkers?: boolean
   /** key table capacity, LRU (default 10000) */
   maxKeys?: number
   /** response feedback switches (default both off) */

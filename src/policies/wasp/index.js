@@ -240,6 +240,7 @@ function workersOf (q) {
  * 2 (docs/algorithms.md). Equal workers weigh alike, and pick as before.
  */
 function learntWeights (w, upstreams) {
+  if (!w.o.learnWorkers) return
   const { recs } = w
   let most = 0
   let least = INFINITY

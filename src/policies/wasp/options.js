@@ -77,7 +77,12 @@ const defaults = Object.freeze({
   spill: 1,
   /** replication once the upstreams queue (with spill): `replicate` for a key whose holder shows a
    * queue (./queueing.js), where a holder must carry its other keys besides a hot one; 0 = off */
-  replicateQueued: 0.15
+  replicateQueued: 0.15,
+  /** unequal workers nobody weighted (./queueing.js `observeThroughput`): each upstream's worker count,
+   * read from its busy workers while it is saturated, weighs it in the holdings and scales its
+   * in-flight count, where no `weight` was given. Off by default until measured over HTTP (the counts
+   * are read and shown in the snapshot either way) */
+  learnWorkers: false
 })
 
 const NUMERIC = ['thetaMin', 'thetaMax', 'thetaStart', 'xi', 'phi', 'stimulus', 'stimulusGrowth',
@@ -128,6 +133,7 @@ function resolveOptions (options) {
   }
   if (!(o.spill >= 0 && o.spill <= 1e6)) throw badOption('spill must be 0 (off) or lie in (0, 1e6]')
   if (typeof o.admission !== 'boolean') throw badOption('admission must be a boolean')
+  if (typeof o.learnWorkers !== 'boolean') throw badOption('learnWorkers must be a boolean')
   for (const f of ['cache', 'latency']) {
     if (typeof o.feedback[f] !== 'boolean') throw badOption(`feedback.${f} must be a boolean`)
   }
