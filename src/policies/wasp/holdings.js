@@ -47,7 +47,7 @@
 
 const { BANDS } = require('./memory')
 const admission = require('./admission')
-const { waitOf, serviceOf } = require('./queueing')
+const { perWorker, waitOf, serviceOf } = require('./queueing')
 
 // globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
 const { clz32, floor, log2, min, max, ceil } = Math
@@ -304,7 +304,7 @@ function contend (w, upstreams, krec) {
     swap(w, krec, recs[over], recs[least])
   } else if (most >= 0 && least >= 0 && mostHeld - leastHeld >= w.o.shareGap * gapFactor &&
     mostHeld - leastHeld >= SHARE_RATIO * gapFactor * mostHeld &&
-    !(w.queued && upstreams[least].inflight / recs[least].workers > upstreams[most].inflight / recs[most].workers)) {
+    !(w.queued && perWorker(upstreams[least], recs[least]) > perWorker(upstreams[most], recs[most]))) {
     swap(w, krec, recs[most], recs[least])
   }
   // the holders are the key's specialists: each answers as one, and replicas share it by load
@@ -334,10 +334,10 @@ function roomiest (recs, n, holder, shareGap, upstreams) {
   let most = 0
   // with `upstreams` (the backends queue): the holder's in flight per worker, which a taker may not exceed
   let hf = INFINITY
-  if (upstreams) for (let i = 0; i < n; i++) if (recs[i] === holder) hf = upstreams[i].inflight / recs[i].workers
+  if (upstreams) for (let i = 0; i < n; i++) if (recs[i] === holder) hf = perWorker(upstreams[i], recs[i])
   for (let i = 0; i < n; i++) {
     if (recs[i] === holder) continue
-    if (upstreams && (upstreams[i].inflight / recs[i].workers > hf || busy(recs[i], upstreams[i]))) continue
+    if (upstreams && (perWorker(upstreams[i], recs[i]) > hf || busy(recs[i], upstreams[i]))) continue
     const r = room(recs[i], shareGap)
     if (r > most) { most = r; best = i }
   }

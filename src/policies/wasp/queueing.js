@@ -100,6 +100,14 @@ function noteSent (ctx, upstream, q) {
   }
 }
 
+/**
+ * An upstream's in-flight count per worker: over its record's learnt `workers` (1 until the counts
+ * are learnt, ./index.js `learntWeights`), so that upstreams of unequal workers compare by load.
+ */
+function perWorker (upstream, urec) {
+  return (upstream.inflight > 0 ? upstream.inflight : 0) / urec.workers
+}
+
 function classOf (cache) {
   return cache === 'HIT' ? HIT : cache === 'MISS' ? MISS : OTHER
 }
@@ -256,4 +264,4 @@ function serviceOf (q, hit) {
   return q.base[hit ? HIT : MISS]
 }
 
-module.exports = { createBases, createQueueing, noteSent, observe, observeThroughput, waitOf, serviceOf }
+module.exports = { createBases, createQueueing, noteSent, observe, observeThroughput, perWorker, waitOf, serviceOf }

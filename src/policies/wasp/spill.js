@@ -18,7 +18,7 @@
  * O(upstreams × holders) per pick.
  */
 
-const { waitOf, serviceOf } = require('./queueing')
+const { perWorker, waitOf, serviceOf } = require('./queueing')
 const admission = require('./admission')
 
 // globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
@@ -47,7 +47,7 @@ function route (w, upstreams, krec) {
     if (!holders.includes(recs[i])) continue
     const f = upstreams[i].inflight > 0 ? upstreams[i].inflight : 0
     const wait = waitOf(recs[i].q, f)
-    const load = f / recs[i].workers // ties (most often: no wait at either) to the fewer in flight per worker
+    const load = perWorker(upstreams[i], recs[i]) // ties (most often: no wait at either) to the fewer per worker
     if (wait < hWait || (wait === hWait && load < hLoad)) { h = i; hWait = wait; hLoad = load }
   }
   if (h < 0 || hWait <= 0) return h
@@ -55,7 +55,7 @@ function route (w, upstreams, krec) {
   const hit = serviceOf(hq, true) || DEFAULT_HIT
   const miss = serviceOf(hq, false) || DEFAULT_MISS * hit
   if (hWait <= w.o.spill * (miss - hit)) return h
-  const hF = upstreams[h].inflight / recs[h].workers // in flight per worker (learnt, ./index.js)
+  const hF = perWorker(upstreams[h], recs[h])
   let best = h
   let bestCost = hWait + hit
   for (let i = 0; i < n; i++) {
@@ -66,7 +66,7 @@ function route (w, upstreams, krec) {
     const wait = waitOf(q, f)
     // a miss goes only where a worker is (about) free, and never to an upstream with more in flight
     // than the holder (one that has not shown its queue yet reads as waiting 0)
-    if (!held && (wait > hit || f / recs[i].workers >= hF)) continue
+    if (!held && (wait > hit || perWorker(upstreams[i], recs[i]) >= hF)) continue
     const cost = wait + (serviceOf(q, held) || (held ? hit : miss))
     if (cost < bestCost) { best = i; bestCost = cost }
   }
@@ -95,7 +95,8 @@ function freeMiss (w, upstreams, krec) {
   for (let i = 0; i < n; i++) {
     if (!holders.includes(recs[i])) continue
     if (admission.keeps(krec, recs[i])) return -1
-    if (upstreams[i].inflight / recs[i].workers < hF) hF = upstreams[i].inflight / recs[i].workers
+    const f = perWorker(upstreams[i], recs[i])
+    if (f < hF) hF = f
   }
   if (hF === INFINITY) return -1
   let best = -1
@@ -104,7 +105,7 @@ function freeMiss (w, upstreams, krec) {
   const start = krec.hash % n
   for (let k = 0; k < n; k++) {
     const i = (start + k) % n
-    const f = (upstreams[i].inflight > 0 ? upstreams[i].inflight : 0) / recs[i].workers
+    const f = perWorker(upstreams[i], recs[i])
     // one that has not shown a queue reads as waiting 0 whatever it has in flight (a backend back
     // cold, a new one): it takes a free miss only while it has no more in flight than a holder
     // (per worker, learnt: ./index.js)
