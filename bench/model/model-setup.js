@@ -46,6 +46,19 @@ function zipfCumulative (count, s) {
 }
 
 /**
+ * Each page's share of the requests, hottest first: 1 / (rank + 1)^s for Zipf(s), equal for uniform.
+ * @param {number} keys
+ * @param {'uniform' | { zipf: number }} popularity
+ * @returns {number[]} summing to 1
+ */
+function pageShares (keys, popularity) {
+  const weight = (r) => (popularity === 'uniform' ? 1 : 1 / pow(r + 1, popularity.zipf))
+  const probs = Array.from({ length: keys }, (_, r) => weight(r))
+  const total = probs.reduce((a, b) => a + b, 0)
+  return probs.map((p) => p / total)
+}
+
+/**
  * The popularity rank a uniform draw `r` in [0, 1) falls on.
  * @param {number} r
  * @param {number[] | null} cumulative from zipfCumulative, or null for uniform popularity
@@ -75,4 +88,4 @@ function jittered (base, jitter, random) {
   return base * (1 - jitter + 2 * jitter * random())
 }
 
-module.exports = { FLEET_SIZE, upstreamIds, pageNames, zipfCumulative, rankOf, jittered }
+module.exports = { FLEET_SIZE, upstreamIds, pageNames, zipfCumulative, pageShares, rankOf, jittered }

@@ -25,10 +25,10 @@
 const { mulberry32 } = require('../../src/common/prng')
 const { EventHeap } = require('./event-heap')
 const { createWindow } = require('./open-loop-window')
-const { FLEET_SIZE, upstreamIds, pageNames, zipfCumulative, rankOf, jittered } = require('./model-setup')
+const { FLEET_SIZE, upstreamIds, pageNames, zipfCumulative, pageShares, rankOf, jittered } = require('./model-setup')
 
 // globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
-const { log, max, pow, min } = Math
+const { log, max, min } = Math
 
 const DEFAULTS = Object.freeze({
   upstreams: FLEET_SIZE, // a number (ids u0..u{n-1}) or an array of ids
@@ -232,11 +232,9 @@ function physicalLimit (fleet) {
   const f = { ...DEFAULTS, ...fleet }
   const n = typeof f.upstreams === 'number' ? f.upstreams : f.upstreams.length
   const sum = (v) => (Array.isArray(v) ? v.reduce((a, b) => a + b, 0) : v * n)
-  const weight = (r) => (f.popularity === 'uniform' ? 1 : 1 / pow(r + 1, f.popularity.zipf))
-  const probs = Array.from({ length: f.keys }, (_, r) => weight(r))
-  const total = probs.reduce((a, b) => a + b, 0)
+  const shares = pageShares(f.keys, f.popularity)
   let hitRate = 0
-  for (let i = 0; i < min(f.keys, sum(f.cacheSize)); i++) hitRate += probs[i] / total
+  for (let i = 0; i < min(f.keys, sum(f.cacheSize)); i++) hitRate += shares[i]
   const serviceMs = hitRate * f.hitMs + (1 - hitRate) * f.missMs
   return { hitRate, serviceMs, rate: sum(f.workers) * 1000 / serviceMs }
 }

@@ -41,9 +41,10 @@
  */
 
 const { DEFAULTS } = require('./open-loop')
+const { pageShares } = require('./model-setup')
 
 // globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
-const { pow, min, max } = Math
+const { min, max } = Math
 
 /**
  * @param {object} fleet { upstreams, workers, cacheSize, keys, popularity, hitMs, missMs } as in
@@ -64,7 +65,7 @@ function placementLimit (fleet = {}) {
     throw new TypeError('placementLimit: workers must be > 0 and cache sizes >= 0')
   }
   if (n > 20) throw new TypeError(`placementLimit: at most 20 backends (every subset is tried), got ${n}`)
-  const probs = pageShares(f)
+  const probs = pageShares(f.keys, f.popularity)
   const top = [0]
   for (const q of probs) top.push(top[top.length - 1] + q)
   const M = (k) => { // the share of the k hottest pages, k fractional
@@ -97,14 +98,6 @@ function placementLimit (fleet = {}) {
   }
   const placed = greedyPlacement(probs, workers, caches, f, lo)
   return { rate: lo * 1000, hitRate: hitBound(lo), achieved: placed.rate * 1000, achievedHitRate: placed.hitRate }
-}
-
-/** Each page's share of requests, hottest first (the model's popularity: 1 / (rank + 1)^s, or uniform). */
-function pageShares (f) {
-  const weight = (r) => (f.popularity === 'uniform' ? 1 : 1 / pow(r + 1, f.popularity.zipf))
-  const probs = Array.from({ length: f.keys }, (_, r) => weight(r))
-  const total = probs.reduce((a, b) => a + b, 0)
-  return probs.map((p) => p / total)
 }
 
 /**
