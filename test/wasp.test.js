@@ -347,7 +347,7 @@ describe('wasp: bounded memory', () => {
         for (let i = 0; i < 1e6; i++) {
           const ctx = { key: '/k' + i }
           wasp.onEnd(wasp.pick(list, ctx), ctx, outcome)
-          if ((i & 1023) === 0) max = Math.max(max, wasp.snapshot().keys)
+          if ((i & 8191) === 0) max = Math.max(max, wasp.snapshot().keys)
         }
         console.log(JSON.stringify({ keys: wasp.snapshot().keys, max, picks: wasp.snapshot().picks, packings: wasp.snapshot().packings }))
       }`
