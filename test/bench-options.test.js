@@ -14,6 +14,14 @@ const { DEFAULT_ENGINE } = require('../src/proxy/proxy-engine')
 const RUN = path.join(__dirname, '..', 'bench', 'runners', 'run.js')
 
 describe('bench options', () => {
+  test('a run that changes the scenario\'s workload says so beside the scenario\'s description', () => {
+    const own = getScenario('capacity').description
+    expect(parseOptions(['--scenario', 'capacity']).description).toBe(own)
+    expect(parseOptions(['--scenario', 'capacity', '--zipf', '0.8', '--backend-workers', '2,3,4,5,6,7,8']).description)
+      .toBe(`${own}; this run's options changed: --zipf 0.8, --backend-workers 2,3,4,5,6,7,8`)
+    expect(parseOptions(['--pages', '20000', '--cache-pages', '8']).description).toMatch(/; this run's options changed: --pages 20000, --cache-pages 8$/)
+  })
+
   test('a scenario\'s own arms carry their retry-on and source addresses; --retry-on and --sources set them for all', () => {
     const b = parseOptions(['--scenario', 'periodic', '--peers', 'none'])
     expect(b).toMatchObject({ rate: 50, load: 'open-loop', baseline: 'random' })

@@ -18,6 +18,10 @@ const { PEER_ARMS, parsePeers } = require('../peers/peer-configs')
 const { findBinary, INSTALL } = require('../peers/peers')
 const { parseSweep, parseKill, backendWorkers, KILL_RATE } = require('./sweep-options')
 
+/** The flags that change the scenario's workload or fleet, named beside its description when given. */
+const WORKLOAD_FLAGS = ['pages', 'popularity', 'zipf', 'page-size', 'cache-pages', 'cache-bytes', 'hit-ms', 'miss-ms',
+  'backend-workers', 'shift']
+
 const RESULTS_DIR = path.join(__dirname, '..', 'results')
 
 /** Trials and seconds per run of a scenario's full matrix (`--full`, or a scenario without a quick plan). */
@@ -421,11 +425,16 @@ function parseOptions (argv) {
     notes.push('note: --churn runs each backend as a process of its own (to SIGKILL one)')
   }
 
+  // the scenario's description names its own workload: a run that changes it says so beside it
+  const changed = WORKLOAD_FLAGS.filter((flag) => args[flag] !== undefined).map((flag) => `--${flag} ${args[flag]}`)
+
   return {
     scenario: args.scenario,
     // 'quick': the scenario's quick default (`npm run bench` with no arguments); 'full': its whole matrix
     plan: quick ? 'quick' : 'full',
-    description: scenario.description,
+    description: changed.length
+      ? `${scenario.description}; this run's options changed: ${changed.join(', ')}`
+      : scenario.description,
     columns: rate ? OPEN_LOOP_COLUMNS : scenario.columns,
     // a sweep of offered rates (the capacity scenario): { rates, sloMs, stopAfter }, else null
     sweep,
