@@ -224,13 +224,9 @@ function register (w, upstreams, picks) {
   return total
 }
 
-/** An upstream's worker count: its busy workers while saturated (./queueing.js), 0 = not known. */
-function workersOf (q) {
-  return q.busyCount
-}
-
 /**
- * Each upstream's worker count (`workersOf`), read in the first second of a flood. One whose count
+ * Each upstream's worker count (`q.busyCount`: its busy workers while saturated, ./queueing.js
+ * `observeThroughput`; 0 = not known), read in the first second of a flood. One whose count
  * is not known (none of its requests waited long enough to read it) weighs the least known while it
  * shows a queue and the most known while it does not (it never queued: the roomiest); all weigh 1
  * before any is known (a fleet that never queues). The in-flight counts that decide where a key may
@@ -245,7 +241,7 @@ function learntWeights (w, upstreams) {
   let most = 0
   let least = INFINITY
   for (let i = 0; i < upstreams.length; i++) {
-    const k = workersOf(recs[i].q)
+    const k = recs[i].q.busyCount
     if (k > most) most = k
     if (k > 0 && k < least) least = k
   }
@@ -253,7 +249,7 @@ function learntWeights (w, upstreams) {
   let sum = 0
   for (let i = 0; i < upstreams.length; i++) {
     const q = recs[i].q
-    recs[i].workers = workersOf(q) || (q.queued ? least : most)
+    recs[i].workers = q.busyCount || (q.queued ? least : most)
     sum += recs[i].workers
     if (typeof upstreams[i].weight !== 'number') recs[i].weight = recs[i].workers
   }
