@@ -6,6 +6,9 @@
 // every type test of test/types/ checked there in one tsc run, so @types/node is parsed and checked
 // once (about 8 CPU-s a project on a cold run), not once per project. Each file holds
 // `// @ts-expect-error` lines: tsc reports an unused one, so a wrong option that type-checks fails.
+// The project's lib is es2022 alone, without the DOM lib a bare target brings: the declarations must
+// stand on @types/node as a server's project does, not on browser globals (and tsc reads 45,000 fewer
+// lines: 6.4 CPU-s against 8.8 cold).
 //
 // Incremental: the build info of the last run is kept in the system's temporary folder (one file per
 // checkout) and copied into the consumer's folder, where its paths resolve to the same packages at the
