@@ -1,9 +1,9 @@
 'use strict'
 
 /**
- * Which backends served each page, from the backends' own counts (`GET /_stats?keys=1`, so with
- * any load generator, wrk included), and how many of them carry each hot page: a page too hot for
- * one backend shows up served by several (replicated). Pure functions, no I/O.
+ * Which backends served each page, from the client's X-Server counts or, with wrk, which cannot count
+ * them, from the backends' own (`GET /_stats?keys=1`), and how many of them carry each hot page: a page
+ * too hot for one backend shows up served by several (replicated). Pure functions, no I/O.
  */
 
 /** A backend counts as a replica of a page when it served at least this share of its requests. */
