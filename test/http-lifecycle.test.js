@@ -75,6 +75,7 @@ describe('backlog', () => {
 
   async function burstOn (port) {
     const sockets = []
+    let timer
     try {
       const connected = []
       const started = performance.now()
@@ -87,9 +88,10 @@ describe('backlog', () => {
       const until = performance.now() + 100
       // hold the event loop: the loopback handshakes complete (or are dropped) meanwhile, none accepted
       while (performance.now() < until) Math.sqrt(until)
-      const times = await Promise.race([Promise.all(connected), new Promise((resolve) => setTimeout(() => resolve(null), 700))])
+      const times = await Promise.race([Promise.all(connected), new Promise((resolve) => { timer = setTimeout(() => resolve(null), 700) })])
       return times === null ? 'some waited for a SYN retransmit' : 'all within 700 ms'
     } finally {
+      clearTimeout(timer)
       for (const s of sockets) s.destroy()
     }
   }
