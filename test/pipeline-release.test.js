@@ -21,13 +21,11 @@ const SETUPS = [
 /** Send `bytes` on a new connection, wait for the balancer to close it or for `leaveMs`, then leave. */
 async function pipeline (base, bytes, { leaveMs = 1000 } = {}) {
   const conn = new RawConnection(base)
-  let timer
   try {
     await conn.send(bytes)
-    await Promise.race([conn.closed, new Promise((resolve) => { timer = setTimeout(resolve, leaveMs) })])
+    await conn.waitClosed(leaveMs) // clears its timer when the balancer closes first
     return conn.received.toString('latin1')
   } finally {
-    clearTimeout(timer) // else a connection the balancer closed leaves it pending: the worker cannot exit
     conn.destroy()
   }
 }
