@@ -40,7 +40,8 @@ export interface WaspOptions {
   /** replication threshold (as `replicate`) for a key whose holder shows a queue; 0 = off (default 0.15) */
   replicateQueued?: number
   /** unequal workers nobody weighted: weigh each upstream by the worker count read from its busy
-   * workers while saturated (the snapshot's `workers`); off until measured over HTTP (default false) */
+   * workers while saturated (the snapshot's `workers`); off: exact in the model, over HTTP it misreads
+   * under a flood that saturates the balancer (docs/algorithms.md; default false) */
   learnWorkers?: boolean
   /** key table capacity, LRU (default 10000) */
   maxKeys?: number
@@ -121,7 +122,8 @@ export interface WaspSnapshot {
    * `admissionSize`: the keys its cache keeps, learnt from the results of kept keys (null: not
    * learnt, it keeps everything; see `admission`); `queued`: whether its latencies have shown a
    * queue (see `spill`); `workers`: its worker count, learnt from its busy workers while it was
-   * saturated (null: not seen saturated; an upstream given no `weight` weighs it in the holdings) */
+   * saturated (null: not seen saturated; with `learnWorkers`, an upstream given no `weight` weighs it in
+   * the holdings; over HTTP it can read several times too many) */
   upstreams: Array<{
     id: string, latencyMs: number, idle: number, held: number, heldHitRatio: number,
     capacity: number | null, admissionSize: number | null, queued: boolean, workers: number | null
