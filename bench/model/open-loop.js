@@ -241,13 +241,14 @@ function physicalLimit (fleet) {
 
 /**
  * One contender at one rate: a fresh model and policy, `warmup` arrivals, then `measure` measured.
- * @param {(random: () => number, now: () => number) => object} makePolicy
+ * @param {(random: () => number, now: () => number, fleet: object) => object} makePolicy (the fleet,
+ *   with the rate and the defaults filled in, for references that know it: ./reference-learners.js)
  * @param {object} fleet model options (rate included)
  * @param {{ seed?: number, warmup?: number, measure?: number }} [run]
  */
 function runAt (makePolicy, fleet, { seed = 1, warmup = 40000, measure = 40000 } = {}) {
   const clock = { model: null }
-  const policy = makePolicy(mulberry32(seed * 7919 + 17), () => clock.model.now())
+  const policy = makePolicy(mulberry32(seed * 7919 + 17), () => clock.model.now(), { ...DEFAULTS, ...fleet })
   const model = clock.model = createOpenLoop({ ...fleet, seed, policy })
   model.run(warmup)
   return model.run(measure)

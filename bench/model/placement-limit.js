@@ -49,8 +49,10 @@ const { min, max } = Math
 /**
  * @param {object} fleet { upstreams, workers, cacheSize, keys, popularity, hitMs, missMs } as in
  *   createOpenLoop (workers and cacheSize a number or one per backend); defaults the model's
- * @returns {{ rate: number, hitRate: number, achieved: number, achievedHitRate: number }} rate: the
- *   bound (req/s) and hitRate its Hbound; achieved (req/s) and achievedHitRate: the greedy placement's
+ * @returns {{ rate: number, hitRate: number, achieved: number, achievedHitRate: number, homes: number[][] }}
+ *   rate: the bound (req/s) and hitRate its Hbound; achieved (req/s) and achievedHitRate: the greedy
+ *   placement's, and homes its backends (indexes) for each page, hottest first (pages past the end are
+ *   cached nowhere)
  */
 function placementLimit (fleet = {}) {
   const f = { ...DEFAULTS, ...fleet }
@@ -97,19 +99,26 @@ function placementLimit (fleet = {}) {
     else hi = mid
   }
   const placed = greedyPlacement(probs, workers, caches, f, lo)
-  return { rate: lo * 1000, hitRate: hitBound(lo), achieved: placed.rate * 1000, achievedHitRate: placed.hitRate }
+  return {
+    rate: lo * 1000,
+    hitRate: hitBound(lo),
+    achieved: placed.rate * 1000,
+    achievedHitRate: placed.hitRate,
+    homes: placed.homes
+  }
 }
 
 /**
- * One integral placement built for the rate `lambda` (req/ms), hottest page first, and the rate it
- * sustains: the least of the fleet's total work and each backend's hit work (its misses can be sent
- * to whoever has workers left, so only the hits bind a backend).
+ * One integral placement built for the rate `lambda` (req/ms), hottest page first (`homes`: each
+ * page's backends), and the rate it sustains: the least of the fleet's total work and each backend's
+ * hit work (its misses can be sent to whoever has workers left, so only the hits bind a backend).
  */
 function greedyPlacement (probs, workers, caches, f, lambda) {
   const n = workers.length
   const caps = workers.map((w) => w / (lambda * f.hitMs))
   const hits = new Array(n).fill(0)
   const room = [...caches]
+  const homes = []
   for (const q of probs) {
     // the backends with room and hit capacity left, most left first; the page on the fewest of them
     // whose even split each can take (k replicas of q / k), else on all of them up to what each can take
@@ -118,15 +127,17 @@ function greedyPlacement (probs, workers, caches, f, lambda) {
     if (open.length === 0) break // the rest are misses
     let k = 1
     while (k < open.length && q / k > caps[open[k - 1]] - hits[open[k - 1]]) k++
-    for (const i of open.slice(0, k)) {
+    const set = open.slice(0, k)
+    for (const i of set) {
       hits[i] += min(q / k, caps[i] - hits[i])
       room[i]--
     }
+    homes.push(set)
   }
   const H = hits.reduce((a, b) => a + b, 0)
   let rate = workers.reduce((a, b) => a + b, 0) / (f.hitMs * H + f.missMs * (1 - H))
   for (let i = 0; i < n; i++) if (hits[i] > 0) rate = min(rate, workers[i] / (f.hitMs * hits[i]))
-  return { rate: max(0, rate), hitRate: H }
+  return { rate: max(0, rate), hitRate: H, homes }
 }
 
 module.exports = { placementLimit }

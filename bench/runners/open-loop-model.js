@@ -4,13 +4,15 @@
 /**
  * `node bench/runners/open-loop-model.js [--rates 1500,2000,...] [--zipf 1] [--pages 2000] [--workers 4|2,3,...] ...`:
  * the open-loop model (bench/model/open-loop.js) from the command line: the fleet's physical limit,
- * p99 per contender at each offered rate, and each contender's capacity at the SLO over a sweep.
+ * p99 per contender at each offered rate, and each contender's capacity at the SLO over a sweep
+ * (`--only clairvoyant,counting`: the yardsticks of bench/model/reference-learners.js).
  */
 
 const yargs = require('yargs/yargs')
 const { physicalLimit, runAt, sweep, contenders } = require('../model/open-loop')
 const { FLEET_SIZE } = require('../model/model-setup')
 const { placementLimit } = require('../model/placement-limit')
+const { REFERENCES } = require('../model/reference-learners')
 
 /** Print `open-loop: <message>` and exit 2 (a bad option: no stack trace). */
 function fail (message) {
@@ -45,7 +47,11 @@ function parseArgs (argv) {
     .option('warmup', { type: 'number', default: 40000 })
     .option('measure', { type: 'number', default: 40000 })
     .option('seed', { type: 'number', default: 1 })
-    .option('only', { type: 'string', describe: 'comma-separated contenders (default all)' })
+    .option('only', {
+      type: 'string',
+      describe: 'comma-separated contenders (default all policies), or the references that are told the fleet: ' +
+        'clairvoyant (a static placement known from the start), counting (exact request counts)'
+    })
     .option('policy-options', { type: 'string', default: '{}', describe: 'wasp options as JSON' })
     .strict().help().version(false)
     .fail((msg, err) => fail(err ? err.message : msg))
@@ -116,8 +122,9 @@ function main (argv) {
   try { waspOptions = JSON.parse(args['policy-options']) } catch (err) { fail(`--policy-options: ${err.message}`) }
   const fleet = fleetOf(args)
   const run = { seed: args.seed, warmup: args.warmup, measure: args.measure }
-  const all = contenders(waspOptions)
-  const names = args.only ? args.only.split(',') : Object.keys(all)
+  const policies = contenders(waspOptions)
+  const all = { ...policies, ...REFERENCES }
+  const names = args.only ? args.only.split(',') : Object.keys(policies)
   for (const name of names) {
     if (!all[name]) fail(`unknown contender ${name} (${Object.keys(all).join(', ')})`)
   }
