@@ -80,8 +80,10 @@ const defaults = Object.freeze({
   replicateQueued: 0.15,
   /** unequal workers nobody weighted (./queueing.js `observeThroughput`): each upstream's worker count,
    * read from its busy workers while it is saturated, weighs it in the holdings and scales its
-   * in-flight count, where no `weight` was given. Off by default until measured over HTTP (the counts
-   * are read and shown in the snapshot either way) */
+   * in-flight count, where no `weight` was given. Off by default: exact in the model, but over HTTP a
+   * flood that saturates the balancer makes it read several times the real count, and in the model a
+   * backend whose requests never wait 8 service times in the first flood is never read
+   * (docs/algorithms.md, "Worker counts learnt"; the counts are shown in the snapshot either way) */
   learnWorkers: false
 })
 
