@@ -73,6 +73,23 @@ describe('the model\'s references, which are told the fleet', () => {
     expect([...learner.homes.values()].reduce((a, set) => a + set.length, 0)).toBe(700) // every slot used, none twice
   })
 
+  test.each([['clairvoyant', createClairvoyant], ['counting', createCountingLearner]])('%s with a backend down sends it nothing, and serves its pages elsewhere unstored', (name, create) => {
+    const fleet = { ...ISSUE, rate: 2500 }
+    const model = createOpenLoop({ ...fleet, seed: 4, policy: create(fleet) })
+    model.run(10000)
+    model.down('u2')
+    model.run(2000) // its first arrivals were picked before the backend went down (the last window's drain)
+    const before = model.caches().u2.length
+    const down = model.run(5000)
+    expect(down.share.u2).toBe(0)
+    expect(down.requests).toBe(5000)
+    expect(model.caches().u2).toHaveLength(before) // what it held stays: nothing new was stored there
+    // its pages were served as misses and not stored elsewhere: the others' caches hold only their own homes
+    expect(down.hitRate).toBeLessThan(0.872 - 0.05)
+    model.restart('u2')
+    expect(model.run(5000).share.u2).toBeGreaterThan(0.05)
+  })
+
   test('the model runner lists them with --only, beside the policies', async () => {
     const small = ['--pages', '200', '--cache-pages', '10', '--warmup', '500', '--measure', '500', '--only', 'clairvoyant,counting,wasp']
     const out = await runNode(CLI, [...small, '--rates', '1000', '--sweep', ''], { timeoutMs: 20000 })

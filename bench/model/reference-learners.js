@@ -7,10 +7,10 @@
  *
  * - `clairvoyant`: the greedy static placement of ./placement-limit.js (the one built at the fleet's
  *   placement limit, so that no backend's hits alone fill its workers below that rate), known from
- *   the first request: each page on its backends (among replicas, the fewest in
- *   flight per worker), a page cached nowhere sent to the fewest in flight per worker and not stored
- *   (`ctx.noStore`). Its only misses are the first request of each placed page and the pages placed
- *   nowhere: what a placement knowing the popularity ranking does.
+ *   the first request: each page on its backends (among replicas, the fewest in flight per worker),
+ *   a page cached nowhere sent to the fewest in flight per worker and not stored (`ctx.noStore`; so
+ *   is a page whose every home is down). Its only misses are the first request of each placed page
+ *   and the pages placed nowhere: what a placement knowing the popularity ranking does.
  * - `counting`: a learner with exact bookkeeping that knows nothing of the popularity. It counts each
  *   key's requests and, every `every` picks (and on each of the first 50), ranks the keys by count:
  *   the top (sum of the caches) keys each get a home, kept while they stay in the top, a new one on
@@ -23,26 +23,46 @@
  */
 
 const { placementLimit } = require('./placement-limit')
-const { pageNames } = require('./model-setup')
+const { pageNames, upstreamIds } = require('./model-setup')
 const { physicalLimit } = require('./open-loop')
 
-/** The index in `list` of the upstream with the fewest in flight per worker, among `indexes` (default all). */
-function leastLoaded (list, workers, indexes) {
+/** The listed upstreams by their index in the fleet (null where one is not listed: down). */
+function listedByIndex (list, index, n) {
+  const at = new Array(n).fill(null)
+  for (const u of list) {
+    const i = index.get(u.id)
+    if (i !== undefined) at[i] = u
+  }
+  return at
+}
+
+/** The fleet index of the listed upstream with the fewest in flight per worker, among `indexes`
+ * (default all); -1 when none of them is listed. */
+function leastLoaded (at, workers, indexes) {
   let best = -1
   let load = Infinity
-  const n = indexes ? indexes.length : list.length
+  const n = indexes ? indexes.length : at.length
   for (let j = 0; j < n; j++) {
     const i = indexes ? indexes[j] : j
-    const l = list[i].inflight / workers[i]
+    if (at[i] === null) continue
+    const l = at[i].inflight / workers[i]
     if (l < load) { load = l; best = i }
   }
   return best
 }
 
+/** A pick for a key cached on `set` (fleet indexes, or none): the least loaded listed one of them,
+ * else (none, or all down) the least loaded listed upstream, told not to store the page. */
+function pickFrom (at, workers, set, ctx) {
+  const i = set ? leastLoaded(at, workers, set) : -1
+  if (i >= 0) return at[i]
+  ctx.noStore = true
+  return at[leastLoaded(at, workers)]
+}
+
 /** Workers per backend as an array (a number means the same for every backend). */
 function workersOf (fleet) {
-  const n = typeof fleet.upstreams === 'number' ? fleet.upstreams : fleet.upstreams.length
-  return Array.from({ length: n }, (_, i) => (Array.isArray(fleet.workers) ? fleet.workers[i] : fleet.workers))
+  return upstreamIds(fleet.upstreams).map((_, i) => (Array.isArray(fleet.workers) ? fleet.workers[i] : fleet.workers))
 }
 
 /**
@@ -54,12 +74,10 @@ function createClairvoyant (fleet) {
   const homes = placementLimit(fleet).homes
   const rank = new Map(pageNames(fleet.keys).map((key, r) => [key, r]))
   const workers = workersOf(fleet)
+  const index = new Map(upstreamIds(fleet.upstreams).map((id, i) => [id, i]))
   return {
     pick (list, ctx) {
-      const set = homes[rank.get(ctx.key)]
-      if (set) return list[leastLoaded(list, workers, set)]
-      ctx.noStore = true
-      return list[leastLoaded(list, workers)]
+      return pickFrom(listedByIndex(list, index, workers.length), workers, homes[rank.get(ctx.key)], ctx)
     }
   }
 }
@@ -77,6 +95,7 @@ function createCountingLearner (fleet, { every = 500 } = {}) {
   const n = workers.length
   const slots = workers.map((_, i) => (Array.isArray(fleet.cacheSize) ? fleet.cacheSize[i] : fleet.cacheSize))
   const room = slots.reduce((a, b) => a + b, 0)
+  const index = new Map(upstreamIds(fleet.upstreams).map((id, i) => [id, i]))
   // the share of the requests one backend's workers can serve as hits at the fleet's physical limit
   const limit = physicalLimit(fleet)
   const perBackend = (room > 0 ? workers.reduce((a, b) => a + b, 0) / n : 0) / (limit.rate / 1000 * fleet.hitMs)
@@ -130,9 +149,7 @@ function createCountingLearner (fleet, { every = 500 } = {}) {
       const set = homes.get(ctx.key)
       if (set) for (const i of set) load[i] += 1 / set.length
       if (++picks % every === 0 || picks <= 50) rerank()
-      if (set) return list[leastLoaded(list, workers, set)]
-      ctx.noStore = true
-      return list[leastLoaded(list, workers)]
+      return pickFrom(listedByIndex(list, index, n), workers, set, ctx)
     }
   }
 }
