@@ -98,5 +98,8 @@ describe('the model\'s references, which are told the fleet', () => {
     expect(out.stdout).toMatch(/│ 0\s+│ 'clairvoyant' │ '\d+\.\d \(0\.\d{3}, 0\.\d{3}\)'/)
     expect(out.stdout).toMatch(/│ 1\s+│ 'counting'/)
     expect(out.stdout).toMatch(/│ 2\s+│ 'wasp'/)
+    const big = await runNode(CLI, ['--upstreams', '25', '--only', 'clairvoyant'], { timeoutMs: 10000 })
+    expect(big.code).toBe(2)
+    expect(big.stderr).toBe('open-loop: clairvoyant takes at most 20 backends (its placement tries every subset), got 25\n')
   })
 })

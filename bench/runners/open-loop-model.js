@@ -128,6 +128,9 @@ function main (argv) {
   for (const name of names) {
     if (!all[name]) fail(`unknown contender ${name} (${Object.keys(all).join(', ')})`)
   }
+  if (names.includes('clairvoyant') && fleet.upstreams > 20) {
+    fail(`clairvoyant takes at most 20 backends (its placement tries every subset), got ${fleet.upstreams}`)
+  }
   const limit = physicalLimit(fleet)
   const slo = 4 * fleet.hitMs + fleet.missMs
   const popularity = args.zipf === 0 ? 'uniform' : `zipf(${args.zipf})`
