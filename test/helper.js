@@ -87,14 +87,31 @@ async function startUpstream (handler, { tls } = {}) {
   return upstream
 }
 
-/** A port that was free a moment ago and is now closed (connections to it are refused). */
+/** Where `closedPort` looks: below Linux's ephemeral range (32768-60999), which every listen(0) and
+ * every outgoing connection draws from, and clear of the fixed ports the fleet and CLI use (8080, 91xx). */
+const CLOSED_FROM = 20000
+const CLOSED_SPAN = 10000
+
+/** Whether a connection to 127.0.0.1:`port` is refused. */
+function refused (port) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1')
+    socket.once('connect', () => { socket.destroy(); resolve(false) })
+    socket.once('error', (err) => resolve(err.code === 'ECONNREFUSED'))
+  })
+}
+
+/**
+ * A port where connections are refused. Not a port just released by listen(0): on 4 jest workers a
+ * suite in another worker could be given it by its own listen(0) in between (one CI run's "refused"
+ * backend answered 431), so it is one of 20000-29999, which no listen(0) ever gets, checked refused.
+ */
 async function closedPort () {
-  const server = http.createServer()
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address()
-  await new Promise((resolve) => server.close(resolve))
-  return port
+  for (let i = 0; i < 50; i++) {
+    const port = CLOSED_FROM + Math.floor(Math.random() * CLOSED_SPAN)
+    if (await refused(port)) return port
+  }
+  throw new Error(`closedPort: no refused port found in ${CLOSED_FROM}-${CLOSED_FROM + CLOSED_SPAN - 1}`)
 }
 
 /** Resolve after `ms`. */
