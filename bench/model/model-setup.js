@@ -88,4 +88,14 @@ function jittered (base, jitter, random) {
   return base * (1 - jitter + 2 * jitter * random())
 }
 
-module.exports = { FLEET_SIZE, upstreamIds, pageNames, zipfCumulative, pageShares, rankOf, jittered }
+/**
+ * A per-backend option as one value per backend: an array as given, a number the same for all `n`.
+ * @param {number | number[]} value
+ * @param {number} n
+ * @returns {number[]}
+ */
+function perBackend (value, n) {
+  return Array.from({ length: n }, (_, i) => (Array.isArray(value) ? value[i] : value))
+}
+
+module.exports = { FLEET_SIZE, upstreamIds, pageNames, zipfCumulative, pageShares, rankOf, jittered, perBackend }

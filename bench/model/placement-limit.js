@@ -41,7 +41,10 @@
  */
 
 const { DEFAULTS } = require('./open-loop')
-const { pageShares } = require('./model-setup')
+const { pageShares, perBackend } = require('./model-setup')
+
+/** The most backends placementLimit takes: it tries every subset of them. */
+const MAX_UPSTREAMS = 20
 
 // globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
 const { min, max } = Math
@@ -57,16 +60,17 @@ const { min, max } = Math
 function placementLimit (fleet = {}) {
   const f = { ...DEFAULTS, ...fleet }
   const n = typeof f.upstreams === 'number' ? f.upstreams : f.upstreams.length
-  const per = (v) => Array.from({ length: n }, (_, i) => (Array.isArray(v) ? v[i] : v))
-  const workers = per(f.workers)
-  const caches = per(f.cacheSize).map((c) => min(c, f.keys))
+  const workers = perBackend(f.workers, n)
+  const caches = perBackend(f.cacheSize, n).map((c) => min(c, f.keys))
   if (!(f.hitMs > 0 && f.missMs >= f.hitMs)) {
     throw new TypeError(`placementLimit: needs 0 < hitMs <= missMs, got ${f.hitMs} and ${f.missMs}`)
   }
   if (workers.some((w) => !(w > 0)) || caches.some((c) => !(c >= 0))) {
     throw new TypeError('placementLimit: workers must be > 0 and cache sizes >= 0')
   }
-  if (n > 20) throw new TypeError(`placementLimit: at most 20 backends (every subset is tried), got ${n}`)
+  if (n > MAX_UPSTREAMS) {
+    throw new TypeError(`placementLimit: at most ${MAX_UPSTREAMS} backends (every subset is tried), got ${n}`)
+  }
   const probs = pageShares(f.keys, f.popularity)
   const top = [0]
   for (const q of probs) top.push(top[top.length - 1] + q)
@@ -140,4 +144,4 @@ function greedyPlacement (probs, workers, caches, f, lambda) {
   return { rate: max(0, rate), hitRate: H, homes }
 }
 
-module.exports = { placementLimit }
+module.exports = { placementLimit, MAX_UPSTREAMS }

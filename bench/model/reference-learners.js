@@ -23,7 +23,7 @@
  */
 
 const { placementLimit } = require('./placement-limit')
-const { pageNames, upstreamIds } = require('./model-setup')
+const { pageNames, upstreamIds, perBackend } = require('./model-setup')
 const { physicalLimit } = require('./open-loop')
 
 /** The listed upstreams by their index in the fleet (null where one is not listed: down). */
@@ -60,9 +60,10 @@ function pickFrom (at, workers, set, ctx) {
   return at[leastLoaded(at, workers)]
 }
 
-/** Workers per backend as an array (a number means the same for every backend). */
-function workersOf (fleet) {
-  return upstreamIds(fleet.upstreams).map((_, i) => (Array.isArray(fleet.workers) ? fleet.workers[i] : fleet.workers))
+/** The fleet's backend ids and their indexes, and its workers per backend. */
+function fleetShape (fleet) {
+  const ids = upstreamIds(fleet.upstreams)
+  return { index: new Map(ids.map((id, i) => [id, i])), workers: perBackend(fleet.workers, ids.length) }
 }
 
 /**
@@ -73,8 +74,7 @@ function workersOf (fleet) {
 function createClairvoyant (fleet) {
   const homes = placementLimit(fleet).homes
   const rank = new Map(pageNames(fleet.keys).map((key, r) => [key, r]))
-  const workers = workersOf(fleet)
-  const index = new Map(upstreamIds(fleet.upstreams).map((id, i) => [id, i]))
+  const { index, workers } = fleetShape(fleet)
   return {
     pick (list, ctx) {
       return pickFrom(listedByIndex(list, index, workers.length), workers, homes[rank.get(ctx.key)], ctx)
@@ -91,14 +91,13 @@ function createClairvoyant (fleet) {
  *   homes: Map<string, number[]> }}
  */
 function createCountingLearner (fleet, { every = 500 } = {}) {
-  const workers = workersOf(fleet)
+  const { index, workers } = fleetShape(fleet)
   const n = workers.length
-  const slots = workers.map((_, i) => (Array.isArray(fleet.cacheSize) ? fleet.cacheSize[i] : fleet.cacheSize))
+  const slots = perBackend(fleet.cacheSize, n)
   const room = slots.reduce((a, b) => a + b, 0)
-  const index = new Map(upstreamIds(fleet.upstreams).map((id, i) => [id, i]))
   // the share of the requests one backend's workers can serve as hits at the fleet's physical limit
   const limit = physicalLimit(fleet)
-  const perBackend = (room > 0 ? workers.reduce((a, b) => a + b, 0) / n : 0) / (limit.rate / 1000 * fleet.hitMs)
+  const hitShare = (room > 0 ? workers.reduce((a, b) => a + b, 0) / n : 0) / (limit.rate / 1000 * fleet.hitMs)
   const counts = new Map()
   const homes = new Map() // key -> the backends (indexes) that cache it
   const load = new Float64Array(n) // counted requests of the keys each backend is home to
@@ -124,7 +123,10 @@ function createCountingLearner (fleet, { every = 500 } = {}) {
       used[best]++
       load[best] += c / k
     }
-    if (set.length > 0) homes.set(key, set)
+    if (set.length === 0) return
+    // fewer free slots than replicas asked: the homes it got carry its count between them, as release takes it off
+    if (set.length < k) for (const i of set) load[i] += c / set.length - c / k
+    homes.set(key, set)
   }
 
   function rerank () {
@@ -134,7 +136,7 @@ function createCountingLearner (fleet, { every = 500 } = {}) {
     let free = room
     for (const [key, c] of sorted) {
       if (free <= 0) break
-      const k = Math.min(n, free, Math.max(1, Math.ceil(c / picks / perBackend)))
+      const k = Math.min(n, free, Math.max(1, Math.ceil(c / picks / hitShare)))
       want.set(key, k)
       free -= k
     }

@@ -11,7 +11,7 @@
 const yargs = require('yargs/yargs')
 const { physicalLimit, runAt, sweep, contenders } = require('../model/open-loop')
 const { FLEET_SIZE } = require('../model/model-setup')
-const { placementLimit } = require('../model/placement-limit')
+const { placementLimit, MAX_UPSTREAMS } = require('../model/placement-limit')
 const { REFERENCES } = require('../model/reference-learners')
 
 /** Print `open-loop: <message>` and exit 2 (a bad option: no stack trace). */
@@ -128,8 +128,9 @@ function main (argv) {
   for (const name of names) {
     if (!all[name]) fail(`unknown contender ${name} (${Object.keys(all).join(', ')})`)
   }
-  if (names.includes('clairvoyant') && fleet.upstreams > 20) {
-    fail(`clairvoyant takes at most 20 backends (its placement tries every subset), got ${fleet.upstreams}`)
+  if (names.includes('clairvoyant') && fleet.upstreams > MAX_UPSTREAMS) {
+    fail(`clairvoyant takes at most ${MAX_UPSTREAMS} backends (its placement tries every subset), ` +
+      `got ${fleet.upstreams}`)
   }
   const limit = physicalLimit(fleet)
   const slo = 4 * fleet.hitMs + fleet.missMs
@@ -140,7 +141,7 @@ function main (argv) {
     `${run.warmup} warm-up + ${run.measure} measured requests per cell; wasp options ${JSON.stringify(waspOptions)}`)
   console.log(`physical limit: ${limit.rate.toFixed(0)} req/s (best static hit rate ${limit.hitRate.toFixed(3)}, ` +
     `mean service ${limit.serviceMs.toFixed(2)} ms); SLO p99 <= ${slo} ms`)
-  if (fleet.upstreams <= 20) {
+  if (fleet.upstreams <= MAX_UPSTREAMS) {
     const bound = placementLimit(fleet)
     console.log(`placement limit (any static placement of these workers and caches): ${bound.rate.toFixed(0)} req/s ` +
       `(hit rate ${bound.hitRate.toFixed(3)}); one placement reaches ${bound.achieved.toFixed(0)}`)
