@@ -25,7 +25,9 @@
 const { mulberry32 } = require('../../src/common/prng')
 const { EventHeap } = require('./event-heap')
 const { createWindow } = require('./open-loop-window')
-const { FLEET_SIZE, upstreamIds, pageNames, zipfCumulative, pageShares, rankOf, jittered } = require('./model-setup')
+const {
+  FLEET_SIZE, upstreamIds, pageNames, zipfCumulative, pageShares, rankOf, jittered, perBackend
+} = require('./model-setup')
 
 // globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
 const { log, max, min } = Math
@@ -92,12 +94,13 @@ function createState (o) {
     throw new TypeError(`createOpenLoop: arrivals must be 'poisson' or 'fixed', got ${o.arrivals}`)
   }
   const ids = upstreamIds(o.upstreams)
-  const per = (value, i) => (Array.isArray(value) ? value[i] : value)
+  const workers = perBackend(o.workers, ids.length)
+  const cacheSizes = perBackend(o.cacheSize, ids.length)
   const list = ids.map((id, i) => (o.weights ? { id, inflight: 0, weight: o.weights[i] } : { id, inflight: 0 }))
   const server = (id, i) => ({
     view: list[i],
-    workers: per(o.workers, i),
-    cacheSize: per(o.cacheSize, i),
+    workers: workers[i],
+    cacheSize: cacheSizes[i],
     cache: new Map(),
     busy: 0,
     queue: [],
@@ -110,7 +113,7 @@ function createState (o) {
     heap: new EventHeap(),
     ids,
     list,
-    workersOf: new Map(ids.map((id, i) => [id, per(o.workers, i)])),
+    workersOf: new Map(ids.map((id, i) => [id, workers[i]])),
     servers: new Map(ids.map((id, i) => [id, server(id, i)])),
     keyNames: pageNames(o.keys),
     cumulative: o.popularity !== 'uniform' ? zipfCumulative(o.keys, o.popularity.zipf) : null,
@@ -230,8 +233,8 @@ function maxQueue (m) {
  */
 function physicalLimit (fleet) {
   const f = { ...DEFAULTS, ...fleet }
-  const n = typeof f.upstreams === 'number' ? f.upstreams : f.upstreams.length
-  const sum = (v) => (Array.isArray(v) ? v.reduce((a, b) => a + b, 0) : v * n)
+  const n = upstreamIds(f.upstreams).length
+  const sum = (v) => perBackend(v, n).reduce((a, b) => a + b, 0)
   const shares = pageShares(f.keys, f.popularity)
   let hitRate = 0
   for (let i = 0; i < min(f.keys, sum(f.cacheSize)); i++) hitRate += shares[i]
