@@ -41,7 +41,7 @@
  */
 
 const { DEFAULTS } = require('./open-loop')
-const { pageShares, perBackend } = require('./model-setup')
+const { pageShares, perBackend, upstreamIds } = require('./model-setup')
 
 /** The most backends placementLimit takes: it tries every subset of them. */
 const MAX_UPSTREAMS = 20
@@ -59,7 +59,7 @@ const { min, max } = Math
  */
 function placementLimit (fleet = {}) {
   const f = { ...DEFAULTS, ...fleet }
-  const n = typeof f.upstreams === 'number' ? f.upstreams : f.upstreams.length
+  const n = upstreamIds(f.upstreams).length
   const workers = perBackend(f.workers, n)
   const caches = perBackend(f.cacheSize, n).map((c) => min(c, f.keys))
   if (!(f.hitMs > 0 && f.missMs >= f.hitMs)) {
