@@ -4,10 +4,10 @@ const { execFileSync, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { CONSUMER_PACKAGES, installPacked, packedTarball, plainEnv, ROOT } = require('./packed-consumer')
+const { CONSUMER_PACKAGES, installPacked, npmEnv, packedTarball, plainEnv, ROOT } = require('./packed-consumer')
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
-const run = (args, cwd) => execFileSync(npm, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+const run = (args, cwd) => execFileSync(npm, args, { cwd, encoding: 'utf8', env: npmEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
 
 const cjs = `
 const { createWasp, defaults } = require('polistes/wasp')

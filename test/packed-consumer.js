@@ -10,6 +10,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { oncePerRun } = require('./once-per-run')
+const { SET_ASIDE } = require('./pack-setup')
 
 const ROOT = path.join(__dirname, '..')
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm'
@@ -21,8 +22,17 @@ function plainEnv () {
   return env
 }
 
+/** npm's environment: the consumer's, with the NODE_EXTRA_CA_CERTS that test/pack-setup.js set aside for
+ * the run's own processes (npm may reach the registry). */
+function npmEnv () {
+  const env = plainEnv()
+  const extra = env[SET_ASIDE]
+  if (extra !== undefined) env.NODE_EXTRA_CA_CERTS = extra
+  return env
+}
+
 function npm (args, cwd) {
-  return execFileSync(NPM, args, { cwd, encoding: 'utf8', env: plainEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+  return execFileSync(NPM, args, { cwd, encoding: 'utf8', env: npmEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
 }
 
 /**
@@ -118,4 +128,4 @@ function installInto (folder, packages) {
   }
 }
 
-module.exports = { CONSUMER_PACKAGES, installPacked, packedTarball, plainEnv, pinned, ROOT }
+module.exports = { CONSUMER_PACKAGES, installPacked, npmEnv, packedTarball, plainEnv, pinned, ROOT }
