@@ -81,10 +81,11 @@ const MEASURED = 1500
  * Measured again by 250s (6 runs of 3,000 at 32 and at 8 concurrent, load average 7-9 on 2 cores):
  * 0.86-0.92 over the first 250, 0.97-1.00 from there on. So the learning is three times the 250
  * requests where the rate is below 0.97, and the measured 1,500 (of 2,000 before) still dilute a
- * dip: a whole 500 at 0.9 leaves that run at 0.967 and the mean of three at 0.99 (the 0.87 over 1,500
- * seen once would now fail the 0.9 floor; it left 0.90 of 2,000); three runs still guard against an
- * unlucky one. (The requests cost the same CPU at any concurrency: only fewer of
- * them make the suite cheaper.)
+ * dip: a whole 500 at 0.9 leaves that run at 0.967 and the mean of three at 0.99; three runs still
+ * guard against an unlucky one. (The requests cost the same CPU at any concurrency: only fewer of
+ * them make the suite cheaper.) A whole run in such a dip reads 0.87-0.90: 0.87 over 1,500 once
+ * before, and 0.896 in a fresh clone's `npm test` on 2026-11-28 (http-proxy-middleware, the mean of
+ * its three runs above 0.95), hence a floor of 0.85 for one run under the mean's 0.95.
  * @param {(k: number) => Promise<{ url: string, close: () => Promise<void> }>} startProxy
  * @returns {Promise<number[]>} the measured hit rates, sorted
  */
@@ -108,13 +109,14 @@ async function hitRates (startProxy) {
 }
 
 /**
- * The pages specialized: the mean of the three runs at least 0.95 (issue 20's bar), none below 0.9.
+ * The pages specialized: the mean of the three runs at least 0.95 (issue 20's bar), none below 0.85
+ * (round-robin over these caches: about 4 / 25 = 0.16).
  * @param {number[]} rates
  */
 function expectSpecialized (rates) {
   const mean = rates.reduce((a, b) => a + b, 0) / rates.length
   expect(mean).toBeGreaterThanOrEqual(0.95)
-  expect(Math.min(...rates)).toBeGreaterThanOrEqual(0.9)
+  expect(Math.min(...rates)).toBeGreaterThanOrEqual(0.85)
 }
 
 module.exports = { hitRate, hitRates, expectSpecialized, sharedFleet, PAGES }
