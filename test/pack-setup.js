@@ -7,7 +7,7 @@
 // It also sets NODE_EXTRA_CA_CERTS aside for the run (the workers start after this and inherit the
 // change). Node reads that file of extra certificate authorities when each process starts: on a
 // machine that points it at the system bundle (144 certificates here), every node process pays about
-// 0.1 CPU-second for it, and the tests start some 400 of them (balancers, fleets, load children, the
+// 0.1 CPU-second for it, and the tests start some 320 of them (balancers, fleets, load children, the
 // docs' examples), all speaking to 127.0.0.1 only, over TLS with certificates the tests make and trust
 // by name. npm, which reaches the registry, gets the variable back (test/packed-consumer.js).
 
