@@ -4,10 +4,7 @@ const { execFileSync, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { CONSUMER_PACKAGES, installPacked, npmEnv, packedTarball, plainEnv, ROOT } = require('./packed-consumer')
-
-const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
-const run = (args, cwd) => execFileSync(npm, args, { cwd, encoding: 'utf8', env: npmEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+const { CONSUMER_PACKAGES, installPacked, npm, packedTarball, plainEnv, ROOT } = require('./packed-consumer')
 
 const cjs = `
 const { createWasp, defaults } = require('polistes/wasp')
@@ -80,7 +77,7 @@ describe('the packed tarball, installed in an empty folder', () => {
     fs.mkdirSync(project)
     // what `npm init -y` writes, without starting npm for it
     fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0' }, null, 2))
-    run(['install', packed.file, '--prefer-offline', '--no-audit', '--no-fund'], project)
+    npm(['install', packed.file, '--prefer-offline', '--no-audit', '--no-fund'], project)
   }, 300000)
   afterAll(() => {
     fs.rmSync(tmp, { recursive: true, force: true })

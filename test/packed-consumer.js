@@ -31,6 +31,7 @@ function npmEnv () {
   return env
 }
 
+/** Run npm with `args` in `cwd` (npm's environment, above); its standard output. */
 function npm (args, cwd) {
   return execFileSync(NPM, args, { cwd, encoding: 'utf8', env: npmEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
 }
@@ -128,4 +129,4 @@ function installInto (folder, packages) {
   }
 }
 
-module.exports = { CONSUMER_PACKAGES, installPacked, npmEnv, packedTarball, plainEnv, pinned, ROOT }
+module.exports = { CONSUMER_PACKAGES, installPacked, npm, packedTarball, plainEnv, pinned, ROOT }
