@@ -20,7 +20,7 @@ describe('bench end to end: the capacity scenario', () => {
   beforeAll(async () => {
     ;({ dir, doc, stdout: out } = await runBench('polistes-bench-capacity-test-', ['--scenario', 'capacity', '--algos',
       'wasp,chash-bounded', '--peers', 'none', '--rates', '100', '--pages', '200', '--warmup', '0', '--duration', '1',
-      '--jit-warmup', '0', '--connections', '16', '--quiet']))
+      '--jit-warmup', '0', '--connections', '16', '--profile', '--quiet']))
   })
   afterAll(() => { if (dir) fs.rmSync(dir, { recursive: true, force: true }) })
 
@@ -59,6 +59,13 @@ describe('bench end to end: the capacity scenario', () => {
     // 200 pages (few, so that the test writes them fast) fit the 7 x 100 pages of the caches: h = 1
     expect(limit.measured.hitRate).toBeCloseTo(1, 9)
     expect(out).toMatch(/fleet physical limit: 7 x 4 workers x 1000 \/ \(h x hit \+ \(1 - h\) x miss\) = 28000 \/ \(1\.0000 x \d/)
+  })
+
+  test('--profile: a V8 CPU profile of each polistes balancer child, as in the other scenarios', () => {
+    const files = fs.readdirSync(path.join(dir, 'profiles')).sort()
+    expect(files.map((f) => f.replace(/-t1-.*$/, ''))).toEqual(['balancer-chash_bounded', 'balancer-wasp'])
+    for (const f of files) expect(JSON.parse(fs.readFileSync(path.join(dir, 'profiles', f), 'utf8')).nodes.length).toBeGreaterThan(0)
+    expect(out).toContain('CPU profiles of the balancer in')
   })
 
   test('the CSV and the HTML beside the JSON', () => {

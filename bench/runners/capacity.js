@@ -56,16 +56,17 @@ function formatSweepPlan (settings) {
 /**
  * Run the sweep.
  * @param {object} settings from options.js, with `sweep`
- * @param {{ progress: { line (text: string): void, tick (p: object): void } }} io
+ * @param {{ progress: { line (text: string): void, tick (p: object): void }, profileDir?: string }} io
+ *   (`profileDir`: each polistes balancer child runs with --cpu-prof into it)
  * @returns {Promise<{ runs: object[], startedAt: Date, finishedAt: Date }>} run records, each with
  *   `offered` (its rate) and `servedRps` (the backends' requests per second in the window)
  */
-async function runSweep (settings, { progress }) {
+async function runSweep (settings, { progress, profileDir }) {
   // the pages, generated once for every cell (each fleet child would take seconds to write 2,000 files)
   const pagesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-sweep-pages-'))
   try {
     generatePages({ count: settings.pages, dir: pagesDir, sizes: settings.pageSizes })
-    return await sweep({ ...settings, pagesDir }, { progress })
+    return await sweep({ ...settings, pagesDir }, { progress, profileDir })
   } finally {
     fs.rmSync(pagesDir, { recursive: true, force: true })
   }
@@ -77,7 +78,7 @@ function regainText (kill) {
   return kill.regainS === null ? ', not regained in the window' : `, regained ${kill.regainS} s after the restart`
 }
 
-async function sweep (settings, { progress }) {
+async function sweep (settings, { progress, profileDir }) {
   const { rates, sloMs, stopAfter } = settings.sweep
   const since = (start) => (performance.now() - start) / 1000
   const done = []
@@ -114,6 +115,7 @@ async function sweep (settings, { progress }) {
           arm,
           trial: t + 1,
           settings: { ...settings, rate },
+          profileDir,
           onProgress: (p) => progress.tick({
             ...p,
             trials: settings.trials,

@@ -213,7 +213,10 @@ function loadGenerator (value, { rate, sources, peers, popularity, notes }) {
     throw bad(`--load must be auto, autocannon, wrk or node, got "${value}"`)
   }
   if (rate) {
-    if (value === 'wrk') throw bad('--rate runs the open-loop generator (Node); --load wrk is closed loop only')
+    if (value !== 'auto') {
+      throw bad(`--rate (and the capacity scenario's --rates) runs the open-loop generator; --load ${value} is ` +
+        'closed loop only (leave --load out)')
+    }
     return 'open-loop'
   }
   if (sources > 1) {

@@ -54,7 +54,7 @@ async function bench (settings, { stdout = process.stdout, stderr = process.stde
   const progress = createProgress(stderr, { quiet: settings.quiet })
   const profileDir = settings.profile ? path.join(settings.resultsDir, 'profiles') : undefined
   for (const note of settings.notes || []) stderr.write(note + '\n')
-  if (settings.sweep) return sweepBench(settings, { stdout, progress })
+  if (settings.sweep) return sweepBench(settings, { stdout, progress, profileDir })
   progress.line(formatPlan(settings))
   const benchStart = performance.now()
   const since = (start) => (performance.now() - start) / 1000
@@ -119,9 +119,9 @@ async function bench (settings, { stdout = process.stdout, stderr = process.stde
  * A sweep of offered rates (the capacity scenario): its cells, then the document with its capacity
  * block instead of the medians per algorithm (which would mix the rates).
  */
-async function sweepBench (settings, { stdout, progress }) {
+async function sweepBench (settings, { stdout, progress, profileDir }) {
   const benchStart = performance.now()
-  const { runs, startedAt, finishedAt } = await runSweep(settings, { progress })
+  const { runs, startedAt, finishedAt } = await runSweep(settings, { progress, profileDir })
   progress.line(`done in ${formatDuration((performance.now() - benchStart) / 1000)}`)
   progress.clear()
   const doc = buildDocument(settings, runs, { startedAt, finishedAt })
@@ -133,6 +133,7 @@ async function sweepBench (settings, { stdout, progress }) {
   if (settings.kill) doc.kill = killReport(settings, runs)
   const table = formatCapacityTable(doc) + (doc.kill ? `\n\n${formatKillTable(doc.kill)}` : '')
   const paths = writeOutputs(settings, startedAt, doc, { html: formatCapacityHtml(doc), table }, stdout)
+  if (profileDir) stdout.write(`CPU profiles of the balancer in ${path.relative(process.cwd(), profileDir)}\n`)
   return { doc, paths }
 }
 
