@@ -38,6 +38,25 @@ describe('open-loop model (finite workers)', () => {
     expect(r.p99).toBeCloseTo(20 + 10 * 98, 6)
   })
 
+  test('the fleet\'s stalls hold every backend at once and delay what falls in them; the keys are those of the run without', () => {
+    const fleet = { upstreams: 7, workers: 4, cacheSize: 100, keys: 2000, rate: 1000, seed: 3 }
+    const keysOf = (options) => {
+      const rr = createRoundRobin()
+      const keys = []
+      const policy = { pick: (ups, ctx) => { keys.push(ctx.key); return rr.pick(ups, ctx) } }
+      return { result: createOpenLoop({ ...fleet, ...options, policy }).run(20000), keys }
+    }
+    const plain = keysOf({})
+    const a = keysOf({ stallEveryMs: 200, stallMs: 30 })
+    expect(a.result.requests).toBe(20000) // nothing lost: every request completes
+    expect(a.keys).toEqual(plain.keys) // the stalls draw from a stream of their own
+    expect(plain.result.p99).toBe(20) // far below capacity, no request waits
+    expect(a.result.p99).toBeGreaterThan(30) // a miss that meets a stall ends after it
+    expect(a.result.mean).toBeGreaterThan(plain.result.mean + 2) // 30 ms in every 230: about a seventh of the time
+    expect(keysOf({ stallEveryMs: 200, stallMs: 30 }).result.p99).toBe(a.result.p99) // seeded: the same stalls
+    expect(() => createOpenLoop({ ...fleet, policy: first(), stallEveryMs: -1 })).toThrow(/stallEveryMs and stallMs must be >= 0/)
+  })
+
   test('workers serve in parallel, and the policy sees queued requests as in flight', () => {
     let maxSeen = 0
     const policy = { pick (ups) { maxSeen = Math.max(maxSeen, ups[0].inflight); return ups[0] } }

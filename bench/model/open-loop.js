@@ -41,6 +41,11 @@ const DEFAULTS = Object.freeze({
   hitMs: 5, // service time of a hit
   missMs: 20, // service time of a miss
   jitter: 0, // service times multiplied by a uniform factor in [1 - jitter, 1 + jitter]
+  // the fleet's stalls (its event loop held, as a shared process's is over HTTP): every backend at once
+  // finishes and starts nothing for `stallMs`, at gaps drawn exponential with mean `stallEveryMs`
+  // (from a stream of their own, so that the arrivals and keys are those of the run without stalls)
+  stallEveryMs: 0, // 0 = no stalls
+  stallMs: 0,
   rate: 2000, // offered requests per second
   arrivals: 'poisson', // 'poisson' (exponential gaps) | 'fixed' (evenly spaced)
   weights: undefined, // optional array of `weight` per backend shown to the policy
@@ -55,6 +60,7 @@ const DEFAULTS = Object.freeze({
  */
 function createOpenLoop (options = {}) {
   const m = createState({ ...DEFAULTS, ...options })
+  firstStall(m)
   return {
     run: (n) => run(m, n),
     now: () => m.now,
@@ -90,6 +96,9 @@ function createState (o) {
     throw new TypeError('createOpenLoop: options.policy (a policy with pick()) is required')
   }
   if (!(o.rate > 0)) throw new TypeError(`createOpenLoop: rate must be > 0, got ${o.rate}`)
+  if (!(o.stallEveryMs >= 0 && o.stallMs >= 0)) {
+    throw new TypeError(`createOpenLoop: stallEveryMs and stallMs must be >= 0, got ${o.stallEveryMs}, ${o.stallMs}`)
+  }
   if (o.arrivals !== 'poisson' && o.arrivals !== 'fixed') {
     throw new TypeError(`createOpenLoop: arrivals must be 'poisson' or 'fixed', got ${o.arrivals}`)
   }
@@ -121,8 +130,26 @@ function createState (o) {
     seq: 0,
     nextArrival: 0,
     gapMs: 1000 / o.rate,
-    carry: null // the window whose arrivals continue while the previous one drains
+    carry: null, // the window whose arrivals continue while the previous one drains
+    stallRandom: mulberry32(o.seed * 104729 + 7),
+    stall: { start: Infinity, end: Infinity } // the current or next stall
   }
+}
+
+/** The first stall, when the model has them. */
+function firstStall (m) {
+  if (m.o.stallEveryMs > 0 && m.o.stallMs > 0) m.stall = nextStall(m, 0)
+}
+
+function nextStall (m, after) {
+  const start = after - log(1 - m.stallRandom()) * m.o.stallEveryMs
+  return { start, end: start + m.o.stallMs }
+}
+
+/** The end of the stall that holds time t, or 0 when the fleet runs at t. */
+function stalledUntil (m, t) {
+  while (t >= m.stall.end) m.stall = nextStall(m, m.stall.end)
+  return t >= m.stall.start ? m.stall.end : 0
 }
 
 function sampleKey (m) {
@@ -156,8 +183,19 @@ function arrive (m, win) {
   if (m.policy.onStart) m.policy.onStart(up, ctx)
   const job = { ctx, start: m.now, hit: false, win }
   win.sent(up.id)
-  if (server.busy < server.workers) startService(m, server, job)
+  const until = stalledUntil(m, m.now)
+  if (until > 0) {
+    server.queue.push(job) // the stalled backend takes it when the stall ends
+    m.heap.push({ time: until, seq: m.seq++, server, job: null })
+  } else if (server.busy < server.workers) startService(m, server, job)
   else server.queue.push(job)
+}
+
+/** A stall ended: the backend's free workers take what queued meanwhile. */
+function resume (m, server) {
+  while (server.busy < server.workers && server.queueHead < server.queue.length) {
+    startService(m, server, dequeue(server))
+  }
 }
 
 /** A request completes: its miss is cached, its policy told, the next queued one started. */
@@ -194,7 +232,12 @@ function advance (m, win) {
   if (m.heap.size > 0 && m.heap.items[0].time <= m.nextArrival) {
     const ev = m.heap.pop()
     m.now = ev.time
-    complete(m, ev)
+    const until = stalledUntil(m, ev.time)
+    if (until > 0) {
+      ev.time = until // what falls due in a stall happens as it ends, in the order it fell due
+      m.heap.push(ev)
+    } else if (ev.job) complete(m, ev)
+    else resume(m, ev.server)
     return false
   }
   m.now = m.nextArrival

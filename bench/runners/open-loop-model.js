@@ -43,6 +43,13 @@ function parseArgs (argv) {
     .option('hit-ms', { type: 'number', default: 5 })
     .option('miss-ms', { type: 'number', default: 20 })
     .option('jitter', { type: 'number', default: 0 })
+    .option('stall-every', {
+      type: 'number',
+      default: 0,
+      describe: 'mean gap (ms) between the fleet\'s stalls: every backend held at once, as a shared event loop ' +
+        'is over HTTP (0 = none)'
+    })
+    .option('stall-ms', { type: 'number', default: 0, describe: 'length of each stall, ms' })
     .option('arrivals', { choices: ['poisson', 'fixed'], default: 'poisson' })
     .option('warmup', { type: 'number', default: 40000 })
     .option('measure', { type: 'number', default: 40000 })
@@ -74,6 +81,8 @@ function fleetOf (args) {
     hitMs: args['hit-ms'],
     missMs: args['miss-ms'],
     jitter: args.jitter,
+    stallEveryMs: args['stall-every'],
+    stallMs: args['stall-ms'],
     arrivals: args.arrivals
   }
 }
@@ -137,7 +146,11 @@ function main (argv) {
   const popularity = args.zipf === 0 ? 'uniform' : `zipf(${args.zipf})`
   console.log(`fleet: ${fleet.upstreams} backends x ${args.workers} workers, ` +
     `LRU ${fleet.cacheSize} of ${fleet.keys} pages, ${popularity}, ` +
-    `hit ${fleet.hitMs} ms, miss ${fleet.missMs} ms, ${fleet.arrivals} arrivals; seed ${args.seed}, ` +
+    `hit ${fleet.hitMs} ms, miss ${fleet.missMs} ms, ${fleet.arrivals} arrivals` +
+    (fleet.stallEveryMs > 0 && fleet.stallMs > 0
+      ? `, stalls of ${fleet.stallMs} ms every ${fleet.stallEveryMs} ms`
+      : '') +
+    `; seed ${args.seed}, ` +
     `${run.warmup} warm-up + ${run.measure} measured requests per cell; wasp options ${JSON.stringify(waspOptions)}`)
   console.log(`physical limit: ${limit.rate.toFixed(0)} req/s (best static hit rate ${limit.hitRate.toFixed(3)}, ` +
     `mean service ${limit.serviceMs.toFixed(2)} ms); SLO p99 <= ${slo} ms`)
