@@ -67,7 +67,8 @@ function parser (argv) {
     .option('jit-warmup', {
       type: 'number',
       default: 3,
-      describe: 'untimed process warm-up before the first trial, seconds (0: none)'
+      describe: 'an untimed run before the first trial, seconds (0: none), discarded: it warms the machine\'s ' +
+        'file cache (modules, pages); every run still starts its own processes, whose JIT starts cold'
     })
     .option('connections', { type: 'number', describe: 'concurrent client connections (default: the scenario\'s, 32)' })
     .option('pages', {
