@@ -110,8 +110,7 @@ async function bench (settings, { stdout = process.stdout, stderr = process.stde
 
   const doc = buildDocument(settings, runs, { startedAt, finishedAt: new Date() })
   const table = formatTable(doc, settings.columns)
-  const paths = writeOutputs(settings, startedAt, doc, { html: formatHtml(doc), table }, stdout)
-  if (profileDir) stdout.write(`CPU profiles of the balancer in ${path.relative(process.cwd(), profileDir)}\n`)
+  const paths = writeOutputs(settings, startedAt, doc, { html: formatHtml(doc), table, profileDir }, stdout)
   return { doc, paths }
 }
 
@@ -132,13 +131,12 @@ async function sweepBench (settings, { stdout, progress, profileDir }) {
   doc.capacity = capacityReport(settings, runs)
   if (settings.kill) doc.kill = killReport(settings, runs)
   const table = formatCapacityTable(doc) + (doc.kill ? `\n\n${formatKillTable(doc.kill)}` : '')
-  const paths = writeOutputs(settings, startedAt, doc, { html: formatCapacityHtml(doc), table }, stdout)
-  if (profileDir) stdout.write(`CPU profiles of the balancer in ${path.relative(process.cwd(), profileDir)}\n`)
+  const paths = writeOutputs(settings, startedAt, doc, { html: formatCapacityHtml(doc), table, profileDir }, stdout)
   return { doc, paths }
 }
 
-/** Write the JSON, CSV and HTML, print the table and where they went. */
-function writeOutputs (settings, startedAt, doc, { html, table }, stdout) {
+/** Write the JSON, CSV and HTML, print the table and where they went (and the balancer's CPU profiles, if any). */
+function writeOutputs (settings, startedAt, doc, { html, table, profileDir }, stdout) {
   const paths = outputPaths(settings, startedAt)
   fs.mkdirSync(settings.resultsDir, { recursive: true })
   fs.mkdirSync(path.dirname(paths.json), { recursive: true })
@@ -148,6 +146,7 @@ function writeOutputs (settings, startedAt, doc, { html, table }, stdout) {
   stdout.write('\n' + table + '\n\n')
   stdout.write(`JSON ${path.relative(process.cwd(), paths.json)}\nCSV  ` +
     `${path.relative(process.cwd(), paths.csv)}\nHTML ${path.relative(process.cwd(), paths.html)}\n`)
+  if (profileDir) stdout.write(`CPU profiles of the balancer in ${path.relative(process.cwd(), profileDir)}\n`)
   return paths
 }
 
