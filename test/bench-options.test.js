@@ -212,7 +212,11 @@ describe('bench options', () => {
     [['--scenario', 'capacity', '--kill', '0:2', '--duration', '9'], 'ERR_POLISTES_BAD_OPTION', /--kill must be AT:DOWN/],
     [['--scenario', 'capacity', '--kill', '2:1'], 'ERR_POLISTES_BAD_OPTION', /restarts backend a at second 3 of a 3 s window: give a longer --duration/],
     [['--scenario', 'capacity', '--kill', '1:1', '--rates', '1500,2000'], 'ERR_POLISTES_BAD_OPTION', /one offered rate; --rates lists 2/],
-    [['--scenario', 'capacity', '--kill', '1:1', '--churn'], 'ERR_POLISTES_BAD_OPTION', /--kill and --churn exclude each other/]
+    [['--scenario', 'capacity', '--kill', '1:1', '--churn'], 'ERR_POLISTES_BAD_OPTION', /--kill and --churn exclude each other/],
+    [['--algos', 'wasp,clairvoyant'], 'ERR_POLISTES_BAD_OPTION', /clairvoyant: a reference of the capacity scenario only/],
+    [['--scenario', 'capacity', '--algos', 'counting', '--cache-bytes', '1m'], 'ERR_POLISTES_BAD_OPTION', /counting: the references count caches in pages/],
+    [['--scenario', 'capacity', '--algos', 'clairvoyant', '--workers', '2'], 'ERR_POLISTES_BAD_OPTION', /a reference runs in one balancer process/],
+    [['--scenario', 'capacity', '--algos', 'clairvoyant', '--shift', '5'], 'ERR_POLISTES_BAD_OPTION', /clairvoyant: its placement is static/]
   ])('%j is rejected with %s', (argv, code, message) => {
     expect(() => parseOptions(argv)).toThrow(expect.objectContaining({ code, message: expect.stringMatching(message) }))
   })
@@ -234,6 +238,14 @@ describe('bench options', () => {
     const plain = parseOptions(['--peers', 'none'])
     expect(plain.pageSizes).toBeUndefined()
     expect(plain.fleet).toEqual({ count: 7, cachePages: 4, missMs: 20 })
+  })
+
+  test('the capacity scenario runs the model\'s references as contenders, marked as such; counting also with --shift', () => {
+    const s = parseOptions(['--scenario', 'capacity', '--algos', 'wasp,clairvoyant,counting', '--peers', 'none'])
+    expect(s.arms.map((a) => [a.label, Boolean(a.reference)])).toEqual([['wasp', false], ['clairvoyant', true], ['counting', true]])
+    expect(s.peers).toEqual([]) // a reference is never the best peer the targets compare with
+    expect(parseOptions(['--scenario', 'capacity', '--algos', 'counting', '--shift', '5', '--peers', 'none']).arms[0])
+      .toMatchObject({ algo: 'counting', reference: true })
   })
 
   test('--kill AT:DOWN: one cell per contender at 2,000 req/s unless --rates gives one rate, backend a, the sweep\'s fleet', () => {

@@ -10,6 +10,8 @@
  * `healthChecks` (runs with --churn): the backends are checked actively as HAProxy checks them,
  * every second, down after 2 failures, up after 1 success, on the backends' `/_stats`)
  * (with `accessLogFile`, one access-log line per request goes there, as `--access-log-file` does);
+ * (`reference`: `{ name, fleet }`, a reference of bench/model/reference-learners.js told the fleet, as the
+ * capacity scenario's `--algos clairvoyant,counting` run it, instead of `algo`);
  * `cpu` -> CPU time in microseconds; `stats` -> `lb.stats()`. `close` stops it and exits
  * (normally, so that --cpu-prof writes its profile).
  *
@@ -22,6 +24,7 @@ const path = require('node:path')
 const cluster = require('node:cluster')
 const { serve } = require('./child')
 const { CHURN_HEALTH_CHECK } = require('../peers/peer-configs')
+const { REFERENCES } = require('../model/reference-learners')
 
 let lb
 let accessLog = null
@@ -41,7 +44,8 @@ async function start ({
   accessLogFile,
   engine,
   healthChecks = false,
-  balancerOptions = {}
+  balancerOptions = {},
+  reference
 }) {
   const options = {
     ...(healthChecks ? { healthCheck: CHURN_HEALTH_CHECK } : {}),
@@ -59,7 +63,8 @@ async function start ({
   if (n <= 1) {
     const { startBalancer } = require('../../src')
     if (accessLogFile) accessLog = require('../../src/observe/access-log').createAccessLog({ file: accessLogFile })
-    lb = await startBalancer({ ...options, accessLog })
+    const policy = reference ? REFERENCES[reference.name](null, null, reference.fleet) : undefined
+    lb = await startBalancer({ ...options, ...(policy ? { policy, algo: undefined } : {}), accessLog })
     return { url: lb.url, port: lb.port, pids: [process.pid] }
   }
   // the same rule as `polistes --workers N`: independent wasp colonies get a balanced packing to agree on

@@ -68,14 +68,16 @@ function fleetShape (fleet) {
 
 /**
  * The clairvoyant placement (see above) for the model's fleet at its offered rate.
- * @param {object} fleet the open-loop model's options (as runAt passes them)
- * @returns {{ pick (list: object[], ctx: { key: string, noStore?: boolean }): object }}
+ * @param {object} fleet the open-loop model's options (as runAt passes them), and optionally `names`: the
+ *   routing keys of the pages in rank order, hottest first (default the model's `/page1` .. `/page{keys}`)
+ * @returns {{ name: string, pick (list: object[], ctx: { key: string, noStore?: boolean }): object }}
  */
 function createClairvoyant (fleet) {
   const homes = placementLimit(fleet).homes
-  const rank = new Map(pageNames(fleet.keys).map((key, r) => [key, r]))
+  const rank = new Map((fleet.names || pageNames(fleet.keys)).map((key, r) => [key, r]))
   const { index, workers } = fleetShape(fleet)
   return {
+    name: 'clairvoyant',
     pick (list, ctx) {
       return pickFrom(listedByIndex(list, index, workers.length), workers, homes[rank.get(ctx.key)], ctx)
     }
@@ -87,7 +89,7 @@ function createClairvoyant (fleet) {
  * @param {object} fleet the open-loop model's options (`workers`, `cacheSize`, `upstreams`, and what
  *   `physicalLimit` reads)
  * @param {{ every?: number }} [options] picks between rankings (default 500)
- * @returns {{ pick (list: object[], ctx: { key: string, noStore?: boolean }): object,
+ * @returns {{ name: string, pick (list: object[], ctx: { key: string, noStore?: boolean }): object,
  *   homes: Map<string, number[]> }}
  */
 function createCountingLearner (fleet, { every = 500 } = {}) {
@@ -145,6 +147,7 @@ function createCountingLearner (fleet, { every = 500 } = {}) {
   }
 
   return {
+    name: 'counting',
     homes,
     pick (list, ctx) {
       counts.set(ctx.key, (counts.get(ctx.key) || 0) + 1)

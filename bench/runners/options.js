@@ -10,6 +10,7 @@ const path = require('node:path')
 const yargs = require('yargs/yargs')
 const { PolistesError, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('../../src/common/errors')
 const { policyNames } = require('../../src/policies')
+const { REFERENCE_NAMES, referenceProblem } = require('./references')
 const { DEFAULT_ENGINE, ENGINES } = require('../../src/proxy/proxy-engine')
 const { parseWorkload } = require('../workloads/workload-options')
 const { pageSizes } = require('../workloads/page-sizes')
@@ -48,7 +49,11 @@ function parser (argv) {
         'round-robin, wasp and nginx-uri, 3 trials of 5 s + 7 s, about 2 min; capacity: every contender, 3 ' +
         'trials of 10 s + 15 s per cell, quick: 1 trial of 2 s + 3 s)'
     })
-    .option('algos', { type: 'string', describe: 'comma-separated algorithms (default: the scenario\'s)' })
+    .option('algos', {
+      type: 'string',
+      describe: 'comma-separated algorithms (default: the scenario\'s); the capacity scenario also takes the ' +
+        'references clairvoyant and counting, told the fleet (bench/runners/references.js)'
+    })
     .option('trials', {
       type: 'number',
       defaultDescription: `${FULL_PLAN.trials} (quick plan: the scenario's)`,
@@ -283,7 +288,7 @@ function parseOptions (argv) {
   const quick = !args.full && scenario.quick ? scenario.quick : null
   const plan = quick || { ...FULL_PLAN, ...(scenario.full || {}), algos: scenario.algos, peers: scenario.peers }
 
-  const known = policyNames()
+  const known = policyNames().concat(REFERENCE_NAMES)
   const algos = args.algos === undefined
     ? plan.algos.slice()
     : String(args.algos).split(',').map((s) => s.trim()).filter(Boolean)
@@ -379,6 +384,7 @@ function parseOptions (argv) {
         arms.push({
           label,
           algo,
+          ...(REFERENCE_NAMES.includes(algo) ? { reference: true } : {}),
           keepAlive,
           engine: args.engine,
           ...(retryOn ? { retryOn } : {}),
@@ -428,6 +434,10 @@ function parseOptions (argv) {
     fleet.processes = true
     notes.push('note: --churn runs each backend as a process of its own (to SIGKILL one)')
   }
+
+  const references = algos.filter((a) => REFERENCE_NAMES.includes(a))
+  const referenceError = references.length ? referenceProblem({ sweep, workload, fleet, workers }, references) : null
+  if (referenceError) throw bad(referenceError)
 
   // the scenario's description names its own workload: a run that changes it says so beside it
   const changed = WORKLOAD_FLAGS.filter((flag) => args[flag] !== undefined).map((flag) => `--${flag} ${args[flag]}`)

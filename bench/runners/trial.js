@@ -16,6 +16,7 @@ const { PeerProcess } = require('../peers/peers')
 const { probabilities } = require('../workloads/popularity')
 const { fleetCapacities, runOptimum } = require('../model/optimum')
 const { servedBetween, hotPages } = require('../reports/replication')
+const { referenceFleet } = require('./references')
 
 const HOST = '127.0.0.1'
 
@@ -85,6 +86,10 @@ async function startServers (fleet, balancer, arm, settings) {
     healthChecks: Boolean((settings.workload && settings.workload.churn) || settings.kill),
     backends: lbBackends,
     algo: arm.algo,
+    // a reference of the capacity scenario (bench/runners/references.js), told the fleet it runs in front of
+    ...(arm.reference
+      ? { reference: { name: arm.algo, fleet: referenceFleet(settings, backends.map((b) => b.id)) } }
+      : {}),
     policyOptions: settings.policyOptions,
     keepAlive: arm.keepAlive,
     retryOn: arm.retryOn,
