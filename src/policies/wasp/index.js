@@ -184,6 +184,7 @@ function pick (w, upstreams, ctx) {
     return served(w, upstreams, chosen, krec, ctx)
   }
   chosen = w.queued && held ? route(w, upstreams, krec) : -1
+  const spilled = chosen >= 0 && !krec.holders.includes(w.recs[chosen])
   if (chosen < 0) chosen = respond(w, upstreams)
   if (chosen < 0) {
     w.fallbacks++
@@ -194,6 +195,9 @@ function pick (w, upstreams, ctx) {
   keepIdleDiscount(w, krec, cr)
   learn(w, krec, cr)
   if (w.o.admission && w.o.shareGap > 0) admit(krec, cr, ctx)
+  // a request spilled past its holders misses at an upstream that does not hold its key: stored there,
+  // it would evict a page that upstream holds (25 even pages on caches of 4 lost 0.12 of hit rate so)
+  if (spilled && w.o.admission) ctx.noStore = true
   return upstreams[chosen]
 }
 

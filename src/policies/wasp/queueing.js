@@ -10,7 +10,8 @@
  * - Each response is sorted by its cache result (HIT, MISS, or unknown); a class's **base** is the
  *   mean (then EWMA) of its latencies sent with nothing in flight (f0 = 0: those never wait); with
  *   fewer than BASE_SAMPLES of those, the same over every upstream's (a backend under a standing
- *   queue is never idle), and with fewer of those too the response feeds nothing.
+ *   queue is never idle; FLEET_BASE_SAMPLES suffice there), and with fewer of those too the response
+ *   feeds nothing.
  * - A response's **excess**, its latency less its class's base, feeds an EWMA per f0 (0..MAX_F):
  *   the **wait table**, the expected wait of a request sent with f0 in flight. Below the knee it
  *   reads about 0 (the jitter of the service times averages out), above it grows by the service
@@ -48,6 +49,15 @@ const MAX_F = 63
 const BASE_SAMPLES = 16
 /** Samples an entry needs before it is read. */
 const MIN_SAMPLES = 4
+/**
+ * Samples the fleet's base (every upstream's together, the stand-in until an upstream has its own)
+ * needs: fewer than an own base. In a flood from cold the only requests sent with nothing in flight
+ * are each upstream's first, so the fleet's base would wait for BASE_SAMPLES until the flood is over
+ * (1.3-2.0 s into a cold start at 2,750 req/s in the open-loop model), and no queue could be read
+ * while it lasts. Until an upstream has its own base, its queue is then read against the fleet's:
+ * 3 spreads of the fleet's base stay in the bar, well above the noise of 4 samples of jittered service.
+ */
+const FLEET_BASE_SAMPLES = MIN_SAMPLES
 /** An entry reading more than QUEUE_FACTOR × the slowest class base + QUEUE_MS shows a queue:
  * well above the noise of service times jittered by ±50 % (the closed-loop model). */
 const QUEUE_FACTOR = 0.25
@@ -81,6 +91,7 @@ function createQueueing () {
     wait: new Float64Array(MAX_F + 1),
     samples: new Uint32Array(MAX_F + 1),
     seen: 0, // responses that fed the table
+    known: false, // some entry has MIN_SAMPLES samples: the table can be read (until then every wait reads 0)
     queued: false,
     busyWorkers: 0, // its workers busy while saturated (`observeThroughput`); 0 = not seen saturated
     busyCount: 0, // that, rounded, with hysteresis: its worker count from it; 0 = none
@@ -135,7 +146,9 @@ function learnBase (q, c, latency) {
 function spreadOf (q, fleet) {
   let spread = INFINITY
   for (let c = 0; c < 3; c++) {
-    const d = q.zero[c] >= BASE_SAMPLES ? q.dev[c] : fleet && fleet.zero[c] >= BASE_SAMPLES ? fleet.dev[c] : INFINITY
+    const d = q.zero[c] >= BASE_SAMPLES
+      ? q.dev[c]
+      : fleet && fleet.zero[c] >= FLEET_BASE_SAMPLES ? fleet.dev[c] : INFINITY
     if (d < spread) spread = d
   }
   return spread
@@ -161,13 +174,14 @@ function observe (q, ctx, outcome, fleet) {
   }
   // no settled base yet (its own, else the fleet's): an excess over a guess would read as a queue
   const own = q.zero[c] >= BASE_SAMPLES
-  if (!own && !(fleet && fleet.zero[c] >= BASE_SAMPLES)) return
+  if (!own && !(fleet && fleet.zero[c] >= FLEET_BASE_SAMPLES)) return
   const base = own ? q.base[c] : fleet.base[c]
   const f = at < MAX_F ? at : MAX_F
   const excess = latency - base
   const n = q.samples[f]
   q.wait[f] += weight(n) * (excess - q.wait[f])
   q.samples[f] = n + 1
+  if (n + 1 >= MIN_SAMPLES) q.known = true
   q.seen++
   if (q.queued ? q.seen % RECHECK === 0 : n + 1 >= MIN_SAMPLES) {
     const bar = QUEUE_FACTOR * max(q.base[HIT], q.base[MISS], q.base[OTHER], base) + QUEUE_MS +
