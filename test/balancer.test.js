@@ -328,7 +328,9 @@ describe.each(['http-proxy', 'node-http', 'undici', 'direct'])('retry on a timeo
     const started = performance.now()
     await expect(request(`${lb.url}/a`)).rejects.toThrow()
     const ms = performance.now() - started
-    expect(ms).toBeGreaterThanOrEqual(750) // not cut at the try timeout: the head had come
+    // not cut at the try timeout (250 ms): the head had come; the body timeout's timer may be coarse
+    // (the undici engine's fired at 743 ms of a client-side 800 once)
+    expect(ms).toBeGreaterThanOrEqual(500)
     expect(ms).toBeLessThan(2900)
     expect(ok.requests).toBe(0)
     expect(lb.stats()).toMatchObject({ retries: 0, failures: { timeout: 1 } })
