@@ -251,12 +251,17 @@ describe('wasp: a backend back cold while the others queue', () => {
   })
 })
 
+/** A wasp on the open-loop model's fleet of 7 (caches of 100 of 2,000 pages, Zipf(1)), flooded from cold. */
+function flooded (workers, rate, options = {}) {
+  const clock = {}
+  const policy = createWasp(options, { random: mulberry32(11), now: () => clock.model.now() })
+  const model = clock.model = createOpenLoop({ rate, keys: 2000, cacheSize: 100, workers, seed: 3, jitter: 0.3, policy })
+  return { policy, model }
+}
+
 describe('wasp: the worker counts it learnt, in its snapshot', () => {
-  /** A wasp on the open-loop model's fleet of 7 (caches of 100 of 2,000 pages, Zipf(1)), flooded from cold. */
   function learnt (workers, rate, options = {}) {
-    const clock = {}
-    const policy = createWasp(options, { random: mulberry32(11), now: () => clock.model.now() })
-    const model = clock.model = createOpenLoop({ rate, keys: 2000, cacheSize: 100, workers, seed: 3, jitter: 0.3, policy })
+    const { policy, model } = flooded(workers, rate, options)
     model.run(12000)
     return policy.snapshot().upstreams.map((u) => u.workers)
   }
@@ -278,11 +283,7 @@ describe('wasp: the worker counts it learnt, in its snapshot', () => {
 describe('wasp learnWorkers: the learnt worker counts as weights, an option (off by default)', () => {
   /** Workers 2-8 flooded at 6,000 req/s (where every count is read, above): holdings, shares, p99 of the second half. */
   function run (options) {
-    const clock = {}
-    const policy = createWasp(options, { random: mulberry32(11), now: () => clock.model.now() })
-    const model = clock.model = createOpenLoop({
-      rate: 6000, keys: 2000, cacheSize: 100, workers: [2, 3, 4, 5, 6, 7, 8], seed: 3, jitter: 0.3, policy
-    })
+    const { policy, model } = flooded([2, 3, 4, 5, 6, 7, 8], 6000, options)
     model.run(12000)
     const later = model.run(12000)
     return { held: policy.snapshot().upstreams.map((u) => u.held), share: later.share, p99: later.p99 }

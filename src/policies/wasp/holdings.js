@@ -197,7 +197,7 @@ function needed (krec, n, have, replicate) {
  * there against about 20 elsewhere, 0.1 s in at 2,750 req/s in the open-loop model).
  * @param {object} urec the upstream's record
  * @param {import('../types').Upstream} upstream
- * @param {number} [meanF] the listed upstreams' mean in flight
+ * @param {number} [meanF] the listed upstreams' mean in flight (`w.meanInflight`, ./index.js `register`)
  * @returns {boolean}
  */
 function busy (urec, upstream, meanF) {
@@ -260,11 +260,6 @@ function contend (w, upstreams, krec) {
   let leastAfter = INFINITY
   let anyAfter = INFINITY
   const start = krec.hash % n
-  let meanF = 0
-  if (w.queued) {
-    for (let i = 0; i < n; i++) meanF += upstreams[i].inflight > 0 ? upstreams[i].inflight : 0
-    meanF /= n
-  }
   for (let k = 0; k < n; k++) {
     const i = (start + k) % n
     const u = recs[i]
@@ -281,7 +276,7 @@ function contend (w, upstreams, krec) {
         any = i
         anyAfter = after
       }
-      if (u.held[b] + 1 <= u.cap && !(w.queued && busy(u, upstreams[i], meanF)) &&
+      if (u.held[b] + 1 <= u.cap && !(w.queued && busy(u, upstreams[i], w.meanInflight)) &&
         (after < leastAfter || (after === leastAfter && upstreams[i].inflight < upstreams[least].inflight))) {
         least = i
         leastAfter = after

@@ -139,8 +139,9 @@ function createState (o, random) {
     recs: new Array(16),
     eff2: new Float64Array(16),
     responders: new Int32Array(16),
-    // per pick: the mean latency EWMA of the candidates (0 = none known)
-    meanLatency: 0
+    // per pick: the mean latency EWMA of the candidates (0 = none known), and their mean in flight
+    meanLatency: 0,
+    meanInflight: 0
   }
 }
 
@@ -203,7 +204,7 @@ function pick (w, upstreams, ctx) {
 
 /**
  * Register every candidate (so absent ones can be forgotten), count its idle time, and measure the
- * load: returns the total in flight and sets `w.meanLatency`.
+ * load: returns the total in flight and sets `w.meanLatency` and `w.meanInflight`.
  */
 function register (w, upstreams, picks) {
   const { recs, memory } = w
@@ -225,6 +226,7 @@ function register (w, upstreams, picks) {
   w.queued = queued && w.o.spill > 0
   learntWeights(w, upstreams)
   w.meanLatency = latencyCount > 0 ? latencySum / latencyCount : 0
+  w.meanInflight = upstreams.length > 0 ? total / upstreams.length : 0
   return total
 }
 
