@@ -109,8 +109,18 @@ describe('capacity: the issue\'s targets', () => {
   test('without peers, the limit only; without wasp, nothing; a best peer at 0 cannot be told', () => {
     expect(issueTargets(cells, contenders, 4000, []).map((t) => t.name)).toEqual(['capacity wasp / physical limit'])
     expect(issueTargets(cells, contenders.filter((c) => c.algo !== 'wasp'), 4000, ['nginx'])).toEqual([])
-    const zero = issueTargets(sweepCells([run('wasp', 1000, 10), run('nginx', 1000, 50)], 40), capacities(sweepCells([run('wasp', 1000, 10), run('nginx', 1000, 50)], 40), 4000), 4000, ['nginx'])
-    expect(zero.slice(1).map((t) => t.pass)).toEqual([undefined, undefined])
+    const targets = (runs) => issueTargets(sweepCells(runs, 40), capacities(sweepCells(runs, 40), 4000), 4000, ['nginx'])
+    const both = targets([run('wasp', 1000, 50), run('nginx', 1000, 50)])
+    expect(both.slice(1).map((t) => [t.value, t.pass])).toEqual([[NaN, undefined], [NaN, undefined]])
+  })
+
+  test('every peer over the SLO at the lowest rate, wasp not: the ratio is a lower bound, passing only if it meets 1.15', () => {
+    const targets = (runs) => issueTargets(sweepCells(runs, 40), capacities(sweepCells(runs, 40), 4000), 4000, ['nginx'])
+    const one = targets([run('wasp', 1000, 10), run('wasp', 1250, 50), run('nginx', 1000, 50)])[1]
+    expect(one).toMatchObject({ value: 1, above: true, min: 1.15, pass: undefined })
+    expect(one.misses[0]).toMatch(/every peer over the SLO at the sweep's lowest rate \(1000\), wasp not: a lower bound/)
+    const two = targets([run('wasp', 1000, 10), run('wasp', 1250, 20), run('nginx', 1000, 50)])[1]
+    expect(two).toMatchObject({ value: 1.25, above: true, pass: true })
   })
 })
 
@@ -283,6 +293,13 @@ describe('capacity: reports', () => {
     expect(text).toContain('targets (issue 28):\n  MISS capacity wasp / physical limit = ')
     expect(text).toContain('  MISS capacity wasp / the best peer\'s (haproxy-uri-bounded-150) = 0.75 (target >= 1.15)')
     expect(text).toContain('  MISS rates where a peer\'s p99 is below wasp\'s, up to the best peer\'s capacity (2000) = 1 (target <= 0): 2000 (haproxy-uri-bounded-150)')
+  })
+
+  test('a lower bound reads "> ratio" in the console and the HTML', () => {
+    const bound = { name: 'capacity wasp / the best peer\'s (nginx)', value: 1.25, above: true, min: 1.15, pass: true, misses: ['every peer over'] }
+    const lower = { ...doc, capacity: { ...doc.capacity, targets: [bound] } }
+    expect(formatCapacityTable(lower)).toContain('  ok   capacity wasp / the best peer\'s (nginx) = > 1.25 (target >= 1.15): every peer over')
+    expect(formatCapacityHtml(lower)).toContain('<li>ok: capacity wasp / the best peer&#39;s (nginx) = &gt; 1.250 (target &ge; 1.15): every peer over</li>')
   })
 
   test('the HTML: p99 against the offered rate per contender with the SLO line, the capacity bars with the limit, the tables', () => {

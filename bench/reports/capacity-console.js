@@ -100,7 +100,8 @@ function formatCapacityTable (doc) {
     for (const t of cap.targets) {
       const mark = t.pass === undefined ? '?' : t.pass ? 'ok  ' : 'MISS'
       const bound = t.min !== undefined ? `>= ${t.min}` : `<= ${t.max}`
-      out.push(`  ${mark} ${t.name} = ${Number.isFinite(t.value) ? t.value : 'n/a'} (target ${bound})` +
+      const value = Number.isFinite(t.value) ? `${t.above ? '> ' : ''}${t.value}` : 'n/a'
+      out.push(`  ${mark} ${t.name} = ${value} (target ${bound})` +
         `${t.misses && t.misses.length ? `: ${t.misses.join(', ')}` : ''}`)
     }
   }

@@ -157,7 +157,8 @@ from ${basis}.</p>
 ${caps}
 ${(cap.targets || []).length
   ? `<ul>${cap.targets.map((t) => `<li>${t.pass === undefined ? '?' : t.pass ? 'ok' : 'MISS'}: ${esc(t.name)} = ` +
-    `${esc(num(t.value, 3))} (target ${t.min !== undefined ? `&ge; ${t.min}` : `&le; ${t.max}`})` +
+    `${t.above ? '&gt; ' : ''}${esc(num(t.value, 3))} ` +
+    `(target ${t.min !== undefined ? `&ge; ${t.min}` : `&le; ${t.max}`})` +
     `${t.misses && t.misses.length ? `: ${esc(t.misses.join(', '))}` : ''}</li>`).join('')}</ul>`
   : ''}
 ${rateChart('Hit rate against the offered rate (backends\' /_stats)', hit, { yLabel: 'hit rate', yMax: 1 })}
