@@ -86,17 +86,23 @@ function rank (urec, krec) {
 
 /** The fast estimate takes over when it is this factor away from the slow one (either way). */
 const DRIFT = 1.5
+/** Gaps a key needs before its fast estimate may overrule the slow one. The fast one is an EWMA from
+ * the key's first gap, which still weighs (15/16)^k after k more; until then the slow one, the plain
+ * mean of the gaps so far, is the better estimate (measured: docs/algorithms.md, "Fifth pass"). */
+const FAST_SETTLED = 32
 
 /**
  * The key's popularity for admission: its slow gap estimate (64 gaps), steady enough to tell the
  * keys at the edge of a cache apart, unless the fast one (16 gaps) has drifted DRIFT away from it,
  * as when the popularity ranking shifts: a page become hot must not wait 64 requests to be kept
- * (measured with a shifting ranking: docs/algorithms.md, "Admission").
+ * (measured with a shifting ranking: docs/algorithms.md, "Admission"). A key with FAST_SETTLED gaps
+ * or fewer reads its slow estimate.
  */
 function gapOf (krec) {
   const slow = krec.slowGap
   const fast = krec.gap
   if (!(slow > 0)) return fast
+  if (krec.step <= FAST_SETTLED + 1) return slow
   return fast < slow * DRIFT && fast * DRIFT > slow ? slow : fast
 }
 
