@@ -95,6 +95,8 @@ describe('capacity: the issue\'s targets', () => {
   ]
   const cells = sweepCells(runs, 40)
   const contenders = capacities(cells, 4000)
+  /** The targets of a sweep of `runs` against one peer, nginx, at the limit 4,000. */
+  const targets = (runs) => issueTargets(sweepCells(runs, 40), capacities(sweepCells(runs, 40), 4000), 4000, ['nginx'])
 
   test('wasp against the physical limit and the best peer (by capacity), and its p99 at every rate up to that capacity', () => {
     const t = issueTargets(cells, contenders, 4000, ['nginx', 'haproxy'])
@@ -109,13 +111,11 @@ describe('capacity: the issue\'s targets', () => {
   test('without peers, the limit only; without wasp, nothing; a best peer at 0 cannot be told', () => {
     expect(issueTargets(cells, contenders, 4000, []).map((t) => t.name)).toEqual(['capacity wasp / physical limit'])
     expect(issueTargets(cells, contenders.filter((c) => c.algo !== 'wasp'), 4000, ['nginx'])).toEqual([])
-    const targets = (runs) => issueTargets(sweepCells(runs, 40), capacities(sweepCells(runs, 40), 4000), 4000, ['nginx'])
     const both = targets([run('wasp', 1000, 50), run('nginx', 1000, 50)])
     expect(both.slice(1).map((t) => [t.value, t.pass])).toEqual([[NaN, undefined], [NaN, undefined]])
   })
 
   test('every peer over the SLO at the lowest rate, wasp not: the ratio is a lower bound, passing only if it meets 1.15', () => {
-    const targets = (runs) => issueTargets(sweepCells(runs, 40), capacities(sweepCells(runs, 40), 4000), 4000, ['nginx'])
     const one = targets([run('wasp', 1000, 10), run('wasp', 1250, 50), run('nginx', 1000, 50)])[1]
     expect(one).toMatchObject({ value: 1, above: true, min: 1.15, pass: undefined })
     expect(one.misses[0]).toMatch(/every peer over the SLO at the sweep's lowest rate \(1000\), wasp not: a lower bound/)
