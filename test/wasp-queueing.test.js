@@ -291,7 +291,7 @@ describe('wasp learnWorkers: the learnt worker counts as weights, an option (off
   }
 
   test('on, the holdings follow the counts read: the 2-worker backend holds and takes less, the overload drains faster', () => {
-    const off = run({})
+    const off = run({ capacityWeights: false }) // the holdings as counts alone (the default weighs queues: below)
     const on = run({ learnWorkers: true })
     expect(Math.max(...off.held) - Math.min(...off.held)).toBeLessThanOrEqual(2) // even keys, whatever the workers
     for (let i = 1; i < 7; i++) expect(on.held[i]).toBeGreaterThan(on.held[i - 1])
@@ -303,5 +303,43 @@ describe('wasp learnWorkers: the learnt worker counts as weights, an option (off
   test('a learnWorkers that is not a boolean is refused', () => {
     expect(() => createWasp({ learnWorkers: 'yes' })).toThrow('wasp: learnWorkers must be a boolean')
     expect(createWasp.defaults.learnWorkers).toBe(false)
+  })
+})
+
+describe('wasp capacityWeights: each upstream\'s share of the keys from its queue against the others\' (on by default)', () => {
+  /** A wasp on the open-loop model's fleet from cold at `rate`: the second 40,000 requests' window, and the snapshot. */
+  function run (workers, rate, options = {}, weights) {
+    const clock = {}
+    const policy = createWasp(options, { random: mulberry32(11), now: () => clock.model.now() })
+    const model = clock.model = createOpenLoop({ rate, keys: 2000, cacheSize: 100, workers, weights, seed: 1, policy })
+    model.run(40000)
+    const later = model.run(40000)
+    const ups = policy.snapshot().upstreams
+    return { p99: later.p99, share: later.share, held: ups.map((u) => u.held), weight: ups.map((u) => u.weight) }
+  }
+
+  test('workers 2-8 nobody weighted, at 4,200 req/s: the backends of 2 and 3 workers hold fewer keys, and the fleet holds the SLO', () => {
+    const off = run([2, 3, 4, 5, 6, 7, 8], 4200, { capacityWeights: false })
+    const on = run([2, 3, 4, 5, 6, 7, 8], 4200)
+    expect(off.p99).toBeGreaterThan(400) // the 2-worker backend saturated: its queue grows for the whole window
+    expect(on.p99).toBeLessThan(40)
+    expect(on.share.u0).toBeLessThan(0.8 * off.share.u0)
+    const small = on.held[0] + on.held[1]
+    const large = on.held[5] + on.held[6]
+    expect(large).toBeGreaterThan(2 * small)
+    expect(on.weight[0]).toBeLessThan(0.5)
+    expect(on.weight[6]).toBeGreaterThan(1)
+  })
+
+  test('an equal fleet keeps its weights at 1 at rest and near 1 at its capacity; a given weight is kept', () => {
+    expect(run(4, 800).weight).toEqual([1, 1, 1, 1, 1, 1, 1]) // never queued: nothing learnt
+    // at its capacity (3,600 req/s) the backend that queues most holds a little less: 0.87-1.02 here
+    run(4, 3600).weight.forEach((x) => expect(Math.abs(x - 1)).toBeLessThan(0.2))
+    expect(run(4, 3600, {}, [1, 1, 1, 1, 2, 2, 2]).weight).toEqual([1, 1, 1, 1, 2, 2, 2])
+  })
+
+  test('a capacityWeights that is not a boolean is refused', () => {
+    expect(() => createWasp({ capacityWeights: 1 })).toThrow('wasp: capacityWeights must be a boolean')
+    expect(createWasp.defaults.capacityWeights).toBe(true)
   })
 })

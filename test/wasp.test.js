@@ -52,7 +52,7 @@ describe('wasp: the policy contract', () => {
 
   test('every parameter has a default, exposed on createWasp.defaults too', () => {
     expect(createWasp.defaults).toBe(defaults)
-    expect(Object.keys(defaults).sort()).toEqual(['admission', 'balanced', 'feedback', 'idleGaps', 'learnWorkers', 'loadFactor', 'maxKeys', 'missLearning',
+    expect(Object.keys(defaults).sort()).toEqual(['admission', 'balanced', 'capacityWeights', 'feedback', 'idleGaps', 'learnWorkers', 'loadFactor', 'maxKeys', 'missLearning',
       'phi', 'replicate', 'replicateQueued', 'rounds', 'shareGap', 'spill', 'stimulus', 'stimulusGrowth', 'thetaMax',
       'thetaMin', 'thetaStart', 'xi'])
     expect(Object.isFrozen(defaults)).toBe(true)

@@ -43,6 +43,10 @@ export interface WaspOptions {
    * workers while saturated (the snapshot's `workers`); off: exact in the model, over HTTP it misreads
    * under a flood that saturates the balancer (docs/algorithms.md; default false) */
   learnWorkers?: boolean
+  /** unequal backends nobody weighted: where no `weight` was given, each upstream's share of the keys
+   * follows its queue against the others' (a backend whose responses wait longer holds fewer keys);
+   * only while an upstream shows a queue (docs/algorithms.md "Sixth pass"; default true) */
+  capacityWeights?: boolean
   /** key table capacity, LRU (default 10000) */
   maxKeys?: number
   /** response feedback switches (default both off) */
@@ -123,10 +127,12 @@ export interface WaspSnapshot {
    * learnt, it keeps everything; see `admission`); `queued`: whether its latencies have shown a
    * queue (see `spill`); `workers`: its worker count, learnt from its busy workers while it was
    * saturated (null: not seen saturated; with `learnWorkers`, an upstream given no `weight` weighs it in
-   * the holdings; over HTTP it can read several times too many) */
+   * the holdings; over HTTP it can read several times too many); `weight`: the weight its holdings
+   * are compared by (its given `weight`, else the one its queue earned with `capacityWeights`) */
   upstreams: Array<{
     id: string, latencyMs: number, idle: number, held: number, heldHitRatio: number,
-    capacity: number | null, admissionSize: number | null, queued: boolean, workers: number | null
+    capacity: number | null, admissionSize: number | null, queued: boolean, workers: number | null,
+    weight: number
   }>
   /** keys owned per upstream id: keys whose lowest threshold is that upstream's and below `thetaStart` */
   owned: Record<string, number>

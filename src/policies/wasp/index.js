@@ -51,6 +51,7 @@ const holdings = require('./holdings')
 const admission = require('./admission')
 const { snapshot } = require('./snapshot')
 const queueing = require('./queueing')
+const capacity = require('./capacity')
 const { route, freeMiss } = require('./spill')
 
 // globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
@@ -133,6 +134,7 @@ function createState (o, random) {
     spills: 0,
     freeMisses: 0,
     bases: queueing.createBases(),
+    capacity: capacity.createCapacity(),
     // per pick: whether a listed upstream has shown a queue (./queueing.js)
     queued: false,
     // per pick: the candidates' records, θeff² (-1 when ineligible), this round's responders
@@ -216,7 +218,10 @@ function register (w, upstreams, picks) {
     const urec = memory.upstream(upstreams[i].id)
     urec.idle += picks - urec.seen // picks since it last served: an absence counts as idle time
     urec.seen = picks
-    urec.weight = weightOf(upstreams[i])
+    // a given weight, else the one its queue earns (./capacity.js), else 1
+    urec.weight = typeof upstreams[i].weight === 'number' || !w.o.capacityWeights
+      ? weightOf(upstreams[i])
+      : urec.capacity
     recs[i] = urec
     const f = upstreams[i].inflight
     if (f > 0) total += f
@@ -420,6 +425,7 @@ function feedback (w, upstream, ctx, outcome) {
   if (urec === undefined) return
   queueing.observe(urec.q, ctx, outcome, w.bases)
   queueing.observeThroughput(urec.q, ctx, outcome, w.bases)
+  if (w.o.capacityWeights) capacity.responded(w)
   if (w.useLatency && typeof outcome.latencyMs === 'number' && outcome.latencyMs >= 0) {
     urec.latency = ewma(urec.latency > 0 ? urec.latency : undefined, outcome.latencyMs, LATENCY_ALPHA)
   }

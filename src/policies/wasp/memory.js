@@ -23,8 +23,11 @@ const { createQueueing } = require('./queueing')
  * @typedef {object} UpstreamRecord
  * @property {string} id
  * @property {number} hash `hash32(id)`, for the packing (./packing.js)
- * @property {number} weight its `weight` the last time it was listed; when none, 1, or its learnt
- *   worker count once the backends have queued (./index.js `learntWeights`)
+ * @property {number} weight its `weight` the last time it was listed; when none, its `capacity`
+ *   (1 with `capacityWeights` off), or its learnt worker count once the backends have queued
+ *   (./index.js `learntWeights`)
+ * @property {number} capacity its weight from its queue against the others' (./capacity.js), 1 at first
+ * @property {number} waitDiff its smoothed mean wait less the fleet's, relative (./capacity.js)
  * @property {number} workers its learnt worker count (./queueing.js), 1 before any is known: the
  *   in-flight counts of upstreams are compared per worker
  * @property {number} loadScale the mean upstream's workers over its own (1 before any is known): its
@@ -207,6 +210,8 @@ function createMemory (o, { onEvict } = {}) {
           id,
           hash: hash32(id),
           weight: 1,
+          capacity: 1,
+          waitDiff: 0,
           workers: 1,
           loadScale: 1,
           joined: picks,

@@ -84,7 +84,10 @@ const defaults = Object.freeze({
    * flood that saturates the balancer makes it read several times the real count, and in the model a
    * backend whose requests never wait 8 service times in the first flood is never read
    * (docs/algorithms.md, "Worker counts learnt"; the counts are shown in the snapshot either way) */
-  learnWorkers: false
+  learnWorkers: false,
+  /** capacity weights (./capacity.js): where no `weight` was given, each upstream's share of the keys
+   * follows its queue against the others' (a backend that waits longer holds fewer) */
+  capacityWeights: true
 })
 
 const NUMERIC = ['thetaMin', 'thetaMax', 'thetaStart', 'xi', 'phi', 'stimulus', 'stimulusGrowth',
@@ -136,6 +139,7 @@ function resolveOptions (options) {
   if (!(o.spill >= 0 && o.spill <= 1e6)) throw badOption('spill must be 0 (off) or lie in (0, 1e6]')
   if (typeof o.admission !== 'boolean') throw badOption('admission must be a boolean')
   if (typeof o.learnWorkers !== 'boolean') throw badOption('learnWorkers must be a boolean')
+  if (typeof o.capacityWeights !== 'boolean') throw badOption('capacityWeights must be a boolean')
   for (const f of ['cache', 'latency']) {
     if (typeof o.feedback[f] !== 'boolean') throw badOption(`feedback.${f} must be a boolean`)
   }

@@ -96,7 +96,9 @@ function createQueueing () {
     busyWorkers: 0, // its workers busy while saturated (`observeThroughput`); 0 = not seen saturated
     busyCount: 0, // that, rounded, with hysteresis: its worker count from it; 0 = none
     doneWork: 0, // the service time (ms) of its completions, from the class bases (`observeThroughput`)
-    doneUnknown: 0 // its completions of a class whose base was not known yet
+    doneUnknown: 0, // its completions of a class whose base was not known yet
+    epochWait: 0, // the waits (excesses) of this epoch's responses, and their count (./capacity.js)
+    epochCount: 0
   }
 }
 
@@ -178,6 +180,8 @@ function observe (q, ctx, outcome, fleet) {
   const base = own ? q.base[c] : fleet.base[c]
   const f = at < MAX_F ? at : MAX_F
   const excess = latency - base
+  q.epochWait += excess
+  q.epochCount++
   const n = q.samples[f]
   q.wait[f] += weight(n) * (excess - q.wait[f])
   q.samples[f] = n + 1

@@ -72,7 +72,8 @@ function snapshot (w) {
       capacity: u.cap === Infinity ? null : u.cap,
       admissionSize: u.admission.size === Infinity ? null : u.admission.size,
       queued: u.q.queued,
-      workers: u.q.busyCount > 0 ? u.q.busyCount : null
+      workers: u.q.busyCount > 0 ? u.q.busyCount : null,
+      weight: u.weight
     })),
     owned,
     recent
