@@ -56,6 +56,25 @@ describe('wasp admission: ranks and sizes', () => {
     expect(krec.fine).toBeCloseTo(admission.position(100))
   })
 
+  test('a young key (64 requests or fewer) is ranked by the picks so far over its requests; from 16 its fast estimate overrules that when drifted', () => {
+    // requested twice close together 10,000 picks into the table: its mean gap says hot, the count says cold
+    const krec = { step: 3, last: 10000, gap: 4, slowGap: 4, fine: 0, holders: [] }
+    admission.observe(krec)
+    expect(krec.fine).toBeCloseTo(admission.position(10000 / 3))
+    krec.step = 15 // a fast estimate 50 times away is not read before 16 requests
+    admission.observe(krec)
+    expect(krec.fine).toBeCloseTo(admission.position(10000 / 15))
+    krec.step = 16 // the page became hot: the fast estimate leads
+    admission.observe(krec)
+    expect(krec.fine).toBeCloseTo(admission.position(4))
+    Object.assign(krec, { step: 40, last: 4000, gap: 120 }) // within 1.5 times of the count (100): the count
+    admission.observe(krec)
+    expect(krec.fine).toBeCloseTo(admission.position(100))
+    Object.assign(krec, { step: 65, gap: 120, slowGap: 100 }) // past 64: the slow estimate, as for any key
+    admission.observe(krec)
+    expect(krec.fine).toBeCloseTo(admission.position(100))
+  })
+
   test('an upstream keeps everything until a kept key that should hit misses; then each such miss takes SHRINK off and each hit adds GROW, up to its holdings + 2', () => {
     const u = urecOf('u0')
     u.heldTotal = 30

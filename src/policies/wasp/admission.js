@@ -86,24 +86,37 @@ function rank (urec, krec) {
 
 /** The fast estimate takes over when it is this factor away from the slow one (either way). */
 const DRIFT = 1.5
-/** Gaps a key needs before its fast estimate may overrule the slow one. The fast one is an EWMA from
- * the key's first gap, which still weighs (15/16)^k after k more; until then the slow one, the plain
- * mean of the gaps so far, is the better estimate (measured: docs/algorithms.md, "Fifth pass"). */
-const FAST_SETTLED = 32
+/** Requests for which a key is ranked by the picks so far over its requests (see `gapOf`). Past them
+ * its fast estimate, an EWMA from the key's first gap, has settled ((15/16)^64 of that gap is left;
+ * the fifth pass waited 32 gaps for it, and read the slow one meanwhile: docs/algorithms.md). */
+const YOUNG = 64
+/** Requests a young key needs before its fast estimate may overrule that count. */
+const YOUNG_FAST = 16
 
 /**
- * The key's popularity for admission: its slow gap estimate (64 gaps), steady enough to tell the
- * keys at the edge of a cache apart, unless the fast one (16 gaps) has drifted DRIFT away from it,
- * as when the popularity ranking shifts: a page become hot must not wait 64 requests to be kept
- * (measured with a shifting ranking: docs/algorithms.md, "Admission"). A key with FAST_SETTLED gaps
- * or fewer reads its slow estimate.
+ * The key's popularity for admission. A young key (YOUNG requests or fewer) is ranked by the picks
+ * so far over its requests, the table's whole age as its window: the mean of a few gaps ranks a page
+ * requested twice close together among a backend's hottest, and the count does not (on 20,000 pages
+ * that noise cost 0.03 of hit rate: docs/algorithms.md, "Seventh pass"); from YOUNG_FAST requests the
+ * fast estimate overrules the count when it has drifted DRIFT away from it, so a page become hot is
+ * kept after 16 requests. An older key reads its slow gap estimate (64 gaps), steady enough to tell
+ * the keys at the edge of a cache apart, unless the fast one (16 gaps) has drifted DRIFT away from it,
+ * as when the popularity ranking shifts (measured: docs/algorithms.md, "Admission").
  */
 function gapOf (krec) {
   const slow = krec.slowGap
   const fast = krec.gap
   if (!(slow > 0)) return fast
-  if (krec.step <= FAST_SETTLED + 1) return slow
-  return fast < slow * DRIFT && fast * DRIFT > slow ? slow : fast
+  if (krec.step <= YOUNG) {
+    const counted = krec.last / krec.step
+    return krec.step >= YOUNG_FAST && drifted(fast, counted) ? fast : counted
+  }
+  return drifted(fast, slow) ? fast : slow
+}
+
+/** Whether the fast estimate is DRIFT or more away from `steady`, either way. */
+function drifted (fast, steady) {
+  return !(fast < steady * DRIFT && fast * DRIFT > steady)
 }
 
 /** Count the key at holder `urec` (delta +1) or uncount it (-1), at its fine bin. */
