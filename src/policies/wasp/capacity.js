@@ -51,7 +51,7 @@ function createCapacity () {
 }
 
 /**
- * One response seen: every EPOCH, the listed upstreams' weights (`urec.capacity`) move by their
+ * One response seen: every EPOCH, the listed upstreams' weights (`urec.queueWeight`) move by their
  * waits against the fleet's (see above), and every upstream's epoch starts afresh.
  * @param {object} w the policy's state (./index.js): `capacity`, `memory`, `bases`, `queued`
  */
@@ -76,13 +76,13 @@ function responded (w) {
   for (const u of memory.ups.values()) {
     const q = u.q
     if (picks - u.seen <= LISTED_PICKS) {
-      if (!w.queued) u.capacity += RELAX * (1 - u.capacity)
+      if (!w.queued) u.queueWeight += RELAX * (1 - u.queueWeight)
       else if (scale > 0 && q.epochCount >= MIN_RESPONSES) {
         u.waitDiff += SMOOTH * ((q.epochWait / q.epochCount - mean) / unit - u.waitDiff)
         const d = u.waitDiff
-        if (d > DEADBAND || d < -DEADBAND) u.capacity *= exp(-STEP * max(-MAX_D, min(MAX_D, d)))
+        if (d > DEADBAND || d < -DEADBAND) u.queueWeight *= exp(-STEP * max(-MAX_D, min(MAX_D, d)))
       }
-      total += u.capacity
+      total += u.queueWeight
     }
     q.epochWait = 0
     q.epochCount = 0
@@ -90,7 +90,7 @@ function responded (w) {
   if (!(total > 0)) return
   for (const u of memory.ups.values()) {
     if (picks - u.seen > LISTED_PICKS) continue
-    u.capacity = min(MAX_WEIGHT, max(MIN_WEIGHT, u.capacity * n / total))
+    u.queueWeight = min(MAX_WEIGHT, max(MIN_WEIGHT, u.queueWeight * n / total))
   }
 }
 

@@ -221,7 +221,7 @@ function register (w, upstreams, picks) {
     // a given weight, else the one its queue earns (./capacity.js), else 1
     urec.weight = typeof upstreams[i].weight === 'number' || !w.o.capacityWeights
       ? weightOf(upstreams[i])
-      : urec.capacity
+      : urec.queueWeight
     recs[i] = urec
     const f = upstreams[i].inflight
     if (f > 0) total += f

@@ -23,10 +23,10 @@ const { createQueueing } = require('./queueing')
  * @typedef {object} UpstreamRecord
  * @property {string} id
  * @property {number} hash `hash32(id)`, for the packing (./packing.js)
- * @property {number} weight its `weight` the last time it was listed; when none, its `capacity`
+ * @property {number} weight its `weight` the last time it was listed; when none, its `queueWeight`
  *   (1 with `capacityWeights` off), or its learnt worker count once the backends have queued
  *   (./index.js `learntWeights`)
- * @property {number} capacity its weight from its queue against the others' (./capacity.js), 1 at first
+ * @property {number} queueWeight its weight from its queue against the others' (./capacity.js), 1 at first
  * @property {number} waitDiff its smoothed mean wait less the fleet's, relative (./capacity.js)
  * @property {number} workers its learnt worker count (./queueing.js), 1 before any is known: the
  *   in-flight counts of upstreams are compared per worker
@@ -210,7 +210,7 @@ function createMemory (o, { onEvict } = {}) {
           id,
           hash: hash32(id),
           weight: 1,
-          capacity: 1,
+          queueWeight: 1,
           waitDiff: 0,
           workers: 1,
           loadScale: 1,
