@@ -113,11 +113,12 @@ describe('capacity: the issue\'s targets', () => {
     expect(issueTargets(cells, contenders.filter((c) => c.algo !== 'wasp'), 4000, ['nginx'])).toEqual([])
     const both = targets([run('wasp', 1000, 50), run('nginx', 1000, 50)])
     expect(both.slice(1).map((t) => [t.value, t.pass])).toEqual([[NaN, undefined], [NaN, undefined]])
+    expect(both[1].name).toBe('capacity wasp / the best peer\'s (none held 1000)') // no peer named as the best
   })
 
   test('every peer over the SLO at the lowest rate, wasp not: the ratio is a lower bound, passing only if it meets 1.15', () => {
     const one = targets([run('wasp', 1000, 10), run('wasp', 1250, 50), run('nginx', 1000, 50)])[1]
-    expect(one).toMatchObject({ value: 1, above: true, min: 1.15, pass: undefined })
+    expect(one).toMatchObject({ value: 1, above: true, min: 1.15, pass: undefined, name: 'capacity wasp / the best peer\'s (none held 1000)' })
     expect(one.misses[0]).toMatch(/every peer over the SLO at the sweep's lowest rate \(1000\), wasp not: a lower bound/)
     const two = targets([run('wasp', 1000, 10), run('wasp', 1250, 20), run('nginx', 1000, 50)])[1]
     expect(two).toMatchObject({ value: 1.25, above: true, pass: true })

@@ -209,7 +209,8 @@ const check = (t) => ({ ...t, pass: Number.isFinite(t.value) ? meets(t) : undefi
  * @param {string} algo
  */
 function peerRatio (me, best, lowest, algo) {
-  const name = `capacity ${algo} / the best peer's (${best.algo})`
+  // no peer held any rate: none is the best, so none is named
+  const name = `capacity ${algo} / the best peer's (${best.capacity ? best.algo : `none held ${lowest}`})`
   if (best.capacity) return check({ name, value: round(me.capacity / best.capacity, 3), min: 1.15 })
   if (!me.capacity) return check({ name, value: NaN, min: 1.15 })
   const value = round(me.capacity / lowest, 3)
