@@ -26,7 +26,7 @@ function startProxy (policy, seed, upstreams) {
 describe('polistes/http-proxy-middleware: a policy as the router of http-proxy-middleware', () => {
   const fleet = sharedFleet()
 
-  test('wasp specializes the pages through the real library: mean hit rate of 3 runs >= 0.95 after warm-up', async () => {
+  test('wasp specializes the pages through the real library: median hit rate of 3 runs >= 0.95 after warm-up', async () => {
     const rates = await hitRates((k) => startProxy('wasp', 7 + k, fleet.backends.map((b) => b.url)))
     expectSpecialized(rates)
   }, 120000)

@@ -30,7 +30,7 @@ async function startProxy (upstreams, options) {
 describe('polistes/http-proxy: a policy in front of node-http-proxy', () => {
   const fleet = sharedFleet()
 
-  test('wasp specializes the pages through the real library: mean hit rate of 3 runs >= 0.95 after warm-up', async () => {
+  test('wasp specializes the pages through the real library: median hit rate of 3 runs >= 0.95 after warm-up', async () => {
     const rates = await hitRates((k) => startProxy(fleet.backends.map((b) => b.url), { random: mulberry32(7 + k) }))
     expectSpecialized(rates)
   }, 120000)

@@ -31,7 +31,7 @@ async function drive (dispatcher, n, { concurrency = 8, seed = 1 } = {}) {
 describe('polistes/undici: a Dispatcher whose upstream choice is a policy', () => {
   const fleet = sharedFleet()
 
-  test('wasp learns from the X-Cache it reports by itself: pages specialize, mean hit rate of 3 runs >= 0.95 after warm-up', async () => {
+  test('wasp learns from the X-Cache it reports by itself: pages specialize, median hit rate of 3 runs >= 0.95 after warm-up', async () => {
     const dispatchers = []
     const rates = await hitRates(async (k) => {
       const dispatcher = new PolicyDispatcher(fleet.backends.map((b) => b.url), { random: mulberry32(7 + k) })
