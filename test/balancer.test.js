@@ -107,12 +107,19 @@ describe('balancer in front of seven node-static backends', () => {
 describe('graceful close', () => {
   test('an in-flight request on a keep-alive connection finishes, then the balancer closes promptly', async () => {
     const http = require('node:http')
-    const upstream = await startUpstream((req, res) => setTimeout(() => res.end('done'), 200))
+    let arrived
+    const atUpstream = new Promise((resolve) => { arrived = resolve })
+    const upstream = await startUpstream((req, res) => {
+      arrived()
+      setTimeout(() => res.end('done'), 200)
+    })
     const lb = await startBalancer({ backends: [upstream.url], algo: 'round-robin', port: 0 })
     const agent = new http.Agent({ keepAlive: true })
     try {
       const pending = request(`${lb.url}/slow`, { agent })
-      await new Promise((resolve) => setTimeout(resolve, 50))
+      // in flight once the upstream has it (a fixed 50 ms sleep lost the race on a host stealing 43 % of
+      // the CPU: the connection was still idle at the balancer when it closed, and was hung up)
+      await atUpstream
       const t0 = Date.now()
       const closing = lb.close({ graceMs: 10000 })
       const res = await pending
