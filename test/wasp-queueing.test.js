@@ -251,11 +251,12 @@ describe('wasp: a backend back cold while the others queue', () => {
   })
 })
 
-/** A wasp on the open-loop model's fleet of 7 (caches of 100 of 2,000 pages, Zipf(1)), flooded from cold. */
-function flooded (workers, rate, options = {}) {
+/** A wasp on the open-loop model's fleet of 7 (caches of 100 of 2,000 pages, Zipf(1)), flooded from cold;
+ * `fleet` overrides the model's seed 3 and service jitter 0.3, or adds its options (e.g. `weights`). */
+function flooded (workers, rate, options = {}, fleet = {}) {
   const clock = {}
   const policy = createWasp(options, { random: mulberry32(11), now: () => clock.model.now() })
-  const model = clock.model = createOpenLoop({ rate, keys: 2000, cacheSize: 100, workers, seed: 3, jitter: 0.3, policy })
+  const model = clock.model = createOpenLoop({ rate, keys: 2000, cacheSize: 100, workers, seed: 3, jitter: 0.3, ...fleet, policy })
   return { policy, model }
 }
 
@@ -309,9 +310,7 @@ describe('wasp learnWorkers: the learnt worker counts as weights, an option (off
 describe('wasp capacityWeights: each upstream\'s share of the keys from its queue against the others\' (on by default)', () => {
   /** A wasp on the open-loop model's fleet from cold at `rate`: the second 40,000 requests' window, and the snapshot. */
   function run (workers, rate, options = {}, weights) {
-    const clock = {}
-    const policy = createWasp(options, { random: mulberry32(11), now: () => clock.model.now() })
-    const model = clock.model = createOpenLoop({ rate, keys: 2000, cacheSize: 100, workers, weights, seed: 1, policy })
+    const { policy, model } = flooded(workers, rate, options, { seed: 1, jitter: 0, weights })
     model.run(40000)
     const later = model.run(40000)
     const ups = policy.snapshot().upstreams

@@ -23,6 +23,8 @@
  * Pure: reads the records the responses fill; O(upstreams) per epoch, nothing per pick.
  */
 
+const { ABSENT_PICKS } = require('./holdings')
+
 // globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
 const { exp, max, min } = Math
 
@@ -42,12 +44,16 @@ const MIN_WEIGHT = 1 / 8
 const MAX_WEIGHT = 8
 /** The fraction of the way back to 1 per epoch at rest. */
 const RELAX = 0.02
-/** Picks an upstream may go unlisted and still count (./holdings.js ABSENT_PICKS). */
-const LISTED_PICKS = 64
 
 /** The fleet-wide count of responses. */
 function createCapacity () {
   return { responses: 0 }
+}
+
+/** Whether upstream record `u` counts as listed at pick `picks`: as long as a holder keeps its keys
+ * (./holdings.js ABSENT_PICKS). */
+function listed (u, picks) {
+  return picks - u.seen <= ABSENT_PICKS
 }
 
 /**
@@ -64,7 +70,7 @@ function responded (w) {
   let count = 0
   let n = 0
   for (const u of memory.ups.values()) {
-    if (picks - u.seen > LISTED_PICKS) continue
+    if (!listed(u, picks)) continue
     n++
     if (u.q.epochCount < MIN_RESPONSES) continue
     sum += u.q.epochWait
@@ -75,7 +81,7 @@ function responded (w) {
   let total = 0
   for (const u of memory.ups.values()) {
     const q = u.q
-    if (picks - u.seen <= LISTED_PICKS) {
+    if (listed(u, picks)) {
       if (!w.queued) u.queueWeight += RELAX * (1 - u.queueWeight)
       else if (scale > 0 && q.epochCount >= MIN_RESPONSES) {
         u.waitDiff += SMOOTH * ((q.epochWait / q.epochCount - mean) / unit - u.waitDiff)
@@ -89,7 +95,7 @@ function responded (w) {
   }
   if (!(total > 0)) return
   for (const u of memory.ups.values()) {
-    if (picks - u.seen > LISTED_PICKS) continue
+    if (!listed(u, picks)) continue
     u.queueWeight = min(MAX_WEIGHT, max(MIN_WEIGHT, u.queueWeight * n / total))
   }
 }
