@@ -231,11 +231,22 @@ describe('capacity: options', () => {
     expect(parseOptions(['--peers', 'none']).sweep).toBe(null)
   })
 
+  test('--ramp: half the warm-up by default where a rate is offered, 0 in a closed loop; within the warm-up', () => {
+    expect(parseOptions(['--scenario', 'capacity', '--peers', 'none', '--warmup', '10']).ramp).toBe(5)
+    expect(parseOptions(['--scenario', 'capacity', '--peers', 'none', '--warmup', '10', '--ramp', '0']).ramp).toBe(0)
+    expect(parseOptions(['--peers', 'none', '--rate', '500', '--warmup', '4']).ramp).toBe(2)
+    expect(parseOptions(['--peers', 'none']).ramp).toBe(0)
+    expect(() => parseOptions(['--scenario', 'capacity', '--peers', 'none', '--warmup', '10', '--ramp', '12']))
+      .toThrow('--ramp must fit in the warm-up (--warmup 10), got 12')
+    expect(() => parseOptions(['--peers', 'none', '--ramp', '2'])).toThrow(/--ramp raises an offered rate: it needs --rate/)
+    expect(() => parseOptions(['--peers', 'none', '--rate', '500', '--ramp', '-1'])).toThrow(/--ramp must be at least 0/)
+  })
+
   test('the plan line: contenders, rates, trials, cells, the stop rule and the longest it can take', () => {
     const s = parseOptions(['--scenario', 'capacity', '--peers', 'none', '--jit-warmup', '0'])
     expect(formatSweepPlan(s)).toBe('plan (quick; --full: 3 trials of 10 s + 15 s per cell): 4 contenders (wasp, ' +
       'least-connections, p2c-peak-ewma, chash-bounded) x 5 offered rates (1500, 2000, 2500, 3000, 3500 req/s) x 1 ' +
-      'trial = at most 20 cells of 2 s warm-up + 3 s measured; a contender stops after 2 rates with p99 over the SLO ' +
+      'trial = at most 20 cells of 2 s warm-up (the rate ramped up from 0 over its first 1 s) + 3 s measured; a contender stops after 2 rates with p99 over the SLO ' +
       '(40 ms): at most about 2m00s')
   })
 

@@ -21,6 +21,26 @@ describe('bench open loop', () => {
     expect([0, 1, 2].map((k) => intendedTime(1, k, 100, 4))).toEqual([10, 50, 90])
   })
 
+  test('a ramp raises the rate linearly from 0 over its length, then holds it, half the ramp later', () => {
+    // 1,000 req/s over a 2 s ramp: 1,000 requests in the ramp (the triangle's area), request j at sqrt(4 j) ms
+    const at = (j) => intendedTime(j, 0, 1000, 1 << 20, 2000)
+    expect(at(0)).toBe(0)
+    expect(at(250)).toBeCloseTo(1000, 9) // a quarter of the ramp's requests by its middle
+    expect(at(1000)).toBe(2000) // the ramp ends on time, and from there one request per ms
+    expect(at(1001) - at(1000)).toBe(1)
+    expect(at(5000)).toBe(5000 + 1000)
+    const sent = (fromMs, toMs) => {
+      let n = 0
+      for (let j = 0; j < 10000; j++) if (at(j) >= fromMs && at(j) < toMs) n++
+      return n
+    }
+    expect([sent(0, 500), sent(500, 1000), sent(1000, 1500), sent(1500, 2000)]).toEqual([63, 187, 313, 437])
+    expect(sent(2000, 3000)).toBe(1000)
+    // strictly increasing, and the lanes share one global schedule
+    for (let j = 1; j < 3000; j++) expect(at(j)).toBeGreaterThan(at(j - 1))
+    expect(intendedTime(1, 2, 1000, 4, 2000)).toBe(at(9))
+  })
+
   describe('a server that stalls one response 300 ms, at 200 req/s over 2 connections for 1.5 s', () => {
     const STALL_MS = 300
     const STALLED = 20 // the 20th request, at about 100 ms
@@ -111,6 +131,27 @@ describe('bench open loop', () => {
       expect(result.measured.latency.max).toBeGreaterThanOrEqual(result.measured.latency.p999)
       expect(result.measured.lag.p50).toBeLessThan(10)
       expect(result.measured.lag.max).toBeGreaterThanOrEqual(result.measured.lag.p99)
+    } finally {
+      await child.close()
+      await upstream.close()
+    }
+  })
+
+  test('the load child ramps the rate over the learning phase: half its requests there, the window at full rate', async () => {
+    const upstream = await startUpstream((req, res) => setTimeout(() => res.end('ok'), 2))
+    const child = new Child(path.join(__dirname, '..', 'bench', 'load', 'load-child.js'), { name: 'load child' })
+    try {
+      const start = { url: upstream.url, connections: 4, rate: 200, warmup: 1, duration: 1, pages: 3, popularity: { kind: 'uniform' }, seed: 1 }
+      await expect(child.request('start', { ...start, ramp: 1.5 })).rejects.toThrow(/ramp must be in \[0, warmup 1\] s/)
+      const done = child.waitFor('done', 15000)
+      await child.request('start', { ...start, ramp: 1 })
+      const { result } = await done
+      expect(result.openLoop).toMatchObject({ scheduled: 300, completed: 300, errors: 0, unsent: 0 })
+      expect(result.learning.requests).toBe(100)
+      expect(result.measured.requests).toBe(200)
+      expect(upstream.requests).toBe(300)
+      expect(() => runOpenLoop({ url: upstream.url, connections: 1, durationMs: 100, rampMs: 50, nextPath: () => '/' })).toThrow(/rampMs must be >= 0, open loop only/)
+      expect(() => runOpenLoop({ url: upstream.url, rate: 10, connections: 1, durationMs: 100, rampMs: -1, nextPath: () => '/' })).toThrow(/rampMs must be >= 0/)
     } finally {
       await child.close()
       await upstream.close()

@@ -20,8 +20,8 @@
  * measured window is no time but that many requests sent after the learning phase: it ends when
  * the last of them is answered, and its length is measured.
  *
- * Request: `start { url, connections, rate?, load?, sources?, requests?, warmup, duration, pages, popularity, shift?,
- * seed }` ->
+ * Request: `start { url, connections, rate?, ramp?, load?, sources?, requests?, warmup, duration, pages, popularity,
+ * shift?, seed }` (`ramp`: seconds over which an open loop's rate rises from 0, within the learning phase) ->
  * `{ startedAt }`; `cpu` -> this process's CPU plus its generator's (wrk) in `process.cpuUsage()`
  * form. Pushed: `tick { bucket }` at each whole second, `done { result }` at the end.
  */
@@ -203,11 +203,12 @@ function closedLoop ({ url, connections, warmup, duration, timeout, sample, rec,
  * Open loop at `rate` req/s, or without a rate a closed loop (bench/load/open-loop.js's lanes); phases
  * by intended send time (closed loop: the send time).
  */
-function lanes ({ url, connections, rate, sources, requests, warmup, duration, timeout, sample, rec }) {
+function lanes ({ url, connections, rate, ramp, sources, requests, warmup, duration, timeout, sample, rec }) {
   const { runOpenLoop, loopbackSources } = require('./open-loop') // loaded by start() before its clock
   const run = runOpenLoop({
     url,
     rate,
+    rampMs: rate ? ramp * 1000 : 0,
     connections,
     localAddresses: sources ? loopbackSources(sources) : [],
     durationMs: requests ? Infinity : (warmup + duration) * 1000,
@@ -225,6 +226,7 @@ function start ({
   url,
   connections,
   rate,
+  ramp = 0,
   load = 'autocannon',
   sources = 0,
   requests,
@@ -238,6 +240,9 @@ function start ({
 }) {
   if (requests !== undefined && (rate || load !== 'node')) {
     throw new Error('requests needs the closed-loop node generator')
+  }
+  if (!(ramp >= 0 && ramp <= warmup) || (ramp > 0 && !rate)) {
+    throw new Error(`ramp must be in [0, warmup ${warmup}] s, open loop only, got ${ramp}`)
   }
   // only the generator this child runs is loaded (autocannon and the open loop's undici each cost a
   // fresh process a quarter of a CPU-second), and before the clock starts, not in the learning phase
@@ -255,7 +260,7 @@ function start ({
 
   let wrkDone
   if (rate || load === 'node') {
-    generator = lanes({ url, connections, rate, sources, requests, warmup, duration, timeout, sample, rec })
+    generator = lanes({ url, connections, rate, ramp, sources, requests, warmup, duration, timeout, sample, rec })
   } else if (load === 'wrk') {
     wrkRun = startWrk({ url, connections, warmup, duration, pages, popularity, shift, seed, timeout })
     generator = wrkRun

@@ -21,15 +21,22 @@
 const { Client } = require('undici')
 
 /**
- * The intended send time of request k of connection i, in ms after the start.
+ * The intended send time of request k of connection i, in ms after the start. With a ramp the
+ * offered rate rises linearly from 0 to `rate` over the first `rampMs` (request j of the global
+ * schedule at sqrt(2 × rampMs × j / rate)), then holds it: every request after the ramp is rampMs / 2
+ * later than without one, and the rate from rampMs on is `rate` exactly.
  * @param {number} i connection index, 0..connections-1
  * @param {number} k the connection's k-th request, from 0
  * @param {number} rate total requests per second
  * @param {number} connections
+ * @param {number} [rampMs=0]
  * @returns {number}
  */
-function intendedTime (i, k, rate, connections) {
-  return ((i + k * connections) * 1000) / rate
+function intendedTime (i, k, rate, connections, rampMs = 0) {
+  const j = i + k * connections
+  const perMs = rate / 1000
+  if (rampMs > 0 && j < perMs * rampMs / 2) return Math.sqrt(2 * rampMs * j / perMs)
+  return j / perMs + rampMs / 2
 }
 
 /**
@@ -80,6 +87,8 @@ function loopbackSources (count) {
  *   localAddresses[i % length] (default: the system's choice)
  * @param {number} [params.drainMs] after durationMs, how long late requests may still be sent and
  *   answered; requests still unsent then are counted as `unsent`
+ * @param {number} [params.rampMs=0] open loop only: the offered rate rises linearly from 0 to `rate`
+ *   over the first rampMs (`intendedTime`), so that a fleet started cold is not flooded at full rate
  * @returns {{ done: Promise<{ scheduled: number, completed: number, errors: number, timeouts: number, unsent: number,
  *   elapsedMs: number }>, stop: () => void, startedAt: number }}
  */
@@ -95,10 +104,12 @@ function runOpenLoop ({
   onError = () => {},
   timeoutMs = 10000,
   drainMs = 10000,
+  rampMs = 0,
   localAddresses = []
 }) {
   const closed = rate === undefined
   if (!closed && !(rate > 0)) throw new Error('rate must be > 0')
+  if (!(rampMs >= 0) || (closed && rampMs > 0)) throw new Error('rampMs must be >= 0, open loop only')
   if (requests !== undefined && !(closed && Number.isInteger(requests) && requests > 0)) {
     throw new Error('requests must be a positive integer, closed loop only')
   }
@@ -133,7 +144,7 @@ function runOpenLoop ({
     let previousDone = 0
     for (let k = 0; ; k++) {
       if (closed && stopped) break // nothing scheduled to count as unsent
-      const intended = closed ? now() : intendedTime(i, k, rate, connections)
+      const intended = closed ? now() : intendedTime(i, k, rate, connections, rampMs)
       if (intended >= durationMs) break
       if (requests !== undefined && intended >= countFromMs) {
         if (counted >= requests) break

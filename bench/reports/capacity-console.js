@@ -6,6 +6,7 @@
  */
 
 const { peerThreads } = require('./report-console')
+const { warmupText } = require('./capacity')
 
 const fmt = (digits) => (x) => (typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : '-')
 const int = (x) => (typeof x === 'number' && Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '-')
@@ -33,7 +34,7 @@ function header (doc) {
       `${cap.fleet.hitMs} ms / miss ${cap.fleet.missMs} ms nominal, LRU of ${cache} each; ${st.pages} pages` +
       `${st.pageSize ? ` (${st.pageSize} B)` : ''}, ${st.popularity}; ${st.connections} connections, open loop ` +
       '(latency from the intended send time)',
-    `${st.trials} trial(s) per cell of ${st.warmup} s warm-up + ${st.duration} s measured, each on a fresh fleet ` +
+    `${st.trials} trial(s) per cell of ${warmupText(st)} + ${st.duration} s measured, each on a fresh fleet ` +
       `and balancer, medians over trials; SLO p99 <= ${cap.sloMs} ms` +
       `${cap.sloDefault ? ' (4 x hit + miss)' : ''}; a contender stops after ${cap.stopAfter} rate(s) over it`
   ]

@@ -9,6 +9,7 @@
 
 const { pageHead, esc, num, ticks, axes, legend, svg, PALETTE, LAYOUT } = require('./report-html')
 const { peerThreads } = require('./report-console')
+const { warmupText } = require('./capacity')
 
 const { W, H, M } = LAYOUT
 
@@ -138,7 +139,7 @@ function formatCapacityHtml (doc) {
 <p>${esc(doc.description)}. ${w.length} backends with ${esc(w.join('/'))} workers (a FIFO queue each), hit ` +
   `${cap.fleet.hitMs} ms and miss ${cap.fleet.missMs} ms nominal; ${st.pages} pages, ${esc(st.popularity)}; ` +
   `${st.connections} connections, open loop, latency from the intended send time. Per cell (a contender at an ` +
-  `offered rate) ${st.trials} trial(s), each on a fresh fleet and balancer, ${st.warmup} s warm-up then ` +
+  `offered rate) ${st.trials} trial(s), each on a fresh fleet and balancer, ${esc(warmupText(st))} then ` +
   `${st.duration} s measured; medians over trials. A contender's sweep stops after ${cap.stopAfter} rate(s) with p99 ` +
   `over the SLO of ${cap.sloMs} ms. ${(st.peers || []).length
     ? `Peers: ${esc(peerThreads(st.peerWorkers || 1))}.`

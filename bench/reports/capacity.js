@@ -327,8 +327,19 @@ function capacityReport (settings, runs) {
   }
 }
 
+/**
+ * A cell's warm-up in words, with its ramp when it had one: "10 s warm-up (the rate ramped up from 0
+ * over its first 5 s)".
+ * @param {{ warmup: number, ramp?: number }} settings
+ * @returns {string}
+ */
+function warmupText ({ warmup, ramp }) {
+  return `${warmup} s warm-up${ramp > 0 ? ` (the rate ramped up from 0 over its first ${ramp} s)` : ''}`
+}
+
 module.exports = {
   DEFAULT_STOP_AFTER,
+  warmupText,
   capacityReport,
   lagLimitMs,
   defaultSlo,

@@ -15,7 +15,7 @@ const { performance } = require('node:perf_hooks')
 const { generatePages } = require('../../servers/pages')
 const { runOnce } = require('./trial')
 const { formatDuration, remainingSeconds, runLoadSeconds, planSeconds } = require('./plan')
-const { sweepCells, keepsSweeping } = require('../reports/capacity')
+const { sweepCells, keepsSweeping, warmupText } = require('../reports/capacity')
 const { killFields } = require('../reports/kill-restart')
 
 /**
@@ -48,7 +48,7 @@ function formatSweepPlan (settings) {
   return `plan${settings.plan === 'quick' ? ' (quick; --full: 3 trials of 10 s + 15 s per cell)' : ''}: ` +
     `${settings.arms.length} contenders (${settings.arms.map((a) => a.label).join(', ')}) x ${rates.length} ` +
     `offered rates (${rates.join(', ')} req/s) x ${settings.trials} trial${settings.trials === 1 ? '' : 's'} = at ` +
-    `most ${cells} cells of ${settings.warmup} s warm-up + ${settings.duration} s measured; a contender stops ` +
+    `most ${cells} cells of ${warmupText(settings)} + ${settings.duration} s measured; a contender stops ` +
     `after ${stopAfter} rate${stopAfter === 1 ? '' : 's'} with p99 over the SLO (${sloMs} ms): at most about ` +
     `${formatDuration(total)}${kill}`
 }
@@ -90,7 +90,7 @@ async function sweep (settings, { progress, profileDir }) {
     await runOnce({
       arm: warmArm,
       trial: 0,
-      settings: { ...settings, rate: rates[0], warmup: 0, duration: settings.jitWarmup }
+      settings: { ...settings, rate: rates[0], warmup: 0, ramp: 0, duration: settings.jitWarmup }
     })
     done.push({ wall: since(start), planned: settings.jitWarmup })
   }

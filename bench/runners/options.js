@@ -132,6 +132,12 @@ function parser (argv) {
       describe: 'SIGKILL one backend (a) a third into the measured window and restart it, cold, a third ' +
         'later (backends run as processes)'
     })
+    .option('ramp', {
+      type: 'number',
+      defaultDescription: 'half the warm-up with an offered rate (--rate, the capacity scenario), else 0',
+      describe: 'open loop: seconds at the start of the warm-up over which the offered rate rises from 0 to its ' +
+        'value (0: the full rate from the first request, on a fleet and balancer started cold)'
+    })
     .option('rate', {
       type: 'number',
       describe: 'open loop: requests/s at fixed intended send times, spread over the connections; latency ' +
@@ -341,6 +347,7 @@ function parseOptions (argv) {
   const rate = rateArg === undefined
     ? undefined
     : number(rateArg, 'rate', { min: 0, exclusiveMin: true, integer: true })
+  const ramp = parseRamp(args.ramp, { warmup, open: Boolean(sweep || rate) })
   const sources = number(args.sources ?? scenario.sources ?? 1, 'sources', { min: 1, max: 250 * 254, integer: true })
   const retryOn = args['retry-on'] === undefined ? undefined : statusList(args['retry-on'])
   const tryTimeoutMs = args['try-timeout'] === undefined
@@ -465,6 +472,7 @@ function parseOptions (argv) {
     trials,
     duration,
     warmup,
+    ramp,
     jitWarmup,
     connections,
     pages,
@@ -551,6 +559,23 @@ function armLabel (arm) {
   if (arm.tryTimeoutMs) parts.push(`(try ${arm.tryTimeoutMs} ms)`)
   if (arm.sources) parts.push(`(${arm.sources} client address${arm.sources === 1 ? '' : 'es'})`)
   return parts.join(' ')
+}
+
+/**
+ * `--ramp`: seconds of the warm-up over which an open loop's rate rises from 0 (bench/load/open-loop.js).
+ * Default half the warm-up with an offered rate: a fleet and a balancer started cold (caches empty,
+ * JIT cold, ten processes on a few cores) and flooded at the full rate build a backlog in the first
+ * second that can outlast the warm-up (docs/benchmarks.md); 0 otherwise.
+ * @param {number | undefined} value
+ * @param {{ warmup: number, open: boolean }} run
+ * @returns {number}
+ */
+function parseRamp (value, { warmup, open }) {
+  if (value === undefined) return open ? warmup / 2 : 0
+  number(value, 'ramp', { min: 0 })
+  if (value > warmup) throw bad(`--ramp must fit in the warm-up (--warmup ${warmup}), got ${value}`)
+  if (value > 0 && !open) throw bad('--ramp raises an offered rate: it needs --rate or the capacity scenario')
+  return value
 }
 
 /** `--retry-on 503,timeout` → [503, 'timeout']. */

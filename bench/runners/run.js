@@ -69,7 +69,7 @@ async function bench (settings, { stdout = process.stdout, stderr = process.stde
     await runOnce({
       arm: warmArm,
       trial: 0,
-      settings: { ...settings, warmup: 0, duration: settings.jitWarmup, requests: undefined }
+      settings: { ...settings, warmup: 0, ramp: 0, duration: settings.jitWarmup, requests: undefined }
     })
     done.push({ wall: since(start), planned: settings.jitWarmup })
   }

@@ -143,6 +143,7 @@ async function driveLoad ({ fleet, balancer, load, arm, trial, settings, onProgr
     url,
     connections: settings.connections,
     rate: settings.rate,
+    ramp: settings.ramp,
     load: settings.load,
     sources: arm.sources || settings.sources,
     requests: settings.requests,
