@@ -104,6 +104,7 @@ describe('bench reports', () => {
       { startedAt: new Date(0), finishedAt: new Date(1000) })
     const text = formatTable(openDoc, open.columns)
     expect(text).toMatch(/open loop at 500 req\/s \(latency from the intended send time\)/)
+    expect([openDoc.settings.ramp, doc.settings.ramp]).toEqual([2.5, 0]) // the JSON's settings: half the default 5 s warm-up
     expect(text.split('\n').find((l) => l.startsWith('algo'))).toMatch(/p99 ms\s+xrr\s+p99\.9 ms\s+max ms/)
     expect(text.split('\n').find((l) => l.startsWith('haproxy-uri'))).toMatch(/ 31\.00 /)
     expect(text).toMatch(/peers \(HAProxy version 2\.6\.12\): one thread \/ one process each/)

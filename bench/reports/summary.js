@@ -137,6 +137,7 @@ function buildDocument (settings, runs, { startedAt, finishedAt }) {
       baseline: settings.baseline,
       trials: settings.trials,
       warmup: settings.warmup,
+      ramp: settings.ramp ?? 0,
       duration: settings.duration,
       requests: settings.requests ?? null,
       balancerOptions: settings.balancerOptions || {},
