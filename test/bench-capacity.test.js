@@ -183,11 +183,11 @@ describe('capacity: the physical limit', () => {
 })
 
 describe('capacity: options', () => {
-  test('--scenario capacity: the issue\'s fleet and contenders, a quick plan of one trial of 2 s + 3 s per cell, open loop', () => {
+  test('--scenario capacity: the issue\'s fleet and contenders, a quick plan of one trial of 5 s (2.5 s of ramp) + 3 s per cell, open loop', () => {
     const s = parseOptions(['--scenario', 'capacity', '--peers', 'none'])
     expect(s.sweep).toEqual({ rates: [1500, 2000, 2500, 3000, 3500], sloMs: 40, sloDefault: true, stopAfter: 2 })
     expect(s.fleet).toEqual({ count: 7, cachePages: 100, workers: 4, hitMs: 5, missMs: 20, service: 'timer' })
-    expect(s).toMatchObject({ plan: 'quick', trials: 1, warmup: 2, duration: 3, pages: 2000, load: 'open-loop', rate: undefined })
+    expect(s).toMatchObject({ plan: 'quick', trials: 1, warmup: 5, ramp: 2.5, duration: 3, pages: 2000, load: 'open-loop', rate: undefined })
     expect(s.pageSizes.every((b) => b === 4096)).toBe(true)
     expect(s.popularity).toEqual(ZIPF1)
     expect(s.arms.map((a) => a.label)).toEqual(['wasp', 'least-connections', 'p2c-peak-ewma', 'chash-bounded'])
@@ -246,8 +246,8 @@ describe('capacity: options', () => {
     const s = parseOptions(['--scenario', 'capacity', '--peers', 'none', '--jit-warmup', '0'])
     expect(formatSweepPlan(s)).toBe('plan (quick; --full: 3 trials of 10 s + 15 s per cell): 4 contenders (wasp, ' +
       'least-connections, p2c-peak-ewma, chash-bounded) x 5 offered rates (1500, 2000, 2500, 3000, 3500 req/s) x 1 ' +
-      'trial = at most 20 cells of 2 s warm-up (the rate ramped up from 0 over its first 1 s) + 3 s measured; a contender stops after 2 rates with p99 over the SLO ' +
-      '(40 ms): at most about 2m00s')
+      'trial = at most 20 cells of 5 s warm-up (the rate ramped up from 0 over its first 2.5 s) + 3 s measured; a contender stops after 2 rates with p99 over the SLO ' +
+      '(40 ms): at most about 3m00s')
   })
 
   describeIfInstalled(['haproxy', 'nginx'], 'with the peers installed', () => {
