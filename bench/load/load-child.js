@@ -208,7 +208,7 @@ function lanes ({ url, connections, rate, ramp, sources, requests, warmup, durat
   const run = runOpenLoop({
     url,
     rate,
-    rampMs: rate ? ramp * 1000 : 0,
+    rampMs: ramp * 1000, // start() took a ramp only with a rate
     connections,
     localAddresses: sources ? loopbackSources(sources) : [],
     durationMs: requests ? Infinity : (warmup + duration) * 1000,
