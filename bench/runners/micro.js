@@ -4,15 +4,27 @@
  * Micro benchmark: the cost of one routing decision (`pick` + `onEnd`) for wasp and round-robin,
  * at 7, 100 and 1,000 upstreams and 25 and 100,000 keys. process.hrtime.bigint timing, a warm-up,
  * several repetitions, median nanoseconds per decision. Keys are drawn uniformly from a
- * pre-generated list; in-flight counts are set from a seeded PRNG before each batch.
+ * pre-generated list; in-flight counts are set from a seeded PRNG before each batch; every answer
+ * is a HIT and nothing queues, so this is the cheapest path of each policy, its caches warm.
  *
- *   npm run bench:micro            # table
+ * Then the same cost where a balancer pays it (./micro-fleet.js): each policy in the capacity
+ * scenario's fleet (the open-loop model, 2,000 req/s), its CPU caches warm, and with `--evict` KB
+ * of memory touched between two calls (default 1,024: what reproduced the in-balancer figures).
+ *
+ *   npm run bench:micro            # tables
+ *   npm run bench:micro -- --evict 4096
  *   node bench/runners/micro.js --json     # machine-readable
  */
+
+const yargs = require('yargs/yargs')
 
 const { mulberry32 } = require('../../src/common/prng')
 const { createWasp } = require('../../src/policies/wasp')
 const { createRoundRobin } = require('../../src/policies/round-robin')
+const { createPolicy } = require('../../src/policies')
+const { DEFAULTS } = require('../model/open-loop')
+const { REFERENCES } = require('../model/reference-learners')
+const { measureInFleet, EVICT_KB } = require('./micro-fleet')
 
 const UPSTREAMS = [7, 100, 1000]
 const KEYS = [25, 100000]
@@ -55,7 +67,62 @@ function measure (makePolicy, nUp, nKeys) {
   return median(samples)
 }
 
-function main () {
+/** Print `bench:micro: <message>` and exit 2 (a bad option: no stack trace). */
+function fail (message) {
+  process.stderr.write(`bench:micro: ${message}\n`)
+  process.exit(2)
+}
+
+/** The command line, checked: `{ json, evict }`. */
+function parseArgs (argv) {
+  const args = yargs(argv)
+    .scriptName('npm run bench:micro --')
+    .option('json', { type: 'boolean', default: false, describe: 'print JSON instead of tables' })
+    .option('evict', {
+      type: 'string',
+      default: String(EVICT_KB),
+      requiresArg: true,
+      describe: 'KB of memory touched between two calls in the fleet table (0 = none)'
+    })
+    .strict().help().version(false)
+    .fail((message) => fail(message))
+    .parse()
+  const evict = Number(args.evict)
+  if (args.evict === '' || !Number.isInteger(evict) || evict < 0) {
+    fail(`--evict must be an integer >= 0 (KB), got "${args.evict}"`)
+  }
+  return { json: args.json, evict }
+}
+
+/** The policies of the fleet table, by name: (random, now) => policy, with the balancer's defaults. */
+function fleetPolicies () {
+  const named = (name) => (random, now) => createPolicy(name, {}, { random, now })
+  return {
+    wasp: named('wasp'),
+    'chash-bounded': named('chash-bounded'),
+    'least-connections': named('least-connections'),
+    'p2c-peak-ewma': named('p2c-peak-ewma'),
+    'round-robin': named('round-robin'),
+    // told the fleet (not a policy a balancer can run): the cost of a lookup in a static placement
+    clairvoyant: (random, now) => REFERENCES.clairvoyant(random, now, { ...DEFAULTS, rate: 2000 })
+  }
+}
+
+/** Each policy's cost per request in the fleet, caches warm and with `evict` KB evicted between calls. */
+function fleetRows (evict) {
+  const rows = []
+  for (const [name, make] of Object.entries(fleetPolicies())) {
+    const warm = measureInFleet(make, { evictKB: 0 })
+    const row = { policy: name, 'ns, caches warm': Math.round(warm.ns) }
+    if (evict > 0) row[`ns, ${evict} KB evicted`] = Math.round(measureInFleet(make, { evictKB: evict }).ns)
+    row['hit rate'] = Number(warm.hitRate.toFixed(3))
+    rows.push(row)
+  }
+  return rows
+}
+
+function main (argv = process.argv.slice(2)) {
+  const { json, evict } = parseArgs(argv)
   const policies = {
     wasp: (random) => createWasp({}, { random }),
     'round-robin': () => createRoundRobin()
@@ -69,13 +136,22 @@ function main () {
       rows.push(row)
     }
   }
-  if (process.argv.includes('--json')) {
-    console.log(JSON.stringify({ node: process.version, rows }, null, 2))
+  const fleet = fleetRows(evict)
+  if (json) {
+    console.log(JSON.stringify({ node: process.version, rows, fleet: { evictKB: evict, rows: fleet } }, null, 2))
   } else {
     console.log(`median ns per pick + onEnd, ${REPS} repetitions, node ${process.version}`)
     console.table(rows)
+    const evicted = evict > 0
+      ? `; then with ${evict} KB of memory touched between two calls, as a balancer's own work evicts the ` +
+        'policy\'s records from the CPU caches'
+      : ''
+    console.log('\nmean ns per request (pick, onStart, onEnd) in the capacity scenario\'s fleet (the open-loop ' +
+      'model: 7 x 4 workers, LRU 100 of 2,000 pages, Zipf(1), 5 / 20 ms, 2,000 req/s; 20,000 requests learnt, ' +
+      `20,000 timed)${evicted}`)
+    console.table(fleet)
   }
-  return rows
+  return { rows, fleet }
 }
 
 if (require.main === module) main()
