@@ -10,7 +10,7 @@
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 const { measureInFleet } = require('../bench/runners/micro-fleet')
-const { runAt, contenders, DEFAULTS } = require('../bench/model/open-loop')
+const { runAt, contenders } = require('../bench/model/open-loop')
 const { REFERENCES } = require('../bench/model/reference-learners')
 
 const MICRO = path.join(__dirname, '..', 'bench', 'runners', 'micro.js')
@@ -34,8 +34,7 @@ describe('bench:micro in the fleet', () => {
   test('a policy with onStart (p2c-peak-ewma) and a reference told the fleet are timed alike', () => {
     const p2c = measureInFleet(contenders()['p2c-peak-ewma'], RUN)
     expect(p2c.hitRate).toBe(runAt(contenders()['p2c-peak-ewma'], { rate: 2000 }, RUN).hitRate)
-    const clairvoyant = (random, now) => REFERENCES.clairvoyant(random, now, { ...DEFAULTS, rate: 2000 })
-    const told = measureInFleet(clairvoyant, RUN)
+    const told = measureInFleet(REFERENCES.clairvoyant, RUN)
     expect(told.hitRate).toBe(runAt(REFERENCES.clairvoyant, { rate: 2000 }, RUN).hitRate)
     expect(told.decisions).toBeGreaterThan(0.95 * RUN.measure)
   })

@@ -290,13 +290,15 @@ function physicalLimit (fleet) {
  * @param {(random: () => number, now: () => number, fleet: object) => object} makePolicy (the fleet,
  *   with the rate and the defaults filled in, for references that know it: ./reference-learners.js)
  * @param {object} fleet model options (rate included)
- * @param {{ seed?: number, warmup?: number, measure?: number }} [run]
+ * @param {{ seed?: number, warmup?: number, measure?: number, beforeMeasure?: () => void }} [run]
+ *   `beforeMeasure`, if given, is called between the warm-up and the measured requests
  */
-function runAt (makePolicy, fleet, { seed = 1, warmup = 40000, measure = 40000 } = {}) {
+function runAt (makePolicy, fleet, { seed = 1, warmup = 40000, measure = 40000, beforeMeasure } = {}) {
   const clock = { model: null }
   const policy = makePolicy(mulberry32(seed * 7919 + 17), () => clock.model.now(), { ...DEFAULTS, ...fleet })
   const model = clock.model = createOpenLoop({ ...fleet, seed, policy })
   model.run(warmup)
+  if (beforeMeasure) beforeMeasure()
   return model.run(measure)
 }
 

@@ -11,11 +11,10 @@
  *
  * Calibration (docs/benchmarks.md, "Inside the balancer"): timed the same way inside the balancer
  * (the capacity scenario at 2,000 req/s), wasp's pick + onEnd took 27-35 µs a request and the
- * clairvoyant reference's 6-7; here, with 1,024 KB evicted, 26-33 and 6-7.
+ * clairvoyant reference's 5-8; here, with 1,024 KB evicted, 21-25 and 4-6 (3 runs of bench:micro).
  */
 
-const { createOpenLoop, DEFAULTS } = require('../model/open-loop')
-const { mulberry32 } = require('../../src/common/prng')
+const { runAt } = require('../model/open-loop')
 
 /** Default memory evicted between two calls, KB: what reproduced the in-balancer figures. */
 const EVICT_KB = 1024
@@ -37,8 +36,8 @@ function evictor (kb) {
 }
 
 /**
- * Time a policy's calls (pick, onStart, onEnd) in the open-loop model's fleet.
- * @param {(random: () => number, now: () => number) => object} makePolicy
+ * Time a policy's calls (pick, onStart, onEnd) in the open-loop model's fleet (./open-loop.js `runAt`).
+ * @param {(random: () => number, now: () => number, fleet: object) => object} makePolicy as `runAt` takes it
  * @param {{ evictKB?: number, rate?: number, warmup?: number, measure?: number, seed?: number }} [options]
  *   `warmup` requests first (untimed: the policy learns, the JIT settles), then `measure` timed ones
  * @returns {{ ns: number, hitRate: number, decisions: number }} nanoseconds in the policy's calls
@@ -49,8 +48,6 @@ function measureInFleet (makePolicy, options = {}) {
   const { evictKB = EVICT_KB, rate = 2000, warmup = 20000, measure = 20000, seed = 1 } = options
   if (!Number.isInteger(evictKB) || evictKB < 0) throw new RangeError(`evictKB must be an integer >= 0, got ${evictKB}`)
   const evict = evictKB > 0 ? evictor(evictKB) : null
-  const clock = { model: null }
-  const inner = makePolicy(mulberry32(seed * 7919 + 17), () => clock.model.now())
   let timing = false
   let ns = 0n
   let decisions = 0
@@ -63,19 +60,20 @@ function measureInFleet (makePolicy, options = {}) {
     ns += process.hrtime.bigint() - t0
     return out
   }
-  const policy = {
-    name: inner.name,
-    pick (upstreams, ctx) {
-      if (timing) decisions++
-      return timed(() => inner.pick(upstreams, ctx))
+  function makeTimed (random, now, fleet) {
+    const inner = makePolicy(random, now, fleet)
+    const policy = {
+      name: inner.name,
+      pick (upstreams, ctx) {
+        if (timing) decisions++
+        return timed(() => inner.pick(upstreams, ctx))
+      }
     }
+    if (inner.onStart) policy.onStart = (upstream, ctx) => timed(() => inner.onStart(upstream, ctx))
+    if (inner.onEnd) policy.onEnd = (upstream, ctx, outcome) => timed(() => inner.onEnd(upstream, ctx, outcome))
+    return policy
   }
-  if (inner.onStart) policy.onStart = (upstream, ctx) => timed(() => inner.onStart(upstream, ctx))
-  if (inner.onEnd) policy.onEnd = (upstream, ctx, outcome) => timed(() => inner.onEnd(upstream, ctx, outcome))
-  const model = clock.model = createOpenLoop({ ...DEFAULTS, rate, seed, policy })
-  model.run(warmup)
-  timing = true
-  const result = model.run(measure)
+  const result = runAt(makeTimed, { rate }, { seed, warmup, measure, beforeMeasure: () => { timing = true } })
   return { ns: decisions > 0 ? Number(ns) / decisions : 0, hitRate: result.hitRate, decisions }
 }
 

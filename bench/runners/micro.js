@@ -22,7 +22,6 @@ const { mulberry32 } = require('../../src/common/prng')
 const { createWasp } = require('../../src/policies/wasp')
 const { createRoundRobin } = require('../../src/policies/round-robin')
 const { createPolicy } = require('../../src/policies')
-const { DEFAULTS } = require('../model/open-loop')
 const { REFERENCES } = require('../model/reference-learners')
 const { measureInFleet, EVICT_KB } = require('./micro-fleet')
 
@@ -104,7 +103,7 @@ function fleetPolicies () {
     'p2c-peak-ewma': named('p2c-peak-ewma'),
     'round-robin': named('round-robin'),
     // told the fleet (not a policy a balancer can run): the cost of a lookup in a static placement
-    clairvoyant: (random, now) => REFERENCES.clairvoyant(random, now, { ...DEFAULTS, rate: 2000 })
+    clairvoyant: REFERENCES.clairvoyant
   }
 }
 
