@@ -43,7 +43,17 @@ describe('bench end to end: the capacity scenario', () => {
       expect(run.service.misses).toBeGreaterThan(0) // cold caches
       expect(run.service.missMs).toBeGreaterThanOrEqual(19)
       if (run.service.hits) expect(run.service.hitMs).toBeGreaterThanOrEqual(4)
+      // the host's CPU over the window, from /proc/stat (Linux): every process of the machine, and the
+      // hypervisor's steal; in cores of the machine's
+      if (fs.existsSync('/proc/stat')) {
+        expect(run.cpuShare.host).toBeGreaterThan(0)
+        expect(run.cpuShare.host).toBeLessThanOrEqual(doc.machine.cpus + 0.01)
+        expect(run.cpuShare.steal).toBeGreaterThanOrEqual(0)
+        expect(run.timeline.every((s) => s.cpu === null || Number.isFinite(s.cpu.steal))).toBe(true)
+      }
     }
+    // each cell's service over nominal: not below the timers, so not much under 0
+    for (const c of doc.capacity.cells) expect(c.slowdown).toBeGreaterThan(-0.05)
     expect(doc.capacity.cells.map((c) => [c.algo, c.rate, c.trials])).toEqual([['wasp', 100, 1], ['chash-bounded', 100, 1]])
     expect(doc.summary).toBeUndefined() // medians per algorithm would mix the rates
   })
@@ -72,7 +82,8 @@ describe('bench end to end: the capacity scenario', () => {
     const [csv] = fs.readdirSync(dir).filter((f) => f.endsWith('-capacity.csv'))
     const lines = fs.readFileSync(path.join(dir, csv), 'utf8').trim().split('\n')
     expect(lines).toHaveLength(3)
-    expect(lines[0].split(',')).toEqual(expect.arrayContaining(['offered', 'busiestShare', 'hitServiceMs', 'missServiceMs']))
+    expect(lines[0].split(',')).toEqual(expect.arrayContaining(['offered', 'busiestShare', 'hitServiceMs', 'missServiceMs',
+      'serviceOver', 'steal']))
     const [html] = fs.readdirSync(dir).filter((f) => f.endsWith('-capacity.html'))
     const text = fs.readFileSync(path.join(dir, html), 'utf8')
     expect(text).toContain('p99 latency against the offered rate')

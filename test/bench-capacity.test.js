@@ -22,7 +22,7 @@ const { describeIfInstalled } = require('./helper')
 const ZIPF1 = { kind: 'zipf', s: 1 }
 
 /** A run record as trial.js writes it, with the fields the capacity figures read. */
-function run (algo, offered, p99, { trial = 1, hitRate = 0.8, shares = [0.2, 0.8], errors = 0, lag = 0.3, service } = {}) {
+function run (algo, offered, p99, { trial = 1, hitRate = 0.8, shares = [0.2, 0.8], errors = 0, lag = 0.3, service, steal } = {}) {
   return {
     algo,
     offered,
@@ -36,6 +36,7 @@ function run (algo, offered, p99, { trial = 1, hitRate = 0.8, shares = [0.2, 0.8
     perBackend: shares.map((share, i) => ({ id: String.fromCharCode(97 + i), share })),
     load: { generator: 'open-loop', lag: { p50: lag / 2, p99: lag, max: lag * 3 } },
     learning: { rps: offered, hitRate },
+    ...(steal !== undefined ? { cpuShare: { balancer: 0.3, fleet: 0.4, load: 0.3, host: 1, steal } } : {}),
     ...(service ? { service } : {})
   }
 }
@@ -293,9 +294,9 @@ describe('capacity: reports', () => {
     expect(text).toContain('1 trial(s) per cell of 2 s warm-up + 3 s measured')
     const ramped = formatCapacityTable({ ...doc, settings: { ...doc.settings, ramp: 1 } })
     expect(ramped).toContain('1 trial(s) per cell of 2 s warm-up (the rate ramped up from 0 over its first 1 s) + 3 s measured')
-    expect(line('wasp ')).toMatch(/^wasp\s+1,500\s+1490\s+6\.67\s+20\.00\s+30\.00\s+0\.800\s+0\.800\s+0\s+0\.30$/)
-    expect(text).toMatch(/\n\s+2,000\s+1990\s+15\.00\s+45\.00\s+67\.50\s+0\.800\s+0\.800\s+0\s+6\.00\s+>SLO LAG\n/)
-    expect(text).toMatch(/\n\s+2,000\s+1990\s+10\.00\s+30\.00\s+45\.00\s+0\.800\s+0\.800\s+2\s+0\.30\n/)
+    expect(line('wasp ')).toMatch(/^wasp\s+1,500\s+1490\s+6\.67\s+20\.00\s+30\.00\s+0\.800\s+0\.800\s+0\s+0\.30\s+\+14%\s+-$/)
+    expect(text).toMatch(/\n\s+2,000\s+1990\s+15\.00\s+45\.00\s+67\.50\s+0\.800\s+0\.800\s+0\s+6\.00\s+\+14%\s+-\s+>SLO LAG\n/)
+    expect(text).toMatch(/\n\s+2,000\s+1990\s+10\.00\s+30\.00\s+45\.00\s+0\.800\s+0\.800\s+2\s+0\.30\s+\+14%\s+-\n/)
     const l = doc.capacity.limit.measured
     const caps = text.split('capacity at SLO:')[1].split('\n').filter((x) => /^(wasp|haproxy-uri-bounded-150) +\d/.test(x))
     expect(caps[0]).toMatch(new RegExp(`^wasp\\s+1,500\\s+2,000\\s+${(1500 / l.rate).toFixed(3)}\\s+20\\.00\\s+0\\.800`))
@@ -346,5 +347,31 @@ describe('capacity: reports', () => {
     expect(csv[3][col('busiestShare')]).toBe('0.8')
     expect(csv[3][col('hitServiceMs')]).toBe('')
     expect(csv[3][col('lagMax')]).toBe('18')
+    expect(csv[3][col('serviceOver')]).toBe(String(Math.round(1e4 * (7950 / 6950 - 1)) / 1e4)) // 5,220 + 2,730 ms vs 870 x 5 + 130 x 20
+  })
+
+  test('SLOW: a trial whose backends held their workers over 15 % longer than nominal, at its own mix of hits and misses', () => {
+    const slow = { hits: 800, misses: 200, hitTotalMs: 4800, missTotalMs: 4800 } // 6 and 24 ms: 9,600 ms against 8,000, +20 %
+    const mixed = [run('wasp', 1500, 20, { service }), run('wasp', 2000, 45, { service, trial: 1, steal: 0.1 }),
+      run('wasp', 2000, 50, { service: slow, trial: 2, steal: 0.7 }), run('wasp', 2000, 48, { service, trial: 3, steal: 0.2 })]
+    const cells = sweepCells(mixed, 40, { hitMs: 5, missMs: 20 })
+    expect(cells[0]).toMatchObject({ slowed: false })
+    expect(cells[0].slowdown).toBeCloseTo(7950 / 6950 - 1, 3)
+    expect(cells[1]).toMatchObject({ slowed: true, overSlo: true }) // any trial slowed; the median slowdown is the others'
+    expect(cells[1].slowdown).toBeCloseTo(7950 / 6950 - 1, 3)
+    expect(cells[1].steal).toBe(0.2) // the median of the trials' host steal, in cores
+    expect(Number.isNaN(cells[0].steal)).toBe(true) // not recorded (off Linux)
+    expect(sweepCells([run('x', 1, 10, { service: slow })], 40)[0]).toMatchObject({ slowed: false }) // no nominal: unknown
+    expect(Number.isNaN(sweepCells([run('x', 1, 10)], 40, { hitMs: 5, missMs: 20 })[0].slowdown)).toBe(true)
+    // on the capacity line: the first rate over the SLO was slowed, so the host may have ended the sweep
+    expect(capacities(cells, 3000)[0]).toMatchObject({ capacity: 1500, firstOver: 2000, slowed: true })
+    const slowDoc = { ...doc, runs: mixed, capacity: capacityReport(settings, mixed) }
+    const text = formatCapacityTable(slowDoc)
+    expect(text).toMatch(/\n\s+2,000\s+1990\s+[\d.]+\s+48\.00\s+[\d.]+\s+0\.800\s+0\.800\s+0\s+0\.30\s+\+14%\s+0\.20\s+>SLO SLOW\n/)
+    expect(text).toMatch(/\nwasp\s+1,500 SLOW\s+2,000\s/)
+    expect(text).toContain('SLOW the backends measured their service times over 15% above nominal in a trial')
+    expect(formatCapacityHtml(slowDoc)).toContain('<td>14 %</td><td>0.20</td><td>over SLO, fleet slowed</td>')
+    const csv = formatCsv(slowDoc).trim().split('\n').map((l) => l.split(','))
+    expect(csv.slice(1).map((l) => l[csv[0].indexOf('steal')])).toEqual(['', '0.1', '0.7', '0.2'])
   })
 })

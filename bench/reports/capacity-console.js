@@ -9,6 +9,10 @@ const { peerThreads } = require('./report-console')
 const { warmupText } = require('./capacity')
 
 const fmt = (digits) => (x) => (typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : '-')
+/** 0.043 as "+4%"; "-" when not a number. */
+const percent = (x) => (typeof x === 'number' && Number.isFinite(x)
+  ? `${x < 0 ? '' : '+'}${Math.round(x * 100)}%`
+  : '-')
 const int = (x) => (typeof x === 'number' && Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '-')
 
 /** Columns padded to their widest cell, the first left-aligned, a rule under the header. */
@@ -73,26 +77,31 @@ function limitLine (cap, pages) {
 function formatCapacityTable (doc) {
   const cap = doc.capacity
   const rows = [['contender', 'offered', 'served', 'p50 ms', 'p99 ms', 'p99.9 ms', 'hit rate', 'busiest', 'errors',
-    'lag p99', 'flags']]
+    'lag p99', 'svc over', 'steal', 'flags']]
   let last
   for (const c of cap.cells) {
     rows.push([c.algo === last ? '' : c.algo, int(c.rate), fmt(0)(c.served), fmt(2)(c.p50), fmt(2)(c.p99),
       fmt(2)(c.p999), fmt(3)(c.hitRate), fmt(3)(c.busiest), String(c.errors), fmt(2)(c.lagP99),
-      `${c.overSlo ? '>SLO' : ''}${c.lagged ? ' LAG' : ''}`.trim()])
+      percent(c.slowdown), fmt(2)(c.steal),
+      `${c.overSlo ? '>SLO' : ''}${c.lagged ? ' LAG' : ''}${c.slowed ? ' SLOW' : ''}`.trim()])
     last = c.algo
   }
   const caps = [['contender', 'capacity at SLO', 'first over', 'of limit', 'p99 there', 'hit there', 'busiest there',
     'own limit']]
   for (const c of cap.contenders) {
-    caps.push([c.algo, `${int(c.capacity)}${c.beyondSweep ? '+' : ''}${c.lagged ? ' LAG' : ''}`,
+    const flags = `${c.lagged ? ' LAG' : ''}${c.slowed ? ' SLOW' : ''}`
+    caps.push([c.algo, `${int(c.capacity)}${c.beyondSweep ? '+' : ''}${flags}`,
       c.firstOver === null ? '-' : int(c.firstOver), fmt(3)(c.ofLimit), fmt(2)(c.p99), fmt(3)(c.hitRate),
       fmt(3)(c.busiest), int(c.limitOwn)])
   }
   const out = [...header(doc), '', ...table(rows), '',
     'served: the backends\' requests per second in the window. flags: >SLO p99 over ' +
       `${cap.sloMs} ms; LAG the generator's own send lag p99 over ${cap.lagLimitMs} ms (the ` +
-      'cell may measure the generator, not the fleet). busiest: the busiest backend\'s share of the requests ' +
-      `(fair: ${fmt(3)(1 / cap.fleet.workers.length)})`,
+      'cell may measure the generator, not the fleet); SLOW the backends measured their service times over ' +
+      `${Math.round(cap.slowLimit * 100)}% above nominal in a trial ("svc over", the median; the host may have ` +
+      'slowed the fleet; on the capacity line: at the first rate over the SLO). steal: the cores the ' +
+      `hypervisor gave other guests over the window (of the machine's ${doc.machine.cpus}). busiest: the ` +
+      `busiest backend's share of the requests (fair: ${fmt(3)(1 / cap.fleet.workers.length)})`,
     '', `capacity at SLO: the highest offered rate before the first whose p99 is over ${cap.sloMs} ms ` +
       '(+: none was, the capacity may lie beyond the sweep)', ...table(caps), '', limitLine(cap, doc.settings.pages),
     '"own limit": the same from the service times measured in the contender\'s own cells']

@@ -115,10 +115,11 @@ function formatCapacityHtml (doc) {
   const limit = (cap.limit.measured || cap.limit.nominal).rate
   const cells = htmlTable(
     ['contender', 'offered req/s', 'served req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'hit rate', 'busiest share',
-      'errors', 'generator lag p99 ms', 'flags'],
+      'errors', 'generator lag p99 ms', 'service over nominal', 'host steal, cores', 'flags'],
     cap.cells.map((c) => [c.algo, c.rate, num(c.served, 0), num(c.p50), num(c.p99), num(c.p999), num(c.hitRate, 3),
-      num(c.busiest, 3), c.errors, num(c.lagP99), [c.overSlo && 'over SLO', c.lagged && 'generator lagged']
-        .filter(Boolean).join(', ')])
+      num(c.busiest, 3), c.errors, num(c.lagP99), Number.isFinite(c.slowdown) ? `${num(100 * c.slowdown, 0)} %` : '-',
+      num(c.steal),
+      [c.overSlo && 'over SLO', c.lagged && 'generator lagged', c.slowed && 'fleet slowed'].filter(Boolean).join(', ')])
   )
   const caps = htmlTable(
     ['contender', 'capacity at SLO, req/s', 'first rate over', 'of the physical limit', 'p99 there', 'hit rate there',
@@ -166,8 +167,12 @@ ${rateChart('Hit rate against the offered rate (backends\' /_stats)', hit, { yLa
 <h2>Cells (medians over trials)</h2>
 ${cells}
 <p>Flags: "over SLO", p99 over ${cap.sloMs} ms; "generator lagged", the load generator's own send lag p99 was over
-${cap.lagLimitMs} ms, so the cell may measure the generator rather than the fleet. Busiest share: the
-busiest backend's share of the requests (fair: ${num(1 / w.length, 3)}).</p>
+${cap.lagLimitMs} ms, so the cell may measure the generator rather than the fleet; "fleet slowed", in a trial the
+backends measured their service times more than ${num(100 * cap.slowLimit, 0)} % above the nominal ones (at that
+trial's mix of hits and misses; "service over nominal" is the median), so the host may have slowed the fleet
+itself. Host steal: the cores the hypervisor gave other guests over the window (of the machine's
+${esc(doc.machine.cpus)}). Busiest share: the busiest backend's share of the requests
+(fair: ${num(1 / w.length, 3)}).</p>
 </body></html>
 `
 }

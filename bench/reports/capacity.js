@@ -24,6 +24,28 @@ function lagLimitMs (sloMs) {
 }
 
 /**
+ * How much slower than nominal the backends may measure their own service times before a cell is
+ * flagged (0.15: 15 %): the host, not the policy, may have set the cell's latency. On a quiet hour the
+ * fleet measures 3-9 % over nominal (a miss's file read and the timers' own lateness).
+ */
+const SLOW_LIMIT = 0.15
+
+/**
+ * How much longer the backends held their workers than the nominal service times say, over one run:
+ * measured total service ms / (hits × hitMs + misses × missMs) − 1, at the run's own mix of hits and
+ * misses (0.1: the fleet served 10 % slower than nominal).
+ * @param {{ hits: number, misses: number, hitTotalMs: number, missTotalMs: number } | undefined} service
+ *   the run's measured service times (bench/reports/metrics.js serviceTimes)
+ * @param {{ hitMs: number, missMs: number } | undefined} nominal the fleet's nominal service times
+ * @returns {number} NaN when either is missing or nothing was served
+ */
+function serviceSlowdown (service, nominal) {
+  if (!service || !nominal) return NaN
+  const expected = service.hits * nominal.hitMs + service.misses * nominal.missMs
+  return expected > 0 ? (service.hitTotalMs + service.missTotalMs) / expected - 1 : NaN
+}
+
+/**
  * The default SLO on p99: four hits and a miss, 4 × hitMs + missMs (40 ms at 5 and 20 ms).
  * @param {number} hitMs
  * @param {number} missMs
@@ -37,14 +59,17 @@ function defaultSlo (hitMs, missMs) {
  * One run of the sweep as a cell's trial: the figures the capacity table shows.
  * @param {object} run a run record (bench/runners/trial.js) with `offered`, its offered rate
  * @param {number} sloMs
+ * @param {{ hitMs: number, missMs: number }} [nominal] the fleet's nominal service times
  * @returns {{ algo: string, rate: number, trial: number, rps: number, served: number, p50: number, p99: number,
- *   p999: number,
- *   hitRate: number, busiest: number, errors: number, lagP99: number, lagMax: number, lagged: boolean }} `served`:
- *   the backends' requests per second in the window (`rps` is the generator's, by intended send time)
+ *   p999: number, hitRate: number, busiest: number, errors: number, lagP99: number, lagMax: number, lagged: boolean,
+ *   steal: number, slowdown: number, slowed: boolean }} `served`: the backends' requests per second in the window
+ *   (`rps` is the generator's, by intended send time); `steal`: the cores the hypervisor took from this machine
+ *   over the window (bench/runners/host-cpu.js); `slowdown`: serviceSlowdown, `slowed` over SLOW_LIMIT
  */
-function trialCell (run, sloMs) {
+function trialCell (run, sloMs, nominal) {
   const lag = (run.load && run.load.lag) || {}
   const shares = (run.perBackend || []).map((b) => b.share).filter(Number.isFinite)
+  const slowdown = serviceSlowdown(run.service, nominal)
   return {
     algo: run.algo,
     rate: run.offered,
@@ -59,25 +84,30 @@ function trialCell (run, sloMs) {
     errors: run.errors + run.non2xx,
     lagP99: lag.p99 ?? NaN,
     lagMax: lag.max ?? NaN,
-    lagged: lag.p99 > lagLimitMs(sloMs)
+    lagged: lag.p99 > lagLimitMs(sloMs),
+    steal: (run.cpuShare && run.cpuShare.steal) ?? NaN,
+    slowdown,
+    slowed: slowdown > SLOW_LIMIT
   }
 }
 
 /**
  * The cells of the sweep: per contender and offered rate, the medians over its trials (errors summed,
- * `lagged` when any trial's generator lagged), in the order the contenders first ran, rates ascending.
+ * `lagged` when any trial's generator lagged, `slowed` when any trial's backends measured their service
+ * times over SLOW_LIMIT above nominal), in the order the contenders first ran, rates ascending.
  * @param {object[]} runs run records with `offered`
  * @param {number} sloMs
+ * @param {{ hitMs: number, missMs: number }} [nominal] the fleet's nominal service times (without: no slowdown)
  * @returns {Array<{ algo: string, rate: number, trials: number, rps: number, served: number, p50: number, p99: number,
  *   p999: number, hitRate: number, busiest: number, errors: number, lagP99: number, lagMax: number,
- *   lagged: boolean, overSlo: boolean }>}
+ *   lagged: boolean, steal: number, slowdown: number, slowed: boolean, overSlo: boolean }>}
  */
-function sweepCells (runs, sloMs) {
+function sweepCells (runs, sloMs, nominal) {
   const groups = new Map()
   for (const run of runs) {
     const key = `${run.algo}\u0000${run.offered}`
     if (!groups.has(key)) groups.set(key, [])
-    groups.get(key).push(trialCell(run, sloMs))
+    groups.get(key).push(trialCell(run, sloMs, nominal))
   }
   const cells = []
   for (const trials of groups.values()) {
@@ -98,6 +128,9 @@ function sweepCells (runs, sloMs) {
       lagP99: mid('lagP99'),
       lagMax: round(Math.max(...trials.map((t) => t.lagMax)), 3),
       lagged: trials.some((t) => t.lagged),
+      steal: mid('steal'),
+      slowdown: mid('slowdown'),
+      slowed: trials.some((t) => t.slowed),
       overSlo: !(p99 <= sloMs) // a cell without a p99 (nothing answered) is over
     })
   }
@@ -175,7 +208,7 @@ function physicalLimit ({ workers, cachePages, pages, popularity, hitMs, missMs 
  * @param {ReturnType<typeof sweepCells>} cells
  * @param {number} limitRate the physical limit, req/s
  * @returns {Array<{ algo: string, capacity: number, firstOver: number | null, beyondSweep: boolean,
- *   ofLimit: number, p99: number, hitRate: number, busiest: number, lagged: boolean }>}
+ *   ofLimit: number, p99: number, hitRate: number, busiest: number, lagged: boolean, slowed: boolean }>}
  */
 function capacities (cells, limitRate) {
   const algos = [...new Set(cells.map((c) => c.algo))]
@@ -191,7 +224,9 @@ function capacities (cells, limitRate) {
       hitRate: at ? at.hitRate : NaN,
       busiest: at ? at.busiest : NaN,
       // a cell at or under the capacity whose generator lagged: the figure may be the generator's
-      lagged: mine.some((c) => c.rate <= cap.capacity && c.lagged)
+      lagged: mine.some((c) => c.rate <= cap.capacity && c.lagged),
+      // the first rate over the SLO had a slowed fleet: the host, not the policy, may have ended the sweep
+      slowed: mine.some((c) => c.rate === cap.firstOver && c.slowed)
     }
   })
 }
@@ -292,7 +327,7 @@ function capacityReport (settings, runs) {
   const service = measuredService(runs)
   const measured = service ? physicalLimit({ ...shape, hitMs: service.hitMs, missMs: service.missMs }) : null
   const limit = measured || nominal
-  const cells = sweepCells(runs, sloMs)
+  const cells = sweepCells(runs, sloMs, fleet)
   const contenders = capacities(cells, limit.rate).map((c) => {
     const own = measuredService(runs.filter((r) => r.algo === c.algo))
     const ownLimit = own ? physicalLimit({ ...shape, hitMs: own.hitMs, missMs: own.missMs }).rate : NaN
@@ -307,6 +342,7 @@ function capacityReport (settings, runs) {
     sloDefault,
     stopAfter,
     lagLimitMs: lagLimitMs(sloMs),
+    slowLimit: SLOW_LIMIT,
     fleet: {
       workers: shape.workers,
       cachePages: shape.cachePages,
@@ -342,6 +378,7 @@ module.exports = {
   warmupText,
   capacityReport,
   lagLimitMs,
+  serviceSlowdown,
   defaultSlo,
   sweepCells,
   keepsSweeping,

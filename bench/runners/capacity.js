@@ -134,6 +134,8 @@ async function sweep (settings, { progress, profileDir }) {
         progress.line(`[${rate} req/s] ${arm.label} trial ${t + 1}: p50 ${run.latency.p50} ms, p99 ` +
           `${run.latency.p99} ms, hit rate ${run.hitRate}, errors ${run.errors + run.non2xx}` +
           regainText(kill) +
+          `${run.service ? `, service ${run.service.hitMs} / ${run.service.missMs} ms` : ''}` +
+          `${Number.isFinite(run.cpuShare.steal) ? `, steal ${run.cpuShare.steal} cores` : ''}` +
           `${run.load.lag ? `, generator lag p99 ${run.load.lag.p99} ms` : ''}, ${eta(0)}`)
       }
     }

@@ -17,6 +17,7 @@ const { probabilities } = require('../workloads/popularity')
 const { fleetCapacities, runOptimum } = require('../model/optimum')
 const { servedBetween, hotPages } = require('../reports/replication')
 const { referenceFleet } = require('./references')
+const { readHostCpu, hostCores } = require('./host-cpu')
 
 const HOST = '127.0.0.1'
 
@@ -130,10 +131,11 @@ async function driveLoad ({ fleet, balancer, load, arm, trial, settings, onProgr
   const windowEnd = settings.requests ? -1 : warmup + duration
   const snapshot = async (second) => {
     const keys = keyed && (second === warmup || second === windowEnd)
+    const host = readHostCpu()
     const [stats, cpu, fleetCpu, loadCpu] = await Promise.all([
       fleet.request('stats', { keys }), balancer.request('cpu'), fleet.request('cpu'), load.request('cpu')
     ])
-    return { stats, cpu, fleetCpu, loadCpu }
+    return { stats, cpu, fleetCpu, loadCpu, host }
   }
   const run = { churn: churnPlan(settings), churnDone: [], snaps: [await snapshot(0)], buckets: [], pending: [] }
   load.on(tickHandler({ fleet, arm, trial, settings, onProgress, snapshot, run }))
@@ -216,7 +218,8 @@ function timelineOf (snaps, buckets, end, churn) {
         ? {
             balancer: round(metrics.cpuSeconds(prev.cpu, cur.cpu), 3),
             fleet: round(metrics.cpuSeconds(prev.fleetCpu, cur.fleetCpu), 3),
-            load: round(metrics.cpuSeconds(prev.loadCpu, cur.loadCpu), 3)
+            load: round(metrics.cpuSeconds(prev.loadCpu, cur.loadCpu), 3),
+            ...hostFields(prev.host, cur.host)
           }
         : null
     })
@@ -317,11 +320,21 @@ function cpuFields (start, last, seconds, m) {
     cpuShare: {
       balancer: round(metrics.cpuSeconds(start.cpu, last.cpu) / seconds, 3),
       fleet: round(metrics.cpuSeconds(start.fleetCpu, last.fleetCpu) / seconds, 3),
-      load: round(metrics.cpuSeconds(start.loadCpu, last.loadCpu) / seconds, 3)
+      load: round(metrics.cpuSeconds(start.loadCpu, last.loadCpu) / seconds, 3),
+      ...hostFields(start.host, last.host)
     },
     perBackend: metrics.perBackend(start.stats, last.stats, m.servers)
       .map((r) => ({ ...r, share: round(r.share, 4), hitRate: round(r.hitRate, 4) }))
   }
+}
+
+/**
+ * The host's CPU between two snapshots (bench/runners/host-cpu.js), in cores: `host` every process of the
+ * machine, `steal` the time the hypervisor gave another guest; nothing off Linux.
+ */
+function hostFields (before, after) {
+  const h = hostCores(before, after)
+  return h ? { host: round(h.busy, 3), steal: round(h.steal, 3) } : {}
 }
 
 function loadFields (result, m) {
