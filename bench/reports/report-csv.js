@@ -48,9 +48,9 @@ const FIELDS = [
   ['lagMax', (r) => r.load && r.load.lag && r.load.lag.max],
   ['hitServiceMs', (r) => r.service && r.service.hitMs],
   ['missServiceMs', (r) => r.service && r.service.missMs],
-  // how much longer than nominal the backends held their workers (0.1: 10 %; the SLOW flag over 0.15)
   // the cores the hypervisor gave other guests over the window (Linux /proc/stat; empty elsewhere)
   ['steal', (r) => r.cpuShare && r.cpuShare.steal],
+  // how much longer than nominal the backends held their workers (0.1: 10 %; the SLOW flag over 0.15)
   ['serviceOver', (r, doc) => round(serviceSlowdown(r.service, doc.capacity && doc.capacity.fleet), 4)],
   // a kill/restart cell (--kill): the regain time after the restart, s (empty: none in the window)
   ['regainS', (r) => r.kill && (r.kill.regainS ?? 'never')]
