@@ -13,6 +13,8 @@ const fmt = (digits) => (x) => (typeof x === 'number' && Number.isFinite(x) ? x.
 const percent = (x) => (typeof x === 'number' && Number.isFinite(x)
   ? `${x < 0 ? '' : '+'}${Math.round(x * 100)}%`
   : '-')
+/** A cell's or a capacity's host flags: " LAG" (the generator lagged), " SLOW" (the fleet was slowed). */
+const hostFlags = (c) => `${c.lagged ? ' LAG' : ''}${c.slowed ? ' SLOW' : ''}`
 const int = (x) => (typeof x === 'number' && Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '-')
 
 /** Columns padded to their widest cell, the first left-aligned, a rule under the header. */
@@ -83,14 +85,13 @@ function formatCapacityTable (doc) {
     rows.push([c.algo === last ? '' : c.algo, int(c.rate), fmt(0)(c.served), fmt(2)(c.p50), fmt(2)(c.p99),
       fmt(2)(c.p999), fmt(3)(c.hitRate), fmt(3)(c.busiest), String(c.errors), fmt(2)(c.lagP99),
       percent(c.slowdown), fmt(2)(c.steal),
-      `${c.overSlo ? '>SLO' : ''}${c.lagged ? ' LAG' : ''}${c.slowed ? ' SLOW' : ''}`.trim()])
+      `${c.overSlo ? '>SLO' : ''}${hostFlags(c)}`.trim()])
     last = c.algo
   }
   const caps = [['contender', 'capacity at SLO', 'first over', 'of limit', 'p99 there', 'hit there', 'busiest there',
     'own limit']]
   for (const c of cap.contenders) {
-    const flags = `${c.lagged ? ' LAG' : ''}${c.slowed ? ' SLOW' : ''}`
-    caps.push([c.algo, `${int(c.capacity)}${c.beyondSweep ? '+' : ''}${flags}`,
+    caps.push([c.algo, `${int(c.capacity)}${c.beyondSweep ? '+' : ''}${hostFlags(c)}`,
       c.firstOver === null ? '-' : int(c.firstOver), fmt(3)(c.ofLimit), fmt(2)(c.p99), fmt(3)(c.hitRate),
       fmt(3)(c.busiest), int(c.limitOwn)])
   }
