@@ -8,6 +8,7 @@
  */
 
 const fs = require('node:fs')
+const os = require('node:os')
 const path = require('node:path')
 const { runBench } = require('./bench-helper')
 
@@ -20,7 +21,9 @@ describe('bench end to end: the capacity scenario', () => {
   beforeAll(async () => {
     ;({ dir, doc, stdout: out } = await runBench('polistes-bench-capacity-test-', ['--scenario', 'capacity', '--algos',
       'wasp,chash-bounded', '--peers', 'none', '--rates', '100', '--pages', '200', '--warmup', '0', '--duration', '1',
-      '--jit-warmup', '0', '--connections', '16', '--profile', '--quiet']))
+      '--jit-warmup', '0', '--connections', '16', '--profile', '--quiet',
+      // a gate no host fails (the steal is at most every CPU), a probe of 1 s: each cell runs the real probe
+      ...(fs.existsSync('/proc/stat') ? ['--steal-gate', `${os.cpus().length}:1`] : [])]))
   })
   afterAll(() => { if (dir) fs.rmSync(dir, { recursive: true, force: true }) })
 
@@ -50,6 +53,12 @@ describe('bench end to end: the capacity scenario', () => {
         expect(run.cpuShare.host).toBeLessThanOrEqual(doc.machine.cpus + 0.01)
         expect(run.cpuShare.steal).toBeGreaterThanOrEqual(0)
         expect(run.timeline.every((s) => s.cpu === null || Number.isFinite(s.cpu.steal))).toBe(true)
+        // --steal-gate: each cell passed the gate after one real probe of every CPU
+        expect(doc.settings.stealGate).toEqual({ limit: doc.machine.cpus, probeS: 1 })
+        expect(run.stealGate).toMatchObject({ probes: 1, timedOut: false })
+        expect(run.stealGate.steal).toBeGreaterThanOrEqual(0)
+        expect(run.stealGate.steal).toBeLessThanOrEqual(doc.machine.cpus)
+        expect(run.stealGate.waitedS).toBeGreaterThanOrEqual(0.9)
       }
     }
     // each cell's service over nominal: not below the timers, so not much under 0

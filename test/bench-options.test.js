@@ -213,6 +213,8 @@ describe('bench options', () => {
     [['--scenario', 'capacity', '--kill', '2:1'], 'ERR_POLISTES_BAD_OPTION', /restarts backend a at second 3 of a 3 s window: give a longer --duration/],
     [['--scenario', 'capacity', '--kill', '1:1', '--rates', '1500,2000'], 'ERR_POLISTES_BAD_OPTION', /one offered rate; --rates lists 2/],
     [['--scenario', 'capacity', '--kill', '1:1', '--churn'], 'ERR_POLISTES_BAD_OPTION', /--kill and --churn exclude each other/],
+    [['--steal-gate', '0.15'], 'ERR_POLISTES_BAD_OPTION', /--steal-gate holds the cells of a sweep of rates/],
+    [['--scenario', 'capacity', '--steal-gate', '999'], 'ERR_POLISTES_BAD_OPTION', /--steal-gate must be CORES\[:SECONDS\]/],
     [['--algos', 'wasp,clairvoyant'], 'ERR_POLISTES_BAD_OPTION', /clairvoyant: a reference of the capacity scenario only/],
     [['--scenario', 'capacity', '--algos', 'counting', '--cache-bytes', '1m'], 'ERR_POLISTES_BAD_OPTION', /counting: the references count caches in pages/],
     [['--scenario', 'capacity', '--algos', 'clairvoyant', '--workers', '2'], 'ERR_POLISTES_BAD_OPTION', /a reference runs in one balancer process/],
@@ -255,6 +257,14 @@ describe('bench options', () => {
     expect(parseOptions(['--scenario', 'capacity', '--kill', '1:1', '--rates', '2500', '--peers', 'none']).sweep.rates).toEqual([2500])
     expect(parseOptions(['--scenario', 'capacity', '--peers', 'none'])).toMatchObject({ kill: null, fleet: { workers: 4 } })
     expect(parseOptions(['--scenario', 'capacity', '--peers', 'none']).fleet.processes).toBeUndefined()
+  })
+
+  test('--steal-gate CORES[:SECONDS]: the gate of each cell of the sweep, none unless given', () => {
+    expect(parseOptions(['--scenario', 'capacity', '--peers', 'none', '--steal-gate', '0.15']).stealGate)
+      .toEqual({ limit: 0.15, probeS: 2 })
+    expect(parseOptions(['--scenario', 'capacity', '--peers', 'none', '--steal-gate', '0.3:5']).stealGate)
+      .toEqual({ limit: 0.3, probeS: 5 })
+    expect(parseOptions(['--scenario', 'capacity', '--peers', 'none']).stealGate).toBeNull()
   })
 
   test('a bad option prints one line and exits 2', () => {

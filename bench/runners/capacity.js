@@ -14,6 +14,8 @@ const path = require('node:path')
 const { performance } = require('node:perf_hooks')
 const { generatePages } = require('../../servers/pages')
 const { runOnce } = require('./trial')
+const { probeSteal } = require('./host-cpu')
+const { createStealGate } = require('./steal-gate')
 const { formatDuration, remainingSeconds, runLoadSeconds, planSeconds } = require('./plan')
 const { sweepCells, keepsSweeping, warmupText } = require('../reports/capacity')
 const { killFields } = require('../reports/kill-restart')
@@ -44,13 +46,17 @@ function formatSweepPlan (settings) {
     ? `; kill/restart: backend a crashed ${settings.kill.at} s into each measured window, started again ` +
       `${settings.kill.down} s later`
     : ''
+  const gate = settings.stealGate
+    ? `; steal gate: before each cell every CPU is asked for ${settings.stealGate.probeS} s, and the cell waits ` +
+      `until the hypervisor withheld at most ${settings.stealGate.limit} cores (not in the time below)`
+    : ''
   const total = planSeconds({ runs: cells, planned: runLoadSeconds(settings), jitWarmup: settings.jitWarmup })
   return `plan${settings.plan === 'quick' ? ' (quick; --full: 3 trials of 10 s + 15 s per cell)' : ''}: ` +
     `${settings.arms.length} contenders (${settings.arms.map((a) => a.label).join(', ')}) x ${rates.length} ` +
     `offered rates (${rates.join(', ')} req/s) x ${settings.trials} trial${settings.trials === 1 ? '' : 's'} = at ` +
     `most ${cells} cells of ${warmupText(settings)} + ${settings.duration} s measured; a contender stops ` +
     `after ${stopAfter} rate${stopAfter === 1 ? '' : 's'} with p99 over the SLO (${sloMs} ms): at most about ` +
-    `${formatDuration(total)}${kill}`
+    `${formatDuration(total)}${kill}${gate}`
 }
 
 /**
@@ -66,11 +72,50 @@ async function runSweep (settings, { progress, profileDir }) {
   const pagesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'polistes-bench-sweep-pages-'))
   try {
     generatePages({ count: settings.pages, dir: pagesDir, sizes: settings.pageSizes })
-    return await sweep({ ...settings, pagesDir }, { progress, profileDir })
+    const run = (gate) => sweep({ ...settings, pagesDir }, { progress, profileDir, gate })
+    return await withStealGate(settings.stealGate, run)
   } finally {
     fs.rmSync(pagesDir, { recursive: true, force: true })
   }
 }
+
+/**
+ * Run `fn` with the steal gate of `--steal-gate`, or with none.
+ * @template T
+ * @param {{ limit: number, probeS: number } | null} options
+ * @param {(gate: ReturnType<typeof createStealGate> | null) => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
+function withStealGate (options, fn) {
+  if (!options) return fn(null)
+  return fn(createStealGate({
+    limit: options.limit,
+    probe: () => probeSteal(options.probeS * 1000),
+    now: () => performance.now(),
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+  }))
+}
+
+/**
+ * Wait at the gate before a cell, saying so when the cell has to wait.
+ * @param {ReturnType<typeof createStealGate> | null} gate
+ * @param {{ limit: number, probeS: number } | null} options --steal-gate
+ * @param {{ line (text: string): void }} progress
+ * @param {string} cell the cell's name in the progress lines
+ * @returns {Promise<import('./steal-gate').StealGateResult | null>} null without a gate
+ */
+async function passStealGate (gate, options, progress, cell) {
+  if (!gate) return null
+  const result = await gate.wait()
+  if (result.probes > 1) {
+    progress.line(`steal gate: ${cell} ${result.timedOut ? 'runs anyway' : 'starts'} after ` +
+      `${formatDuration(result.waitedS)} and ${result.probes} probes (the hypervisor withheld ${round(result.steal)} ` +
+      `cores of the ${options.probeS} s probe; at most ${options.limit})`)
+  }
+  return result
+}
+
+const round = (x) => x === null ? 'unknown' : Math.round(x * 100) / 100
 
 /** The progress line's words on a kill/restart cell ('' for a cell without one). */
 function regainText (kill) {
@@ -78,7 +123,7 @@ function regainText (kill) {
   return kill.regainS === null ? ', not regained in the window' : `, regained ${kill.regainS} s after the restart`
 }
 
-async function sweep (settings, { progress, profileDir }) {
+async function sweep (settings, { progress, profileDir, gate }) {
   const { rates, sloMs, stopAfter } = settings.sweep
   const since = (start) => (performance.now() - start) / 1000
   const done = []
@@ -107,6 +152,8 @@ async function sweep (settings, { progress, profileDir }) {
     let inRate = 0
     for (let t = 0; t < settings.trials; t++) {
       for (const arm of sweepOrder(active, t, r)) {
+        const cell = `${arm.label} at ${rate} req/s trial ${t + 1}`
+        const stealGate = await passStealGate(gate, settings.stealGate, progress, cell)
         const start = performance.now()
         const eta = (elapsed, second) => `ETA <= ${formatDuration(remainingSeconds({
           left: left(r, inRate), planned, done, elapsed, second
@@ -130,7 +177,13 @@ async function sweep (settings, { progress, profileDir }) {
         // loop's own count, by intended send time, is the offered rate whatever the latency)
         const served = run.perBackend.reduce((a, b) => a + b.requests, 0) / settings.duration
         const kill = settings.kill ? killFields(run, { ...settings, kill: settings.kill, sloMs }) : null
-        runs.push({ ...run, offered: rate, servedRps: Math.round(served * 10) / 10, ...(kill ? { kill } : {}) })
+        runs.push({
+          ...run,
+          offered: rate,
+          servedRps: Math.round(served * 10) / 10,
+          ...(kill ? { kill } : {}),
+          ...(stealGate ? { stealGate } : {})
+        })
         progress.line(`[${rate} req/s] ${arm.label} trial ${t + 1}: p50 ${run.latency.p50} ms, p99 ` +
           `${run.latency.p99} ms, hit rate ${run.hitRate}, errors ${run.errors + run.non2xx}` +
           regainText(kill) +

@@ -10,6 +10,7 @@
 
 const fs = require('node:fs')
 const os = require('node:os')
+const { Worker } = require('node:worker_threads')
 
 /**
  * The counters of /proc/stat's aggregate `cpu` line, in clock ticks since boot.
@@ -56,4 +57,24 @@ function hostCores (before, after, cpus = os.cpus().length) {
   return { busy: (after.busy - before.busy) / ticks * cpus, steal: (after.steal - before.steal) / ticks * cpus }
 }
 
-module.exports = { parseProcStat, readHostCpu, hostCores }
+/**
+ * How much of the machine the hypervisor withholds now: every CPU kept busy for `ms` (a spinning worker
+ * thread each), and the steal over that time. Steal is only counted while this machine wants a CPU, so an
+ * idle machine reads none whatever the other guests do; asked for every CPU, it reads what a busy bench
+ * would lose.
+ * @param {number} ms
+ * @param {number} [cpus] the machine's CPUs
+ * @returns {Promise<number | null>} the steal in cores (0 to `cpus`), null off Linux
+ */
+async function probeSteal (ms, cpus = os.cpus().length) {
+  const before = readHostCpu()
+  if (!before) return null
+  const spin = `const end = Date.now() + ${Number(ms)}; while (Date.now() < end) {}`
+  await Promise.all(Array.from({ length: cpus }, () => new Promise((resolve, reject) => {
+    new Worker(spin, { eval: true }).once('exit', resolve).once('error', reject)
+  })))
+  const cores = hostCores(before, readHostCpu(), cpus)
+  return cores ? cores.steal : null
+}
+
+module.exports = { parseProcStat, readHostCpu, hostCores, probeSteal }

@@ -6,6 +6,7 @@
  */
 
 const fs = require('node:fs')
+const os = require('node:os')
 const path = require('node:path')
 const yargs = require('yargs/yargs')
 const { PolistesError, ERR_POLISTES_BAD_OPTION, ERR_POLISTES_UNKNOWN_ALGO } = require('../../src/common/errors')
@@ -17,7 +18,9 @@ const { pageSizes } = require('../workloads/page-sizes')
 const { getScenario, scenarioNames } = require('../workloads/scenarios')
 const { PEER_ARMS, parsePeers } = require('../peers/peer-configs')
 const { findBinary, INSTALL } = require('../peers/peers')
-const { parseSweep, parseKill, backendWorkers, KILL_RATE } = require('./sweep-options')
+const { parseSweep, parseKill, parseStealGate, backendWorkers, KILL_RATE } = require('./sweep-options')
+const { readHostCpu } = require('./host-cpu')
+const { MAX_WAIT_S, RETRY_S } = require('./steal-gate')
 
 /** The flags that change the scenario's workload or fleet, named beside its description when given. */
 const WORKLOAD_FLAGS = ['pages', 'popularity', 'zipf', 'page-size', 'cache-pages', 'cache-bytes', 'hit-ms', 'miss-ms',
@@ -121,6 +124,12 @@ function parser (argv) {
         `default ${KILL_RATE}): backend a crashed AT s into the measured window (its listening socket and ` +
         'connections closed at once) and started again, cold, on its port DOWN s later; reports the failed ' +
         'requests by kind and the regain time'
+    })
+    .option('steal-gate', {
+      type: 'string',
+      describe: 'capacity scenario: CORES[:SECONDS], before each cell ask for every CPU for SECONDS (default 2) and ' +
+        `hold the cell until the hypervisor withheld at most CORES (Linux /proc/stat; probes every ${RETRY_S} s for ` +
+        `up to ${MAX_WAIT_S / 60} min, then the cell runs anyway)`
     })
     .option('shift', {
       type: 'string',
@@ -341,6 +350,9 @@ function parseOptions (argv) {
   const sweep = parseSweep(args, scenario, { hitMs, missMs })
   const kill = parseKill(args.kill, { duration, sweep, rates: args.rates })
   if (kill && args.rates === undefined) sweep.rates = [KILL_RATE]
+  const stealGate = parseStealGate(args['steal-gate'], {
+    sweep, cpus: os.cpus().length, hostCounters: readHostCpu() !== null
+  })
   if (kill && (args.churn ?? scenario.churn)) throw bad('--kill and --churn exclude each other: both kill backend a')
   if (sweep && args.rate !== undefined) throw bad(`the ${args.scenario} scenario sweeps --rates; --rate sets one rate`)
   const rateArg = args.rate ?? scenario.rate
@@ -461,6 +473,8 @@ function parseOptions (argv) {
     sweep,
     // a kill/restart cell (--kill): { index, at, down } seconds into the measured window, else null
     kill,
+    // --steal-gate: { limit, probeS }, the most steal in cores a probe of probeS s may read for a cell to start
+    stealGate,
     // ratio targets are set against the scenario's own baseline: without it in the run they mean nothing
     targets: baseline === scenario.baseline ? scenario.targets : (scenario.targets || []).filter((t) => !t.ratio),
     backendLabels: scenario.backendLabels || [],

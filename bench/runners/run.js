@@ -128,6 +128,7 @@ async function sweepBench (settings, { stdout, progress, profileDir }) {
   delete doc.targets
   doc.settings.sweep = settings.sweep
   if (settings.kill) doc.settings.kill = settings.kill
+  if (settings.stealGate) doc.settings.stealGate = settings.stealGate
   doc.capacity = capacityReport(settings, runs)
   if (settings.kill) doc.kill = killReport(settings, runs)
   const table = formatCapacityTable(doc) + (doc.kill ? `\n\n${formatKillTable(doc.kill)}` : '')

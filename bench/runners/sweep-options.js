@@ -117,4 +117,32 @@ function backendWorkers (value, fleet) {
   return counts
 }
 
-module.exports = { parseSweep, parseKill, backendWorkers, KILL_RATE }
+/** The probe of `--steal-gate CORES` without `:SECONDS`, seconds. */
+const STEAL_PROBE_S = 2
+
+/**
+ * `--steal-gate CORES[:SECONDS]`: before each cell of a sweep, every CPU asked for SECONDS (default 2), and
+ * the cell held until the hypervisor withheld at most CORES of them (bench/runners/steal-gate.js).
+ * @param {string | number | undefined} value
+ * @param {{ sweep: object | null, cpus: number, hostCounters: boolean }} context the scenario's sweep, the
+ *   machine's CPUs, and whether it has the counters the gate reads (/proc/stat)
+ * @returns {{ limit: number, probeS: number } | null} null when not given
+ */
+function parseStealGate (value, { sweep, cpus, hostCounters }) {
+  if (value === undefined) return null
+  if (!sweep) throw bad('--steal-gate holds the cells of a sweep of rates (--scenario capacity)')
+  const m = /^(\d+(?:\.\d+)?|\.\d+)(?::(\d+))?$/.exec(String(value).trim())
+  const limit = m ? Number(m[1]) : NaN
+  const probeS = m && m[2] !== undefined ? Number(m[2]) : STEAL_PROBE_S
+  if (!(limit > 0 && limit <= cpus) || !(probeS >= 1 && probeS <= 60)) {
+    throw bad('--steal-gate must be CORES[:SECONDS]: the most steal, in cores (over 0, at most this machine\'s ' +
+      `${cpus}), the hypervisor may withhold while every CPU is asked for SECONDS (1 to 60, default ` +
+      `${STEAL_PROBE_S}) for a cell to start, e.g. 0.15 or 0.15:5, got "${value}"`)
+  }
+  if (!hostCounters) {
+    throw bad('--steal-gate reads the hypervisor\'s steal from /proc/stat (Linux); this machine has none')
+  }
+  return { limit, probeS }
+}
+
+module.exports = { parseSweep, parseKill, parseStealGate, backendWorkers, KILL_RATE }

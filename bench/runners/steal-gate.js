@@ -1,0 +1,57 @@
+'use strict'
+
+/**
+ * A gate before each cell of a sweep (`--steal-gate CORES[:SECONDS]`): on a shared virtual machine the
+ * hypervisor's steal comes and goes (waves of minutes, bench/runners/host-cpu.js), and a cell that runs
+ * in one measures the host: the fleet's timers fire late and every contender saturates early. Steal is
+ * only counted while this machine wants a CPU, so an idle machine reads none in the middle of a wave:
+ * the gate asks for every CPU for SECONDS (a probe, host-cpu.js `probeSteal`) and lets the cell start once
+ * the hypervisor withheld at most CORES of them; else it probes again `RETRY_S` later. It decides on what
+ * the host did before the cell, never on the cell's own result, and holds every contender's cells alike,
+ * so it selects no contender's outcome. After `maxWaitS` it lets the cell run anyway and says so (each
+ * cell's own steal is recorded beside it either way).
+ *
+ * The probe, the clock and the sleep are injected: the gate itself touches no CPU, file or timer.
+ */
+
+/** The longest the gate holds one cell, seconds: past it the cell runs anyway, marked `timedOut`. */
+const MAX_WAIT_S = 900
+
+/** Seconds between two probes while the host is stealing. */
+const RETRY_S = 10
+
+/**
+ * @typedef {object} StealGateResult
+ * @property {number} waitedS seconds the cell waited at the gate, its probes included
+ * @property {number | null} steal the hypervisor's steal in the last probe, cores (null: no reading)
+ * @property {number} probes probes taken
+ * @property {boolean} timedOut true when the cell started after `maxWaitS` with the steal still over the limit
+ */
+
+/**
+ * Create a gate.
+ * @param {object} o
+ * @param {number} o.limit the most steal, in cores, a probe may read for a cell to start
+ * @param {() => Promise<number | null>} o.probe the steal, in cores, while every CPU is asked for (null:
+ *   the host gives no reading)
+ * @param {() => number} o.now a clock, ms
+ * @param {(ms: number) => Promise<void>} o.sleep
+ * @param {number} [o.maxWaitS] see MAX_WAIT_S
+ * @param {number} [o.retryS] see RETRY_S
+ * @returns {{ wait: () => Promise<StealGateResult> }} `wait()` resolves when a cell may start
+ */
+function createStealGate ({ limit, probe, now, sleep, maxWaitS = MAX_WAIT_S, retryS = RETRY_S }) {
+  async function wait () {
+    const start = now()
+    for (let probes = 1; ; probes++) {
+      const steal = await probe()
+      const waitedS = Math.round((now() - start) / 100) / 10
+      if (steal !== null && steal <= limit) return { waitedS, steal, probes, timedOut: false }
+      if (waitedS >= maxWaitS) return { waitedS, steal, probes, timedOut: true }
+      await sleep(retryS * 1000)
+    }
+  }
+  return { wait }
+}
+
+module.exports = { createStealGate, MAX_WAIT_S, RETRY_S }
