@@ -60,8 +60,8 @@ function hostCores (before, after, cpus = os.cpus().length) {
 /**
  * How much of the machine the hypervisor withholds now: every CPU kept busy for `ms` (a spinning worker
  * thread each), and the steal over that time. Steal is only counted while this machine wants a CPU, so an
- * idle machine reads none whatever the other guests do; asked for every CPU, it reads what a busy bench
- * would lose.
+ * idle machine reads none whatever the other guests do; asked for every CPU, it reads what the hypervisor
+ * withheld from a busy machine over those seconds (a wave may still start right after).
  * @param {number} ms
  * @param {number} [cpus] the machine's CPUs
  * @returns {Promise<number | null>} the steal in cores (0 to `cpus`), null off Linux
