@@ -29,15 +29,23 @@ const gateOn = (host, o = {}) => createStealGate({ limit: 0.15, probe: host.prob
 
 test('a quiet host: the cell starts after one probe, with its steal', async () => {
   const host = simulatedHost(() => 0.05)
-  await expect(gateOn(host).wait()).resolves.toEqual({ waitedS: 2, steal: 0.05, probes: 1, timedOut: false })
+  await expect(gateOn(host).wait()).resolves.toEqual({ waitedS: 2, steal: 0.05, probes: 1, readings: [0.05], timedOut: false })
 })
 
-test('in a wave of steal the cell waits, probing every 10 s, until a probe reads the limit or under', async () => {
+test('in a wave of steal the cell waits, probing every 10 s, until two probes in a row read the limit or under', async () => {
   // 0.6 cores withheld until second 45, then 0.1
   const host = simulatedHost((t) => t < 45 ? 0.6 : 0.1)
   const result = await gateOn(host).wait()
-  expect(host.probes).toEqual([0, 12, 24, 36, 48])
-  expect(result).toEqual({ waitedS: 50, steal: 0.1, probes: 5, timedOut: false })
+  expect(host.probes).toEqual([0, 12, 24, 36, 48, 60])
+  expect(result).toEqual({ waitedS: 62, steal: 0.1, probes: 6, readings: [0.6, 0.6, 0.6, 0.6, 0.1, 0.1], timedOut: false })
+})
+
+test('a dip inside a wave does not let the cell start: after a probe over the limit, two quiet in a row', async () => {
+  // the wave of 2026-11-29 13:19: over 0.15, one probe at 0.11, then 0.8 again
+  const steal = [0.3, 0.25, 0.11, 0.8, 0.8, 0.05, 0.02]
+  const host = simulatedHost(() => steal[host.probes.length])
+  const result = await gateOn(host).wait()
+  expect(result).toEqual({ waitedS: 74, steal: 0.02, probes: 7, readings: steal, timedOut: false })
 })
 
 test('a probe exactly at the limit lets the cell start (at most, not under)', async () => {
@@ -47,13 +55,13 @@ test('a probe exactly at the limit lets the cell start (at most, not under)', as
 test('a host that never quiets: the cell runs anyway after the longest wait, marked timed out', async () => {
   const host = simulatedHost(() => 0.8)
   const result = await gateOn(host, { maxWaitS: 60 }).wait()
-  expect(result).toEqual({ waitedS: 62, steal: 0.8, probes: 6, timedOut: true })
+  expect(result).toEqual({ waitedS: 62, steal: 0.8, probes: 6, readings: [0.8, 0.8, 0.8, 0.8, 0.8, 0.8], timedOut: true })
 })
 
 test('a host without the counters (the probe gives null) never reads as quiet', async () => {
   const host = simulatedHost(() => null)
   await expect(gateOn(host, { limit: 2, maxWaitS: 20, retryS: 5 }).wait())
-    .resolves.toEqual({ waitedS: 23, steal: null, probes: 4, timedOut: true })
+    .resolves.toEqual({ waitedS: 23, steal: null, probes: 4, readings: [null, null, null, null], timedOut: true })
 })
 
 const onLinux = require('node:fs').existsSync('/proc/stat')

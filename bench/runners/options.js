@@ -20,7 +20,7 @@ const { PEER_ARMS, parsePeers } = require('../peers/peer-configs')
 const { findBinary, INSTALL } = require('../peers/peers')
 const { parseSweep, parseKill, parseStealGate, backendWorkers, KILL_RATE } = require('./sweep-options')
 const { readHostCpu } = require('./host-cpu')
-const { MAX_WAIT_S, RETRY_S } = require('./steal-gate')
+const { MAX_WAIT_S, RETRY_S, QUIET_AFTER_WAVE } = require('./steal-gate')
 
 /** The flags that change the scenario's workload or fleet, named beside its description when given. */
 const WORKLOAD_FLAGS = ['pages', 'popularity', 'zipf', 'page-size', 'cache-pages', 'cache-bytes', 'hit-ms', 'miss-ms',
@@ -128,8 +128,9 @@ function parser (argv) {
     .option('steal-gate', {
       type: 'string',
       describe: 'capacity scenario: CORES[:SECONDS], before each cell ask for every CPU for SECONDS (default 2) and ' +
-        `hold the cell until the hypervisor withheld at most CORES (Linux /proc/stat; probes every ${RETRY_S} s for ` +
-        `up to ${MAX_WAIT_S / 60} min, then the cell runs anyway)`
+        `hold the cell until the hypervisor withheld at most CORES (Linux /proc/stat; probes every ${RETRY_S} s, ` +
+        `after one over CORES ${QUIET_AFTER_WAVE} quiet in a row; up to ${MAX_WAIT_S / 60} min, then the cell ` +
+        'runs anyway)'
     })
     .option('shift', {
       type: 'string',

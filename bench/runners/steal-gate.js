@@ -5,8 +5,10 @@
  * hypervisor's steal comes and goes (waves of minutes, bench/runners/host-cpu.js), and a cell that runs
  * in one measures the host: the fleet's timers fire late and every contender saturates early. Steal is
  * only counted while this machine wants a CPU, so an idle machine reads none in the middle of a wave:
- * the gate asks for every CPU for SECONDS (a probe, host-cpu.js `probeSteal`) and lets the cell start once
- * the hypervisor withheld at most CORES of them; else it probes again `RETRY_S` later. It decides on what
+ * the gate asks for every CPU for SECONDS (a probe, host-cpu.js `probeSteal`) and lets the cell start when
+ * the hypervisor withheld at most CORES of them; else it probes again `RETRY_S` later, and once a probe read
+ * over the limit the cell waits for `QUIET_AFTER_WAVE` quiet probes in a row (a wave has dips: on
+ * 2026-11-29 one probe read 0.11 cores after eleven over 0.15, and the cell it let start lost 0.80). It decides on what
  * the host did before the cell, never on the cell's own result, and holds every contender's cells alike,
  * so it selects no contender's outcome. After `maxWaitS` it lets the cell run anyway and says so (each
  * cell's own steal is recorded beside it either way).
@@ -20,12 +22,16 @@ const MAX_WAIT_S = 900
 /** Seconds between two probes while the host is stealing. */
 const RETRY_S = 10
 
+/** Quiet probes in a row a cell waits for once a probe before it read over the limit. */
+const QUIET_AFTER_WAVE = 2
+
 /**
  * @typedef {object} StealGateResult
  * @property {number} waitedS seconds the cell waited at the gate, its probes included
  * @property {number | null} steal the hypervisor's steal in the last probe, cores (null: no reading)
  * @property {number} probes probes taken
- * @property {boolean} timedOut true when the cell started after `maxWaitS` with the steal still over the limit
+ * @property {(number | null)[]} readings every probe's steal, cores to 3 decimals, in order
+ * @property {boolean} timedOut true when the cell started after `maxWaitS` with the host still not quiet
  */
 
 /**
@@ -43,15 +49,21 @@ const RETRY_S = 10
 function createStealGate ({ limit, probe, now, sleep, maxWaitS = MAX_WAIT_S, retryS = RETRY_S }) {
   async function wait () {
     const start = now()
-    for (let probes = 1; ; probes++) {
+    const readings = []
+    let quiet = 0 // quiet probes in a row
+    for (;;) {
       const steal = await probe()
+      readings.push(steal === null ? null : Math.round(steal * 1000) / 1000)
+      quiet = steal !== null && steal <= limit ? quiet + 1 : 0
       const waitedS = Math.round((now() - start) / 100) / 10
-      if (steal !== null && steal <= limit) return { waitedS, steal, probes, timedOut: false }
-      if (waitedS >= maxWaitS) return { waitedS, steal, probes, timedOut: true }
+      const result = { waitedS, steal, probes: readings.length, readings }
+      // the first probe alone lets a cell start; after one over the limit, QUIET_AFTER_WAVE in a row
+      if (quiet >= (quiet === readings.length ? 1 : QUIET_AFTER_WAVE)) return { ...result, timedOut: false }
+      if (waitedS >= maxWaitS) return { ...result, timedOut: true }
       await sleep(retryS * 1000)
     }
   }
   return { wait }
 }
 
-module.exports = { createStealGate, MAX_WAIT_S, RETRY_S }
+module.exports = { createStealGate, MAX_WAIT_S, RETRY_S, QUIET_AFTER_WAVE }
