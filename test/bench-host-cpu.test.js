@@ -6,7 +6,8 @@
  */
 
 const fs = require('node:fs')
-const { parseProcStat, readHostCpu, hostCores } = require('../bench/runners/host-cpu')
+const os = require('node:os')
+const { parseProcStat, readHostCpu, hostCores, probeSteal } = require('../bench/runners/host-cpu')
 
 const STAT = [
   'cpu  6962663 8226 972534 4596687 25341 0 194584 370175 0 0',
@@ -43,4 +44,18 @@ linux('on this machine: two readings around a busy loop count the loop as busy t
   const cores = hostCores(before, after)
   expect(cores.busy).toBeGreaterThan(0.2) // the loop held one core for the interval; every CPU counts in total
   expect(cores.steal).toBeGreaterThanOrEqual(0)
+})
+
+linux('the probe keeps every CPU busy for its time and reads the steal in cores', async () => {
+  const cpus = os.cpus().length
+  const before = readHostCpu()
+  const t0 = Date.now()
+  const steal = await probeSteal(500, cpus)
+  const elapsed = Date.now() - t0
+  const host = hostCores(before, readHostCpu(), cpus)
+  expect(elapsed).toBeGreaterThanOrEqual(490)
+  expect(steal).toBeGreaterThanOrEqual(0)
+  expect(steal).toBeLessThanOrEqual(cpus)
+  // busy or stolen: every CPU was wanted for the probe (a shared host may take some of it back)
+  expect(host.busy + host.steal).toBeGreaterThan(cpus * 0.6)
 })

@@ -18,6 +18,7 @@ const { probeSteal } = require('./host-cpu')
 const { createStealGate } = require('./steal-gate')
 const { formatDuration, remainingSeconds, runLoadSeconds, planSeconds } = require('./plan')
 const { sweepCells, keepsSweeping, warmupText } = require('../reports/capacity')
+const { round } = require('../reports/stats')
 const { killFields } = require('../reports/kill-restart')
 
 /**
@@ -108,14 +109,13 @@ async function passStealGate (gate, options, progress, cell) {
   if (!gate) return null
   const result = await gate.wait()
   if (result.probes > 1) {
+    const withheld = round(result.steal, 2) ?? 'unknown'
     progress.line(`steal gate: ${cell} ${result.timedOut ? 'runs anyway' : 'starts'} after ` +
-      `${formatDuration(result.waitedS)} and ${result.probes} probes (the hypervisor withheld ${round(result.steal)} ` +
+      `${formatDuration(result.waitedS)} and ${result.probes} probes (the hypervisor withheld ${withheld} ` +
       `cores of the ${options.probeS} s probe; at most ${options.limit})`)
   }
   return result
 }
-
-const round = (x) => x === null ? 'unknown' : Math.round(x * 100) / 100
 
 /** The progress line's words on a kill/restart cell ('' for a cell without one). */
 function regainText (kill) {

@@ -352,7 +352,7 @@ function parseOptions (argv) {
   const kill = parseKill(args.kill, { duration, sweep, rates: args.rates })
   if (kill && args.rates === undefined) sweep.rates = [KILL_RATE]
   const stealGate = parseStealGate(args['steal-gate'], {
-    sweep, cpus: os.cpus().length, hostCounters: readHostCpu() !== null
+    sweep, cpus: os.cpus().length, hostCounters: () => readHostCpu() !== null
   })
   if (kill && (args.churn ?? scenario.churn)) throw bad('--kill and --churn exclude each other: both kill backend a')
   if (sweep && args.rate !== undefined) throw bad(`the ${args.scenario} scenario sweeps --rates; --rate sets one rate`)

@@ -8,10 +8,10 @@
  * the gate asks for every CPU for SECONDS (a probe, host-cpu.js `probeSteal`) and lets the cell start when
  * the hypervisor withheld at most CORES of them; else it probes again `RETRY_S` later, and once a probe read
  * over the limit the cell waits for `QUIET_AFTER_WAVE` quiet probes in a row (a wave has dips: on
- * 2026-11-29 one probe read 0.11 cores after eleven over 0.15, and the cell it let start lost 0.80). It decides on what
- * the host did before the cell, never on the cell's own result, and holds every contender's cells alike,
- * so it selects no contender's outcome. After `maxWaitS` it lets the cell run anyway and says so (each
- * cell's own steal is recorded beside it either way).
+ * 2026-11-29 one probe read 0.11 cores after eleven over 0.15, and the cell it let start lost 0.80). It
+ * decides on what the host did before the cell, never on the cell's own result, and holds every
+ * contender's cells alike, so it selects no contender's outcome. After `maxWaitS` it lets the cell run
+ * anyway and says so (each cell's own steal is recorded beside it either way).
  *
  * The probe, the clock and the sleep are injected: the gate itself touches no CPU, file or timer.
  */
@@ -51,14 +51,15 @@ function createStealGate ({ limit, probe, now, sleep, maxWaitS = MAX_WAIT_S, ret
     const start = now()
     const readings = []
     let quiet = 0 // quiet probes in a row
+    let held = false // a probe read over the limit: the cell now waits for QUIET_AFTER_WAVE in a row
     for (;;) {
       const steal = await probe()
       readings.push(steal === null ? null : Math.round(steal * 1000) / 1000)
-      quiet = steal !== null && steal <= limit ? quiet + 1 : 0
+      if (steal !== null && steal <= limit) quiet++
+      else { quiet = 0; held = true }
       const waitedS = Math.round((now() - start) / 100) / 10
       const result = { waitedS, steal, probes: readings.length, readings }
-      // the first probe alone lets a cell start; after one over the limit, QUIET_AFTER_WAVE in a row
-      if (quiet >= (quiet === readings.length ? 1 : QUIET_AFTER_WAVE)) return { ...result, timedOut: false }
+      if (quiet >= (held ? QUIET_AFTER_WAVE : 1)) return { ...result, timedOut: false }
       if (waitedS >= maxWaitS) return { ...result, timedOut: true }
       await sleep(retryS * 1000)
     }

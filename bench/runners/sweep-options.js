@@ -124,8 +124,8 @@ const STEAL_PROBE_S = 2
  * `--steal-gate CORES[:SECONDS]`: before each cell of a sweep, every CPU asked for SECONDS (default 2), and
  * the cell held until the hypervisor withheld at most CORES of them (bench/runners/steal-gate.js).
  * @param {string | number | undefined} value
- * @param {{ sweep: object | null, cpus: number, hostCounters: boolean }} context the scenario's sweep, the
- *   machine's CPUs, and whether it has the counters the gate reads (/proc/stat)
+ * @param {{ sweep: object | null, cpus: number, hostCounters: () => boolean }} context the scenario's sweep,
+ *   the machine's CPUs, and whether it has the counters the gate reads (/proc/stat; asked only when given)
  * @returns {{ limit: number, probeS: number } | null} null when not given
  */
 function parseStealGate (value, { sweep, cpus, hostCounters }) {
@@ -139,7 +139,7 @@ function parseStealGate (value, { sweep, cpus, hostCounters }) {
       `${cpus}), the hypervisor may withhold while every CPU is asked for SECONDS (1 to 60, default ` +
       `${STEAL_PROBE_S}) for a cell to start, e.g. 0.15 or 0.15:5, got "${value}"`)
   }
-  if (!hostCounters) {
+  if (!hostCounters()) {
     throw bad('--steal-gate reads the hypervisor\'s steal from /proc/stat (Linux); this machine has none')
   }
   return { limit, probeS }
