@@ -8,7 +8,8 @@ export type { Policy, PolicyDeps, Upstream, PickContext, Outcome }
 export interface BackendSpec {
   id: string
   url: string
-  weight: number
+  /** only when given: the weighted policies read 1 without, and wasp learns one from the queue */
+  weight?: number
   region?: string
   /** used only while no primary backend is up (nginx's and HAProxy's `backup`); `#backup` in a URL */
   backup?: boolean

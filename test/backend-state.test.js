@@ -77,9 +77,9 @@ describe('backup members and administrative states in the pool', () => {
 
 describe('backup in backend specs', () => {
   test('the bare fragment word backup, and backup: true in the object form', () => {
-    expect(parseBackend('http://127.0.0.1:9101#backup')).toEqual({ id: '127.0.0.1:9101', url: 'http://127.0.0.1:9101', weight: 1, backup: true })
+    expect(parseBackend('http://127.0.0.1:9101#backup')).toEqual({ id: '127.0.0.1:9101', url: 'http://127.0.0.1:9101', backup: true })
     expect(parseBackend('http://127.0.0.1:9101#eu&backup&w=2')).toMatchObject({ region: 'eu', weight: 2, backup: true })
-    expect(parseBackend('http://127.0.0.1:9101#region=backup')).toEqual({ id: '127.0.0.1:9101', url: 'http://127.0.0.1:9101', weight: 1, region: 'backup' })
+    expect(parseBackend('http://127.0.0.1:9101#region=backup')).toEqual({ id: '127.0.0.1:9101', url: 'http://127.0.0.1:9101', region: 'backup' })
     expect(parseBackend({ url: 'http://127.0.0.1:9101', backup: true })).toMatchObject({ backup: true })
     expect(parseBackend({ url: 'http://127.0.0.1:9101#backup', backup: false })).not.toHaveProperty('backup')
     expect(parseBackends('http://127.0.0.1:1,http://127.0.0.1:2#backup').map((s) => Boolean(s.backup))).toEqual([false, true])

@@ -145,14 +145,14 @@ describe('names and addresses', () => {
 describe('backend URLs', () => {
   test('fragment carries region, weight and id', () => {
     expect(parseBackend('http://127.0.0.1:9101#eu&w=3')).toEqual({ id: '127.0.0.1:9101', url: 'http://127.0.0.1:9101', weight: 3, region: 'eu' })
-    expect(parseBackend('http://127.0.0.1:9101#region=asia&id=tokyo')).toMatchObject({ id: 'tokyo', region: 'asia', weight: 1 })
+    expect(parseBackend('http://127.0.0.1:9101#region=asia&id=tokyo')).toEqual({ id: 'tokyo', url: 'http://127.0.0.1:9101', region: 'asia' }) // no weight given: none (wasp learns one)
     expect(parseBackend({ url: 'http://[::1]:9101', weight: 2, region: 'us' })).toMatchObject({ url: 'http://[::1]:9101', weight: 2, region: 'us' })
   })
 
   test('https:// backends are accepted, and a port equal to the scheme\'s default counts as explicit', () => {
-    expect(parseBackend('https://127.0.0.1:8443#eu')).toEqual({ id: '127.0.0.1:8443', url: 'https://127.0.0.1:8443', weight: 1, region: 'eu' })
-    expect(parseBackend('https://localhost:443')).toEqual({ id: 'localhost:443', url: 'https://localhost:443', weight: 1 })
-    expect(parseBackend('http://[::1]:80')).toEqual({ id: '[::1]:80', url: 'http://[::1]:80', weight: 1 })
+    expect(parseBackend('https://127.0.0.1:8443#eu')).toEqual({ id: '127.0.0.1:8443', url: 'https://127.0.0.1:8443', region: 'eu' })
+    expect(parseBackend('https://localhost:443')).toEqual({ id: 'localhost:443', url: 'https://localhost:443' })
+    expect(parseBackend('http://[::1]:80')).toEqual({ id: '[::1]:80', url: 'http://[::1]:80' })
     expect(() => parseBackend('https://localhost')).toThrow(/explicit host and port/)
   })
 
@@ -169,7 +169,7 @@ describe('backend URLs', () => {
     const file = write('default-ports.json', JSON.stringify({ backends: ['http://127.0.0.1:80', 'https://127.0.0.1:443#w=2'] }))
     const config = resolveConfig({}, readConfigFile(file))
     expect(config.backends).toEqual([
-      { id: '127.0.0.1:80', url: 'http://127.0.0.1:80', weight: 1 },
+      { id: '127.0.0.1:80', url: 'http://127.0.0.1:80' },
       { id: '127.0.0.1:443', url: 'https://127.0.0.1:443', weight: 2 }
     ])
     expect(resolveConfig({}, { backends: config.backends }).backends).toEqual(config.backends)

@@ -10,6 +10,8 @@ const queueing = require('../src/policies/wasp/queueing')
 const admission = require('../src/policies/wasp/admission')
 const { freeMiss } = require('../src/policies/wasp/spill')
 const { createWasp } = require('../src/policies/wasp')
+const { Pool } = require('../src/pool/pool')
+const { parseBackends } = require('../src/pool/backend-spec')
 const { runAt, createOpenLoop } = require('../bench/model/open-loop')
 const { createModel } = require('../bench/model/closed-loop')
 const { mulberry32 } = require('../src/common/prng')
@@ -335,6 +337,18 @@ describe('wasp capacityWeights: each upstream\'s share of the keys from its queu
     // at its capacity (3,600 req/s) the backend that queues most holds a little less: 0.87-1.02 here
     run(4, 3600).weight.forEach((x) => expect(Math.abs(x - 1)).toBeLessThan(0.2))
     expect(run(4, 3600, {}, [1, 1, 1, 1, 2, 2, 2]).weight).toEqual([1, 1, 1, 1, 2, 2, 2])
+  })
+
+  test('backends given as polistes reads them (URLs through the pool): without w= the queue weighs them, with w= the given one', () => {
+    // the pool used to give every backend weight 1, so wasp kept 1 over HTTP and learnt nothing
+    const urls = [2, 3, 4, 5, 6, 7, 8].map((n) => `http://127.0.0.1:${9100 + n}`)
+    const seen = (list) => new Pool(parseBackends(list)).all().map((u) => u.weight)
+    expect(seen(urls)).toEqual(Array(7).fill(undefined))
+    const learnt = run([2, 3, 4, 5, 6, 7, 8], 4400, {}, seen(urls)).weight
+    expect(learnt[0]).toBeLessThan(0.5)
+    expect(learnt[6]).toBeGreaterThan(1)
+    const given = urls.map((u, i) => `${u}#w=${i < 4 ? 1 : 2}`)
+    expect(run([2, 3, 4, 5, 6, 7, 8], 4400, {}, seen(given)).weight).toEqual([1, 1, 1, 1, 2, 2, 2])
   })
 
   test('a capacityWeights that is not a boolean is refused', () => {

@@ -274,8 +274,19 @@ function runRecord ({ arm, trial, settings, started, driven }) {
     perKey: keys,
     learning: learningFields(result.learning, warmup, snaps[0], start),
     balancer: metrics.balancerCounts(driven.lbStats),
+    ...policyFields(driven.lbStats),
     timeline: timelineOf(snaps, driven.buckets, end, churn)
   }
+}
+
+/**
+ * What the policy learnt of each upstream by the trial's end, where its snapshot lists them (wasp: the
+ * weight its holdings are compared by, whether it reads a queue, the keys it holds); nothing for the others.
+ */
+function policyFields (stats) {
+  const ups = stats && stats.policy && stats.policy.state && stats.policy.state.upstreams
+  if (!Array.isArray(ups)) return {}
+  return { policyUpstreams: ups.map((u) => ({ id: u.id, weight: round(u.weight, 3), queued: u.queued, held: u.held })) }
 }
 
 /** The record's head: which arm, trial and balancer processes. */

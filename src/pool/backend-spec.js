@@ -6,8 +6,9 @@ const { validateHealthCheck } = require('./health-check-options')
 /**
  * A backend as the pool needs it. `healthCheck` (object form only) overrides the balancer's
  * `healthCheck` settings for this backend; `false` turns its active checks off. `backup`: used only
- * while no other (primary) backend is up.
- * @typedef {{ id: string, url: string, weight: number, region?: string, backup?: boolean, healthCheck?: object | false
+ * while no other (primary) backend is up. `weight` only when one was given (`w=`, `weight`): an unweighted
+ * backend weighs 1 to the weighted policies, and wasp learns its weight from its queue (issue 28).
+ * @typedef {{ id: string, url: string, weight?: number, region?: string, backup?: boolean, healthCheck?: object | false
  * }} BackendSpec
  */
 
@@ -68,7 +69,7 @@ function parseBackend (input, index = 0) {
   }
   // the URL keeps its port, even the scheme's default: the spec reads back as itself (parseBackend is
   // idempotent), so a list resolved once (config) can be given again (balancer, cluster worker, reload)
-  const spec = { id: `${url.hostname}:${port}`, url: `${url.protocol}//${url.hostname}:${port}`, weight: 1 }
+  const spec = { id: `${url.hostname}:${port}`, url: `${url.protocol}//${url.hostname}:${port}` }
   for (const token of url.hash.replace(/^#/, '').split('&').filter(Boolean)) {
     const [name, value, rest] = token.split('=')
     if (rest !== undefined) throw badToken(where, token)

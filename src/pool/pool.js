@@ -87,7 +87,7 @@ class Pool {
    * @param {import('./backend-spec').BackendSpec} spec a spec whose id is a member
    * @returns {boolean} whether it was a member
    */
-  update ({ id, weight = 1, region, backup = false }) {
+  update ({ id, weight, region, backup = false }) {
     const upstream = this.members.get(id)
     if (upstream === undefined) return false
     upstream.weight = weight
@@ -397,10 +397,11 @@ class CheckState {
 /** One upstream's record: identity, live load, counters and health. */
 class Upstream {
   /** @param {import('./backend-spec').BackendSpec} spec */
-  constructor ({ id, url, weight = 1, region, backup = false }) {
+  constructor ({ id, url, weight, region, backup = false }) {
     this.id = id
     this.url = url
     this.target = new URL(url)
+    /** the weight given, undefined when none was (the policies read 1; wasp learns one from the queue) */
     this.weight = weight
     this.region = region
     /** used only while no primary (non-backup) member is up */
@@ -424,7 +425,7 @@ class Upstream {
     return {
       id: this.id,
       url: this.url,
-      weight: this.weight,
+      weight: this.weight ?? 1,
       region: this.region,
       backup: this.backup,
       adminState: this.adminState,

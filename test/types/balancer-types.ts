@@ -53,7 +53,7 @@ async function main (): Promise<void> {
   const names: string[] = policyNames()
   void names
   const spec = parseBackend('http://127.0.0.1:9101')
-  const weight: number = spec.weight
+  const weight: number | undefined = spec.weight // only when given (#w=, weight)
   void weight
   const err = new PolistesError('ERR_POLISTES_BAD_URL', 'x')
   const code: string = err.code
