@@ -57,6 +57,22 @@ describe('open-loop model (finite workers)', () => {
     expect(() => createOpenLoop({ ...fleet, policy: first(), stallEveryMs: -1 })).toThrow(/stallEveryMs and stallMs must be >= 0/)
   })
 
+  test('the ramp: the rate rises from 0 over rampMs, as the HTTP bench\'s warm-up ramps it, then holds', () => {
+    const times = []
+    const clock = {}
+    const policy = { pick: (ups) => { times.push(clock.model.now()); return ups[0] } }
+    const fleet = { upstreams: 1, workers: 64, cacheSize: 1, keys: 1, rate: 1000, arrivals: 'fixed' }
+    clock.model = createOpenLoop({ ...fleet, rampMs: 1000, policy })
+    clock.model.run(1500)
+    // 1,000 req/s reached linearly over 1 s: rate × ramp / 2 = 500 arrivals in the first second, then 1 per ms
+    const inRamp = times.filter((t) => t < 1000).length
+    expect(inRamp).toBeGreaterThan(490)
+    expect(inRamp).toBeLessThan(510)
+    expect(times[1499] - times[1498]).toBeCloseTo(1, 9)
+    expect(times[1] - times[0]).toBeGreaterThan(10) // the first gaps are long: the rate starts near 0
+    expect(() => createOpenLoop({ ...fleet, policy, rampMs: -1 })).toThrow('createOpenLoop: rampMs must be >= 0, got -1')
+  })
+
   test('workers serve in parallel, and the policy sees queued requests as in flight', () => {
     let maxSeen = 0
     const policy = { pick (ups) { maxSeen = Math.max(maxSeen, ups[0].inflight); return ups[0] } }
@@ -91,10 +107,11 @@ describe('open-loop model (finite workers)', () => {
 
   test('the command line: the limit, a rate table and a sweep; a bad flag exits 2 with the message, no stack trace', async () => {
     const small = ['--pages', '200', '--cache-pages', '10', '--warmup', '500', '--measure', '500', '--only', 'chash,wasp']
-    const ok = await runNode(CLI, [...small, '--rates', '2000', '--sweep', '1000:2000:1000'], { timeoutMs: 20000 })
+    const ok = await runNode(CLI, [...small, '--rates', '2000', '--sweep', '1000:2000:1000', '--ramp-ms', '200'], { timeoutMs: 20000 })
     expect(ok.stderr).toBe('')
     expect(ok.code).toBe(0)
     expect(ok.stdout).toMatch(/^fleet: 7 backends x 4 workers, LRU 10 of 200 pages, zipf\(1\)/)
+    expect(ok.stdout).toMatch(/poisson arrivals, the rate ramped from 0 over 200 ms; seed 1/)
     expect(ok.stdout).toMatch(/physical limit: \d+ req\/s/)
     expect(ok.stdout).toMatch(/capacity at SLO \(sweep 1000:2000:1000; last rate before the first p99 > 40 ms\)/)
     expect(ok.stdout).toMatch(/│ 0\s+│ 'chash'/)

@@ -30,7 +30,7 @@ const {
 } = require('./model-setup')
 
 // globals read once at load: under jest (a vm context) each read of a global is slow (src/common/prng.js)
-const { log, max, min } = Math
+const { log, max, min, sqrt } = Math
 
 const DEFAULTS = Object.freeze({
   upstreams: FLEET_SIZE, // a number (ids u0..u{n-1}) or an array of ids
@@ -47,6 +47,7 @@ const DEFAULTS = Object.freeze({
   stallEveryMs: 0, // 0 = no stalls
   stallMs: 0,
   rate: 2000, // offered requests per second
+  rampMs: 0, // the rate rises linearly from 0 over this many ms, as the bench's warm-up ramps it (0 = none)
   arrivals: 'poisson', // 'poisson' (exponential gaps) | 'fixed' (evenly spaced)
   weights: undefined, // optional array of `weight` per backend shown to the policy
   seed: 1
@@ -96,6 +97,7 @@ function createState (o) {
     throw new TypeError('createOpenLoop: options.policy (a policy with pick()) is required')
   }
   if (!(o.rate > 0)) throw new TypeError(`createOpenLoop: rate must be > 0, got ${o.rate}`)
+  if (!(o.rampMs >= 0)) throw new TypeError(`createOpenLoop: rampMs must be >= 0, got ${o.rampMs}`)
   if (!(o.stallEveryMs >= 0 && o.stallMs >= 0)) {
     throw new TypeError(`createOpenLoop: stallEveryMs and stallMs must be >= 0, got ${o.stallEveryMs}, ${o.stallMs}`)
   }
@@ -130,6 +132,7 @@ function createState (o) {
     seq: 0,
     nextArrival: 0,
     gapMs: 1000 / o.rate,
+    arrivals: 0, // with a ramp: the arrivals expected by the next one's time (its operational time)
     carry: null, // the window whose arrivals continue while the previous one drains
     stallRandom: mulberry32(o.seed * 104729 + 7),
     stall: { start: Infinity, end: Infinity } // the current or next stall
@@ -242,8 +245,22 @@ function advance (m, win) {
   }
   m.now = m.nextArrival
   arrive(m, win)
-  m.nextArrival += m.o.arrivals === 'poisson' ? -log(1 - m.random()) * m.gapMs : m.gapMs
+  const step = m.o.arrivals === 'poisson' ? -log(1 - m.random()) : 1
+  if (m.o.rampMs > 0) {
+    m.arrivals += step
+    m.nextArrival = rampedTime(m, m.arrivals)
+  } else m.nextArrival += step * m.gapMs
   return true
+}
+
+/**
+ * When the rate ramps linearly from 0 to the full rate over `rampMs`, then holds: the time by which
+ * `u` arrivals are expected (the inverse of the expected count, u = t² / (2 rampMs gapMs) in the ramp).
+ * Fixed arrivals step u by 1, Poisson ones by an exponential draw: a non-homogeneous Poisson process.
+ */
+function rampedTime (m, u) {
+  const inRamp = m.o.rampMs / (2 * m.gapMs) // the arrivals expected during the ramp
+  return u <= inRamp ? sqrt(2 * m.o.rampMs * m.gapMs * u) : m.o.rampMs + (u - inRamp) * m.gapMs
 }
 
 /**

@@ -51,6 +51,12 @@ function parseArgs (argv) {
     })
     .option('stall-ms', { type: 'number', default: 0, describe: 'length of each stall, ms' })
     .option('arrivals', { choices: ['poisson', 'fixed'], default: 'poisson' })
+    .option('ramp-ms', {
+      type: 'number',
+      default: 0,
+      describe: 'the rate rises from 0 over this many ms at the start of each cell, as the HTTP bench\'s warm-up ' +
+        'ramps it (0 = the full rate from the first request)'
+    })
     .option('warmup', { type: 'number', default: 40000 })
     .option('measure', { type: 'number', default: 40000 })
     .option('seed', { type: 'number', default: 1 })
@@ -83,7 +89,8 @@ function fleetOf (args) {
     jitter: args.jitter,
     stallEveryMs: args['stall-every'],
     stallMs: args['stall-ms'],
-    arrivals: args.arrivals
+    arrivals: args.arrivals,
+    rampMs: args['ramp-ms']
   }
 }
 
@@ -150,6 +157,7 @@ function main (argv) {
     (fleet.stallEveryMs > 0 && fleet.stallMs > 0
       ? `, stalls of ${fleet.stallMs} ms every ${fleet.stallEveryMs} ms`
       : '') +
+    (fleet.rampMs > 0 ? `, the rate ramped from 0 over ${fleet.rampMs} ms` : '') +
     `; seed ${args.seed}, ` +
     `${run.warmup} warm-up + ${run.measure} measured requests per cell; wasp options ${JSON.stringify(waspOptions)}`)
   console.log(`physical limit: ${limit.rate.toFixed(0)} req/s (best static hit rate ${limit.hitRate.toFixed(3)}, ` +
