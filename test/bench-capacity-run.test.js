@@ -31,6 +31,15 @@ describe('bench end to end: the capacity scenario', () => {
     expect(doc.scenario).toBe('capacity')
     expect(doc.settings.sweep).toEqual({ rates: [100], sloMs: 40, sloDefault: true, stopAfter: 2 })
     expect(doc.runs.map((r) => [r.algo, r.offered]).sort()).toEqual([['chash-bounded', 100], ['wasp', 100]])
+    // what wasp learnt of each upstream at the trial's end: its weight (no backend was given one), queue, keys
+    const wasp = doc.runs.find((r) => r.algo === 'wasp').policyUpstreams
+    expect(wasp.map((u) => u.id).sort()).toEqual(['a', 'b', 'c', 'd', 'e', 'f', 'g'])
+    for (const u of wasp) {
+      expect(u.weight).toBeGreaterThan(0)
+      expect(typeof u.queued).toBe('boolean')
+      expect(u.held).toBeGreaterThanOrEqual(0)
+    }
+    expect(wasp.reduce((a, u) => a + u.held, 0)).toBeGreaterThan(0)
     for (const run of doc.runs) {
       expect(run).toMatchObject({ errors: 0, non2xx: 0, requests: 100 })
       expect(run.perBackend).toHaveLength(7)
@@ -53,6 +62,11 @@ describe('bench end to end: the capacity scenario', () => {
         expect(run.cpuShare.host).toBeLessThanOrEqual(doc.machine.cpus + 0.01)
         expect(run.cpuShare.steal).toBeGreaterThanOrEqual(0)
         expect(run.timeline.every((s) => s.cpu === null || Number.isFinite(s.cpu.steal))).toBe(true)
+        // its worst second, which the STEAL flag reads (the window's seconds only)
+        const cell = doc.capacity.cells.find((c) => c.algo === run.algo)
+        expect(cell.stealPeak).toBeGreaterThanOrEqual(0)
+        expect(cell.stealPeak).toBeLessThanOrEqual(doc.machine.cpus)
+        expect(cell.stolen).toBe(cell.stealPeak > doc.capacity.stealLimit)
         // --steal-gate: each cell passed the gate after one real probe of every CPU
         expect(doc.settings.stealGate).toEqual({ limit: doc.machine.cpus, probeS: 1 })
         expect(run.stealGate).toMatchObject({ probes: 1, timedOut: false })

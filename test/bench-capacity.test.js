@@ -8,7 +8,7 @@
 
 const {
   defaultSlo, lagLimitMs, sweepCells, keepsSweeping, capacityAtSlo, measuredService, physicalLimit, capacities,
-  capacityReport, issueTargets
+  capacityReport, issueTargets, stealPeak
 } = require('../bench/reports/capacity')
 const { serviceTimes } = require('../bench/reports/metrics')
 const { physicalLimit: modelLimit } = require('../bench/model/open-loop')
@@ -22,7 +22,7 @@ const { describeIfInstalled } = require('./helper')
 const ZIPF1 = { kind: 'zipf', s: 1 }
 
 /** A run record as trial.js writes it, with the fields the capacity figures read. */
-function run (algo, offered, p99, { trial = 1, hitRate = 0.8, shares = [0.2, 0.8], errors = 0, lag = 0.3, service, steal } = {}) {
+function run (algo, offered, p99, { trial = 1, hitRate = 0.8, shares = [0.2, 0.8], errors = 0, lag = 0.3, service, steal, timeline } = {}) {
   return {
     algo,
     offered,
@@ -37,7 +37,8 @@ function run (algo, offered, p99, { trial = 1, hitRate = 0.8, shares = [0.2, 0.8
     load: { generator: 'open-loop', lag: { p50: lag / 2, p99: lag, max: lag * 3 } },
     learning: { rps: offered, hitRate },
     ...(steal !== undefined ? { cpuShare: { balancer: 0.3, fleet: 0.4, load: 0.3, host: 1, steal } } : {}),
-    ...(service ? { service } : {})
+    ...(service ? { service } : {}),
+    ...(timeline ? { timeline } : {})
   }
 }
 
@@ -373,5 +374,34 @@ describe('capacity: reports', () => {
     expect(formatCapacityHtml(slowDoc)).toContain('<td>14 %</td><td>0.20</td><td>over SLO, fleet slowed</td>')
     const csv = formatCsv(slowDoc).trim().split('\n').map((l) => l.split(','))
     expect(csv.slice(1).map((l) => l[csv[0].indexOf('steal')])).toEqual(['', '0.1', '0.7', '0.2'])
+  })
+
+  test('STEAL: a trial with one second of its window over 0.25 cores of steal, which the window\'s steal averages away', () => {
+    // per second: the learning phase's seconds do not count; the window's steal (0.07) is the mean the run recorded
+    const second = (t, phase, steal) => ({ t, phase, cpu: { balancer: 0.3, fleet: 0.4, load: 0.3, host: 1, steal } })
+    const burst = [second(1, 'learning', 0.9), second(2, 'measured', 0.02), second(3, 'measured', 0.31), second(4, 'measured', 0.05)]
+    const calm = [second(1, 'learning', 0.9), second(2, 'measured', 0.02), second(3, 'measured', 0.25), second(4, 'measured', 0)]
+    expect(stealPeak({ timeline: burst })).toBe(0.31)
+    expect(stealPeak({ timeline: calm })).toBe(0.25)
+    expect(Number.isNaN(stealPeak({}))).toBe(true) // not recorded (off Linux)
+    expect(Number.isNaN(stealPeak({ timeline: [{ t: 1, phase: 'measured', cpu: null }] }))).toBe(true)
+    const runs = [run('wasp', 1500, 20, { steal: 0.01, timeline: calm }), run('wasp', 2000, 45, { trial: 1, steal: 0.07, timeline: burst }),
+      run('wasp', 2000, 30, { trial: 2, steal: 0.01, timeline: calm }), run('wasp', 2000, 35, { trial: 3, steal: 0.01, timeline: calm })]
+    const cells = sweepCells(runs, 40)
+    expect(cells[0]).toMatchObject({ stolen: false, stealPeak: 0.25 })
+    expect(cells[1]).toMatchObject({ stolen: true, stealPeak: 0.31, overSlo: false, steal: 0.01 }) // any trial's burst
+    expect(Number.isNaN(sweepCells([run('x', 1, 10)], 40)[0].stealPeak)).toBe(true)
+    const over = [...runs.slice(0, 1), ...runs.slice(1).map((r) => ({ ...r, latency: { ...r.latency, p99: 60 } }))]
+    expect(capacities(sweepCells(over, 40), 3000)[0]).toMatchObject({ capacity: 1500, firstOver: 2000, stolen: true })
+    const stolenDoc = { ...doc, runs: over, capacity: capacityReport(settings, over) }
+    const text = formatCapacityTable(stolenDoc)
+    expect(text).toMatch(/\n\s+2,000\s+1990\s.*>SLO STEAL\n/)
+    expect(text).toMatch(/\nwasp\s+1,500 STEAL\s+2,000\s/)
+    expect(text).toContain('STEAL in a trial one second of the window lost over 0.25 cores to the hypervisor')
+    const html = formatCapacityHtml(stolenDoc)
+    expect(html).toContain('<td>over SLO, steal burst</td>')
+    expect(html).toContain('"steal burst", in a trial one second of the window lost over 0.25 cores')
+    const csv = formatCsv(stolenDoc).trim().split('\n').map((l) => l.split(','))
+    expect(csv.slice(1).map((l) => l[csv[0].indexOf('stealPeak')])).toEqual(['0.25', '0.31', '0.25', '0.25'])
   })
 })

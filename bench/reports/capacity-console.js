@@ -13,8 +13,9 @@ const fmt = (digits) => (x) => (typeof x === 'number' && Number.isFinite(x) ? x.
 const percent = (x) => (typeof x === 'number' && Number.isFinite(x)
   ? `${x < 0 ? '' : '+'}${Math.round(x * 100)}%`
   : '-')
-/** A cell's or a capacity's host flags: " LAG" (the generator lagged), " SLOW" (the fleet was slowed). */
-const hostFlags = (c) => `${c.lagged ? ' LAG' : ''}${c.slowed ? ' SLOW' : ''}`
+/** A cell's or a capacity's host flags: " LAG" (the generator lagged), " SLOW" (the fleet was slowed), " STEAL" (a
+ * second of the window lost a burst of CPU to the hypervisor). */
+const hostFlags = (c) => `${c.lagged ? ' LAG' : ''}${c.slowed ? ' SLOW' : ''}${c.stolen ? ' STEAL' : ''}`
 const int = (x) => (typeof x === 'number' && Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '-')
 
 /** Columns padded to their widest cell, the first left-aligned, a rule under the header. */
@@ -100,7 +101,9 @@ function formatCapacityTable (doc) {
       `${cap.sloMs} ms; LAG the generator's own send lag p99 over ${cap.lagLimitMs} ms (the ` +
       'cell may measure the generator, not the fleet); SLOW the backends measured their service times over ' +
       `${Math.round(cap.slowLimit * 100)}% above nominal in a trial ("svc over", the median; the host may have ` +
-      'slowed the fleet; on the capacity line: at the first rate over the SLO). steal: the cores the ' +
+      'slowed the fleet; on the capacity line: at the first rate over the SLO); STEAL in a trial one second of ' +
+      `the window lost over ${cap.stealLimit} cores to the hypervisor (a burst the window's steal averages away; ` +
+      'on the capacity line: at the first rate over the SLO). steal: the cores the ' +
       `hypervisor gave other guests over the window (of the machine's ${doc.machine.cpus}). busiest: the ` +
       `busiest backend's share of the requests (fair: ${fmt(3)(1 / cap.fleet.workers.length)})`,
     '', `capacity at SLO: the highest offered rate before the first whose p99 is over ${cap.sloMs} ms ` +

@@ -119,7 +119,8 @@ function formatCapacityHtml (doc) {
     cap.cells.map((c) => [c.algo, c.rate, num(c.served, 0), num(c.p50), num(c.p99), num(c.p999), num(c.hitRate, 3),
       num(c.busiest, 3), c.errors, num(c.lagP99), Number.isFinite(c.slowdown) ? `${num(100 * c.slowdown, 0)} %` : '-',
       num(c.steal),
-      [c.overSlo && 'over SLO', c.lagged && 'generator lagged', c.slowed && 'fleet slowed'].filter(Boolean).join(', ')])
+      [c.overSlo && 'over SLO', c.lagged && 'generator lagged', c.slowed && 'fleet slowed',
+        c.stolen && 'steal burst'].filter(Boolean).join(', ')])
   )
   const caps = htmlTable(
     ['contender', 'capacity at SLO, req/s', 'first rate over', 'of the physical limit', 'p99 there', 'hit rate there',
@@ -170,7 +171,9 @@ ${cells}
 ${cap.lagLimitMs} ms, so the cell may measure the generator rather than the fleet; "fleet slowed", in a trial the
 backends measured their service times more than ${num(100 * cap.slowLimit, 0)} % above the nominal ones (at that
 trial's mix of hits and misses; "service over nominal" is the median), so the host may have slowed the fleet
-itself. Host steal: the cores the hypervisor gave other guests over the window (of the machine's
+itself; "steal burst", in a trial one second of the window lost over ${esc(cap.stealLimit)} cores to the hypervisor
+(the window's steal averages such a burst away). Host steal: the cores the hypervisor gave other guests over the
+window (of the machine's
 ${esc(doc.machine.cpus)}). Busiest share: the busiest backend's share of the requests
 (fair: ${num(1 / w.length, 3)}).</p>
 </body></html>

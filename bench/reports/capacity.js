@@ -31,6 +31,29 @@ function lagLimitMs (sloMs) {
 const SLOW_LIMIT = 0.15
 
 /**
+ * The cores the hypervisor may take in any one second of a trial's measured window before the trial
+ * is flagged STEAL. Over a whole window a burst reads small: on the 2-core VM of docs/benchmarks.md,
+ * trials whose window lost 0.07-0.11 cores had 4-5 seconds at 0.27-0.51, and those seconds alone put
+ * their p99 over the SLO; a quiet second reads 0.00-0.06.
+ */
+const STEAL_LIMIT = 0.25
+
+/**
+ * The most cores the hypervisor took in one second of a run's measured window (its timeline), NaN when
+ * the run did not record steal (off Linux).
+ * @param {{ timeline?: Array<{ phase: string, cpu: { steal?: number } | null }> }} run
+ * @returns {number}
+ */
+function stealPeak (run) {
+  let peak = NaN
+  for (const t of run.timeline || []) {
+    if (t.phase === 'learning' || !t.cpu || !Number.isFinite(t.cpu.steal)) continue
+    if (!(peak >= t.cpu.steal)) peak = t.cpu.steal
+  }
+  return peak
+}
+
+/**
  * How much longer the backends held their workers than the nominal service times say, over one run:
  * measured total service ms / (hits × hitMs + misses × missMs) − 1, at the run's own mix of hits and
  * misses (0.1: the fleet served 10 % slower than nominal).
@@ -62,14 +85,16 @@ function defaultSlo (hitMs, missMs) {
  * @param {{ hitMs: number, missMs: number }} [nominal] the fleet's nominal service times
  * @returns {{ algo: string, rate: number, trial: number, rps: number, served: number, p50: number, p99: number,
  *   p999: number, hitRate: number, busiest: number, errors: number, lagP99: number, lagMax: number, lagged: boolean,
- *   steal: number, slowdown: number, slowed: boolean }} `served`: the backends' requests per second in the window
- *   (`rps` is the generator's, by intended send time); `steal`: the cores the hypervisor took from this machine
- *   over the window (bench/runners/host-cpu.js); `slowdown`: serviceSlowdown, `slowed` over SLOW_LIMIT
+ *   steal: number, stealPeak: number, stolen: boolean, slowdown: number, slowed: boolean }} `served`: the backends'
+ *   requests per second in the window (`rps` is the generator's, by intended send time); `steal`: the cores the
+ *   hypervisor took from this machine over the window (bench/runners/host-cpu.js), `stealPeak` in its worst
+ *   second, `stolen` over STEAL_LIMIT; `slowdown`: serviceSlowdown, `slowed` over SLOW_LIMIT
  */
 function trialCell (run, sloMs, nominal) {
   const lag = (run.load && run.load.lag) || {}
   const shares = (run.perBackend || []).map((b) => b.share).filter(Number.isFinite)
   const slowdown = serviceSlowdown(run.service, nominal)
+  const peak = stealPeak(run)
   return {
     algo: run.algo,
     rate: run.offered,
@@ -86,6 +111,8 @@ function trialCell (run, sloMs, nominal) {
     lagMax: lag.max ?? NaN,
     lagged: lag.p99 > lagLimitMs(sloMs),
     steal: (run.cpuShare && run.cpuShare.steal) ?? NaN,
+    stealPeak: peak,
+    stolen: peak > STEAL_LIMIT,
     slowdown,
     slowed: slowdown > SLOW_LIMIT
   }
@@ -94,13 +121,15 @@ function trialCell (run, sloMs, nominal) {
 /**
  * The cells of the sweep: per contender and offered rate, the medians over its trials (errors summed,
  * `lagged` when any trial's generator lagged, `slowed` when any trial's backends measured their service
- * times over SLOW_LIMIT above nominal), in the order the contenders first ran, rates ascending.
+ * times over SLOW_LIMIT above nominal, `stolen` when any trial had a second over STEAL_LIMIT, `stealPeak` the worst
+ * second of any trial), in the order the contenders first ran, rates ascending.
  * @param {object[]} runs run records with `offered`
  * @param {number} sloMs
  * @param {{ hitMs: number, missMs: number }} [nominal] the fleet's nominal service times (without: no slowdown)
  * @returns {Array<{ algo: string, rate: number, trials: number, rps: number, served: number, p50: number, p99: number,
  *   p999: number, hitRate: number, busiest: number, errors: number, lagP99: number, lagMax: number,
- *   lagged: boolean, steal: number, slowdown: number, slowed: boolean, overSlo: boolean }>}
+ *   lagged: boolean, steal: number, stealPeak: number, stolen: boolean, slowdown: number, slowed: boolean,
+ *   overSlo: boolean }>}
  */
 function sweepCells (runs, sloMs, nominal) {
   const groups = new Map()
@@ -113,6 +142,7 @@ function sweepCells (runs, sloMs, nominal) {
   for (const trials of groups.values()) {
     const mid = (k, digits = 3) => round(median(trials.map((t) => t[k])), digits)
     const p99 = mid('p99')
+    const peaks = trials.map((t) => t.stealPeak).filter(Number.isFinite)
     cells.push({
       algo: trials[0].algo,
       rate: trials[0].rate,
@@ -129,6 +159,8 @@ function sweepCells (runs, sloMs, nominal) {
       lagMax: round(Math.max(...trials.map((t) => t.lagMax)), 3),
       lagged: trials.some((t) => t.lagged),
       steal: mid('steal'),
+      stealPeak: peaks.length ? round(Math.max(...peaks), 3) : NaN,
+      stolen: trials.some((t) => t.stolen),
       slowdown: mid('slowdown'),
       slowed: trials.some((t) => t.slowed),
       overSlo: !(p99 <= sloMs) // a cell without a p99 (nothing answered) is over
@@ -208,7 +240,8 @@ function physicalLimit ({ workers, cachePages, pages, popularity, hitMs, missMs 
  * @param {ReturnType<typeof sweepCells>} cells
  * @param {number} limitRate the physical limit, req/s
  * @returns {Array<{ algo: string, capacity: number, firstOver: number | null, beyondSweep: boolean,
- *   ofLimit: number, p99: number, hitRate: number, busiest: number, lagged: boolean, slowed: boolean }>}
+ *   ofLimit: number, p99: number, hitRate: number, busiest: number, lagged: boolean, slowed: boolean,
+ *   stolen: boolean }>}
  */
 function capacities (cells, limitRate) {
   const algos = [...new Set(cells.map((c) => c.algo))]
@@ -226,7 +259,9 @@ function capacities (cells, limitRate) {
       // a cell at or under the capacity whose generator lagged: the figure may be the generator's
       lagged: mine.some((c) => c.rate <= cap.capacity && c.lagged),
       // the first rate over the SLO had a slowed fleet: the host, not the policy, may have ended the sweep
-      slowed: mine.some((c) => c.rate === cap.firstOver && c.slowed)
+      slowed: mine.some((c) => c.rate === cap.firstOver && c.slowed),
+      // ... or lost a burst of CPU to the hypervisor
+      stolen: mine.some((c) => c.rate === cap.firstOver && c.stolen)
     }
   })
 }
@@ -343,6 +378,7 @@ function capacityReport (settings, runs) {
     stopAfter,
     lagLimitMs: lagLimitMs(sloMs),
     slowLimit: SLOW_LIMIT,
+    stealLimit: STEAL_LIMIT,
     fleet: {
       workers: shape.workers,
       cachePages: shape.cachePages,
@@ -379,6 +415,7 @@ module.exports = {
   capacityReport,
   lagLimitMs,
   serviceSlowdown,
+  stealPeak,
   defaultSlo,
   sweepCells,
   keepsSweeping,

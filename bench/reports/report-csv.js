@@ -2,7 +2,7 @@
 
 /** CSV of the runs, one line per run, for spreadsheets and R. */
 
-const { serviceSlowdown } = require('./capacity')
+const { serviceSlowdown, stealPeak } = require('./capacity')
 const { round } = require('./stats')
 
 const FIELDS = [
@@ -50,6 +50,8 @@ const FIELDS = [
   ['missServiceMs', (r) => r.service && r.service.missMs],
   // the cores the hypervisor gave other guests over the window (Linux /proc/stat; empty elsewhere)
   ['steal', (r) => r.cpuShare && r.cpuShare.steal],
+  // the most it took in one second of the window (the STEAL flag over 0.25 cores)
+  ['stealPeak', (r) => stealPeak(r)],
   // how much longer than nominal the backends held their workers (0.1: 10 %; the SLOW flag over 0.15)
   ['serviceOver', (r, doc) => round(serviceSlowdown(r.service, doc.capacity && doc.capacity.fleet), 4)],
   // a kill/restart cell (--kill): the regain time after the restart, s (empty: none in the window)

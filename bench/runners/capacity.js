@@ -17,7 +17,7 @@ const { runOnce } = require('./trial')
 const { probeSteal } = require('./host-cpu')
 const { createStealGate } = require('./steal-gate')
 const { formatDuration, remainingSeconds, runLoadSeconds, planSeconds } = require('./plan')
-const { sweepCells, keepsSweeping, warmupText } = require('../reports/capacity')
+const { sweepCells, keepsSweeping, warmupText, stealPeak } = require('../reports/capacity')
 const { round } = require('../reports/stats')
 const { killFields } = require('../reports/kill-restart')
 
@@ -58,6 +58,13 @@ function formatSweepPlan (settings) {
     `most ${cells} cells of ${warmupText(settings)} + ${settings.duration} s measured; a contender stops ` +
     `after ${stopAfter} rate${stopAfter === 1 ? '' : 's'} with p99 over the SLO (${sloMs} ms): at most about ` +
     `${formatDuration(total)}${kill}${gate}`
+}
+
+/** The progress line's steal: over the window, and in its worst second (the STEAL flag's reading). */
+function stealText (run) {
+  return Number.isFinite(run.cpuShare.steal)
+    ? `, steal ${run.cpuShare.steal} cores (${stealPeak(run)} in its worst second)`
+    : ''
 }
 
 /**
@@ -188,7 +195,7 @@ async function sweep (settings, { progress, profileDir, gate }) {
           `${run.latency.p99} ms, hit rate ${run.hitRate}, errors ${run.errors + run.non2xx}` +
           regainText(kill) +
           `${run.service ? `, service ${run.service.hitMs} / ${run.service.missMs} ms` : ''}` +
-          `${Number.isFinite(run.cpuShare.steal) ? `, steal ${run.cpuShare.steal} cores` : ''}` +
+          stealText(run) +
           `${run.load.lag ? `, generator lag p99 ${run.load.lag.p99} ms` : ''}, ${eta(0)}`)
       }
     }
