@@ -132,7 +132,7 @@ function createState (o) {
     seq: 0,
     nextArrival: 0,
     gapMs: 1000 / o.rate,
-    arrivals: 0, // with a ramp: the arrivals expected by the next one's time (its operational time)
+    expected: 0, // with a ramp: the arrivals expected by the next one's time (its operational time)
     carry: null, // the window whose arrivals continue while the previous one drains
     stallRandom: mulberry32(o.seed * 104729 + 7),
     stall: { start: Infinity, end: Infinity } // the current or next stall
@@ -247,8 +247,8 @@ function advance (m, win) {
   arrive(m, win)
   const step = m.o.arrivals === 'poisson' ? -log(1 - m.random()) : 1
   if (m.o.rampMs > 0) {
-    m.arrivals += step
-    m.nextArrival = rampedTime(m, m.arrivals)
+    m.expected += step
+    m.nextArrival = rampedTime(m, m.expected)
   } else m.nextArrival += step * m.gapMs
   return true
 }

@@ -249,6 +249,7 @@ function capacities (cells, limitRate) {
     const mine = cells.filter((c) => c.algo === algo)
     const cap = capacityAtSlo(mine)
     const at = mine.find((c) => c.rate === cap.capacity)
+    const over = mine.find((c) => c.rate === cap.firstOver) // undefined when none was over
     return {
       algo,
       ...cap,
@@ -258,10 +259,10 @@ function capacities (cells, limitRate) {
       busiest: at ? at.busiest : NaN,
       // a cell at or under the capacity whose generator lagged: the figure may be the generator's
       lagged: mine.some((c) => c.rate <= cap.capacity && c.lagged),
-      // the first rate over the SLO had a slowed fleet: the host, not the policy, may have ended the sweep
-      slowed: mine.some((c) => c.rate === cap.firstOver && c.slowed),
-      // ... or lost a burst of CPU to the hypervisor
-      stolen: mine.some((c) => c.rate === cap.firstOver && c.stolen)
+      // the first rate over the SLO had a slowed fleet, or lost a burst of CPU to the hypervisor: the host,
+      // not the policy, may have ended the sweep
+      slowed: Boolean(over && over.slowed),
+      stolen: Boolean(over && over.stolen)
     }
   })
 }
