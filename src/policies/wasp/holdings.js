@@ -114,7 +114,7 @@ function observe (krec, picks) {
   // by at most one step of 100 req/s either way (2026-11-28), so the picks stay as pinned
   const alpha = krec.step - 2 > 1 / SLOW_ALPHA ? SLOW_ALPHA : 1 / (krec.step - 2)
   krec.slowGap = krec.step <= 2 ? krec.gap : krec.slowGap + alpha * (gap - krec.slowGap)
-  admission.observe(krec)
+  admission.observe(krec, picks)
   if (krec.step > 1) { // hysteresis: noise around a band's edge must not move the key back and forth
     const lg = log2(krec.gap)
     if (lg >= krec.band - BAND_MARGIN && lg < krec.band + 1 + BAND_MARGIN) return

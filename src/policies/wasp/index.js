@@ -135,6 +135,7 @@ function createState (o, random) {
     freeMisses: 0,
     bases: queueing.createBases(),
     capacity: capacity.createCapacity(),
+    aging: { cursor: null }, // admission's round of the key table (./admission.js `age`)
     // per pick: whether a listed upstream has shown a queue (./queueing.js)
     queued: false,
     // per pick: the candidates' records, θeff² (-1 when ineligible), this round's responders
@@ -167,6 +168,7 @@ function pick (w, upstreams, ctx) {
   const krec = w.memory.key(asString(key), true)
   krec.step++
   holdings.observe(krec, picks)
+  if (w.o.admission) admission.age(w.aging, w.memory.keys, picks)
   if (n === 1) {
     if (w.o.admission) ctx.noStore = false // a retry's earlier pick may have set it
     learn(w, krec, w.recs[0])
